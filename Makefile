@@ -1,0 +1,34 @@
+# Sluice: the commands a newcomer needs. See README.md.
+JOBS ?= $(shell nproc)
+RELEASE_DIR := build
+TEST_DIR := build-test
+
+.PHONY: all build test bench run deps format clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	@cmake -S . -B $(RELEASE_DIR) -DCMAKE_BUILD_TYPE=Release -DSLUICE_BUILD_TESTS=OFF >/dev/null
+	@cmake --build $(RELEASE_DIR) -j $(JOBS)
+
+# Debug + AddressSanitizer + UndefinedBehaviorSanitizer, then every ctest test.
+test: deps
+	@cmake -S . -B $(TEST_DIR) -DCMAKE_BUILD_TYPE=Debug -DSLUICE_SANITIZE=ON -DSLUICE_BUILD_BENCH=OFF >/dev/null
+	@cmake --build $(TEST_DIR) -j $(JOBS)
+	@cd $(TEST_DIR) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j $(JOBS)
+
+bench: build
+	@$(RELEASE_DIR)/bench/sluice_bench --benchmark_counters_tabular=true
+
+run: build
+	@$(RELEASE_DIR)/sluice simulate --scenario boundary-burst
+
+format:
+	@clang-format -i $$(git ls-files '*.cc' '*.h')
+
+clean:
+	rm -rf $(RELEASE_DIR) $(TEST_DIR)

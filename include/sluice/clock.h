@@ -1,0 +1,52 @@
+// Clock: the one source of time for limiters and stores.
+//
+// Time is integer nanoseconds since the Unix epoch, so fixed windows align to
+// wall-clock minutes and X-RateLimit-Reset can be computed from it. Algorithms
+// never read a clock: the limiter reads it once per request and passes `now`.
+//
+// Thread-safety: SystemClock and ManualClock may be read from any thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+
+namespace sluice {
+
+using Nanos = std::chrono::nanoseconds;
+
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  // Nanoseconds since the Unix epoch. Never decreases between calls.
+  virtual Nanos now() const = 0;
+};
+
+// The system's real-time clock, made monotonic: if the wall clock steps back
+// (NTP), now() holds at the latest value returned rather than going backwards,
+// so no bucket ever sees negative elapsed time.
+class SystemClock final : public Clock {
+ public:
+  Nanos now() const override;
+
+  // A process-wide instance.
+  static SystemClock& instance();
+
+ private:
+  mutable std::atomic<int64_t> latest_ns_{0};
+};
+
+// A clock that only moves when told to. For tests and simulations.
+class ManualClock final : public Clock {
+ public:
+  explicit ManualClock(Nanos start = Nanos{0}) : now_ns_(start.count()) {}
+
+  Nanos now() const override { return Nanos{now_ns_.load(std::memory_order_acquire)}; }
+  void advance(Nanos by) { now_ns_.fetch_add(by.count(), std::memory_order_acq_rel); }
+  void set(Nanos to) { now_ns_.store(to.count(), std::memory_order_release); }
+
+ private:
+  std::atomic<int64_t> now_ns_;
+};
+
+}  // namespace sluice

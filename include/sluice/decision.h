@@ -1,0 +1,28 @@
+// Decision: the answer of a limit to one request.
+//
+// Being over the limit is a Decision with allowed == false, not an error.
+#pragma once
+
+#include <cstdint>
+
+#include "sluice/clock.h"
+
+namespace sluice {
+
+struct Decision {
+  bool allowed = false;
+  // The limit's size: capacity (token_bucket, gcra) or limit (window algorithms).
+  uint64_t limit = 0;
+  // What is left after this request (>= 0). For a denial: what is left now.
+  uint64_t remaining = 0;
+  // Until the limit is fully restored (buckets) or the current window ends
+  // (windows); 0 when nothing is consumed.
+  Nanos reset_after{0};
+  // 0 when allowed. When denied: the shortest wait after which the same request
+  // would be allowed if nothing else consumed meanwhile; never 0, never too short.
+  Nanos retry_after{0};
+
+  friend bool operator==(const Decision&, const Decision&) = default;
+};
+
+}  // namespace sluice

@@ -1,0 +1,95 @@
+// Limit: a validated description of one rate limit.
+//
+// Build one with Limit::create(), which checks the spec and says exactly what
+// is wrong with it. A Limit is an immutable value: copy it freely and share it
+// between threads.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "sluice/clock.h"
+#include "sluice/result.h"
+
+namespace sluice {
+
+enum class Algorithm : uint8_t {
+  kTokenBucket,
+  kGcra,
+  kFixedWindow,
+  kSlidingLog,
+  kSlidingWindow,
+};
+
+// "token_bucket", "gcra", "fixed_window", "sliding_log", "sliding_window".
+std::string_view algorithm_name(Algorithm algorithm);
+// The inverse of algorithm_name(); false if the name is unknown.
+bool parse_algorithm(std::string_view name, Algorithm* out);
+
+// What a user writes. Bucket algorithms (token_bucket, gcra) read capacity,
+// refill_tokens and refill_period ("refill_tokens per refill_period"); window
+// algorithms read limit and window. Fields the algorithm does not use must be 0.
+struct LimitSpec {
+  Algorithm algorithm = Algorithm::kTokenBucket;
+  uint64_t capacity = 0;
+  uint64_t refill_tokens = 0;
+  Nanos refill_period{0};
+  uint64_t limit = 0;
+  Nanos window{0};
+};
+
+class Limit {
+ public:
+  // Largest sliding_log limit: the log keeps one entry per allowed request,
+  // so bigger limits are refused with a pointer to sliding_window.
+  static constexpr uint64_t kMaxSlidingLogLimit = 10'000;
+  // Upper bound on capacity/limit; keeps every intermediate product exact.
+  static constexpr uint64_t kMaxLimit = 4'294'967'295;  // fits 32 bits
+
+  static Result<Limit> create(const LimitSpec& spec);
+
+  // Convenience constructors (same validation).
+  static Result<Limit> token_bucket(uint64_t capacity, uint64_t refill_tokens, Nanos refill_period);
+  static Result<Limit> gcra(uint64_t capacity, uint64_t refill_tokens, Nanos refill_period);
+  static Result<Limit> fixed_window(uint64_t limit, Nanos window);
+  static Result<Limit> sliding_log(uint64_t limit, Nanos window);
+  static Result<Limit> sliding_window(uint64_t limit, Nanos window);
+
+  Algorithm algorithm() const { return spec_.algorithm; }
+  const LimitSpec& spec() const { return spec_; }
+  // capacity (buckets) or limit (windows).
+  uint64_t size() const { return size_; }
+  // The period over which `size()` is granted: the time to refill an empty
+  // bucket completely (rounded up), or the window.
+  Nanos period() const { return period_; }
+
+  // Bucket arithmetic in exact integers: one token is `token_units()` units and
+  // one nanosecond adds `units_per_ns()` units (refill_tokens / refill_period
+  // reduced by their gcd), so refill never rounds.
+  int64_t token_units() const { return token_units_; }
+  int64_t units_per_ns() const { return units_per_ns_; }
+
+  // A stable 64-bit fingerprint of the definition: two limits with equal specs
+  // have equal fingerprints. Stores keep state per (fingerprint, key), so a
+  // changed definition starts fresh while an unchanged one keeps its state.
+  uint64_t fingerprint() const { return fingerprint_; }
+
+  // "token_bucket capacity=100 refill=10/1s" etc., for logs.
+  std::string describe() const;
+
+  friend bool operator==(const Limit& a, const Limit& b) {
+    return a.fingerprint_ == b.fingerprint_;
+  }
+
+ private:
+  Limit() = default;
+  LimitSpec spec_;
+  uint64_t size_ = 0;
+  Nanos period_{0};
+  int64_t token_units_ = 1;
+  int64_t units_per_ns_ = 1;
+  uint64_t fingerprint_ = 0;
+};
+
+}  // namespace sluice

@@ -1,0 +1,43 @@
+// The `sluice` command: wires the subcommands together.
+#include <cstdio>
+#include <string_view>
+#include <vector>
+
+#include "cli/simulate.h"
+#include "sluice/version.h"
+
+namespace {
+
+constexpr const char* kUsage = R"(sluice - rate limiting for APIs that scale
+
+Usage:
+  sluice simulate [--scenario NAME | --trace FILE] [--format table|csv|json]
+                  Replay traffic against all five algorithms on a simulated
+                  clock; print allowed/denied counts and the most requests
+                  allowed in any window-length interval.
+                  Run `sluice simulate --help` for the options.
+  sluice --version
+  sluice --help
+
+Documentation: README.md and docs/ in the source tree.
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string_view> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::fputs(kUsage, args.empty() ? stderr : stdout);
+    return args.empty() ? 2 : 0;
+  }
+  if (args[0] == "--version" || args[0] == "version") {
+    std::printf("sluice %s\n", sluice::kVersion);
+    return 0;
+  }
+  const std::string_view command = args[0];
+  const std::span<const std::string_view> rest(args.data() + 1, args.size() - 1);
+  if (command == "simulate") return sluice::cli::run_simulate(rest);
+  std::fprintf(stderr, "sluice: unknown command '%.*s'\n\n%s", static_cast<int>(command.size()),
+               command.data(), kUsage);
+  return 2;
+}

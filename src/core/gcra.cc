@@ -1,0 +1,42 @@
+#include "core/gcra.h"
+
+#include "core/int_math.h"
+
+namespace sluice::core {
+
+GcraState gcra_fresh(Nanos now) {
+  return {now.count(), 0};
+}
+
+GcraStep gcra(const Limit& limit, const GcraState& state, Nanos now, uint64_t cost) {
+  const int64_t unit = limit.token_units();
+  const int64_t rate = limit.units_per_ns();
+  const int64_t full = static_cast<int64_t>(limit.size()) * unit;
+  const int64_t need = static_cast<int64_t>(cost) * unit;
+
+  // debt = max(0, TAT - now) in units (ns * rate): the tokens missing from a
+  // full bucket. It never exceeds `full`, so it fits 64 bits; the difference of
+  // timestamps is formed in 128 bits because TAT may lie decades in the past.
+  int64_t debt = 0;
+  const i128 ahead = static_cast<i128>(state.tat_ns - now.count()) * rate + state.tat_frac;
+  if (ahead > 0) debt = static_cast<int64_t>(ahead);
+
+  GcraStep step;
+  step.decision.limit = limit.size();
+  if (debt + need <= full) {
+    const int64_t new_debt = debt + need;
+    step.decision.allowed = true;
+    step.decision.remaining = static_cast<uint64_t>((full - new_debt) / unit);
+    step.decision.reset_after = Nanos{ceil_div(new_debt, rate)};
+    step.next = {now.count() + new_debt / rate, new_debt % rate};
+  } else {
+    step.decision.allowed = false;
+    step.decision.remaining = static_cast<uint64_t>((full - debt) / unit);
+    step.decision.reset_after = Nanos{ceil_div(debt, rate)};
+    step.decision.retry_after = Nanos{ceil_div(debt + need - full, rate)};
+    step.next = state;
+  }
+  return step;
+}
+
+}  // namespace sluice::core

@@ -1,0 +1,177 @@
+#include "sluice/limit.h"
+
+#include <numeric>
+#include <string>
+
+#include "core/int_math.h"
+
+namespace sluice {
+namespace {
+
+constexpr int64_t kMicrosecond = 1'000;
+// Windows and refill periods up to ten years; with limits up to 2^32 every
+// product the algorithms form stays far inside 128 bits, and times in
+// microseconds stay below 2^53 for the Redis scripts.
+constexpr int64_t kMaxPeriodNs = int64_t{10} * 366 * 24 * 3600 * 1'000'000'000;
+
+Error invalid(std::string message) {
+  return Error{ErrorCode::kInvalidArgument, std::move(message)};
+}
+
+std::string duration_text(Nanos d) {
+  const int64_t ns = d.count();
+  struct Unit {
+    int64_t ns;
+    const char* suffix;
+  };
+  static constexpr Unit kUnits[] = {{86'400'000'000'000, "d"}, {3'600'000'000'000, "h"},
+                                    {60'000'000'000, "m"},     {1'000'000'000, "s"},
+                                    {1'000'000, "ms"},         {1'000, "us"}};
+  for (const Unit& u : kUnits) {
+    if (ns != 0 && ns % u.ns == 0) return std::to_string(ns / u.ns) + u.suffix;
+  }
+  return std::to_string(ns) + "ns";
+}
+
+uint64_t mix64(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return x;
+}
+
+Status check_period(const char* what, Nanos period) {
+  if (period.count() <= 0) return invalid(std::string(what) + " must be greater than 0");
+  if (period.count() % kMicrosecond != 0)
+    return invalid(std::string(what) + " must be a whole number of microseconds, got " +
+                   duration_text(period));
+  if (period.count() > kMaxPeriodNs)
+    return invalid(std::string(what) + " must be at most 10 years, got " + duration_text(period));
+  return {};
+}
+
+}  // namespace
+
+std::string_view algorithm_name(Algorithm algorithm) {
+  switch (algorithm) {
+    case Algorithm::kTokenBucket:
+      return "token_bucket";
+    case Algorithm::kGcra:
+      return "gcra";
+    case Algorithm::kFixedWindow:
+      return "fixed_window";
+    case Algorithm::kSlidingLog:
+      return "sliding_log";
+    case Algorithm::kSlidingWindow:
+      return "sliding_window";
+  }
+  return "unknown";
+}
+
+bool parse_algorithm(std::string_view name, Algorithm* out) {
+  for (Algorithm a : {Algorithm::kTokenBucket, Algorithm::kGcra, Algorithm::kFixedWindow,
+                      Algorithm::kSlidingLog, Algorithm::kSlidingWindow}) {
+    if (algorithm_name(a) == name) {
+      *out = a;
+      return true;
+    }
+  }
+  return false;
+}
+
+Result<Limit> Limit::create(const LimitSpec& spec) {
+  Limit limit;
+  limit.spec_ = spec;
+  const std::string name(algorithm_name(spec.algorithm));
+  const bool bucket =
+      spec.algorithm == Algorithm::kTokenBucket || spec.algorithm == Algorithm::kGcra;
+  if (bucket) {
+    if (spec.limit != 0 || spec.window.count() != 0)
+      return invalid(name + " takes capacity and refill_rate, not limit and window");
+    if (spec.capacity == 0) return invalid(name + ": capacity must be at least 1");
+    if (spec.capacity > kMaxLimit)
+      return invalid(name + ": capacity must be at most " + std::to_string(kMaxLimit));
+    if (spec.refill_tokens == 0) return invalid(name + ": refill rate must be greater than 0");
+    if (spec.refill_tokens > kMaxLimit)
+      return invalid(name + ": refill rate must be at most " + std::to_string(kMaxLimit) +
+                     " per period");
+    if (Status s = check_period("refill period", spec.refill_period); !s.ok())
+      return Error{s.error().code, name + ": " + s.error().message};
+    const int64_t period_ns = spec.refill_period.count();
+    const int64_t g = std::gcd(static_cast<int64_t>(spec.refill_tokens), period_ns);
+    limit.token_units_ = period_ns / g;
+    limit.units_per_ns_ = static_cast<int64_t>(spec.refill_tokens) / g;
+    limit.size_ = spec.capacity;
+    const core::i128 full = static_cast<core::i128>(spec.capacity) * limit.token_units_;
+    if (full > (core::i128{1} << 62))
+      return invalid(name + ": capacity " + std::to_string(spec.capacity) + " with a refill of " +
+                     std::to_string(spec.refill_tokens) + " per " +
+                     duration_text(spec.refill_period) + " is too large to count exactly");
+    limit.period_ = Nanos{core::ceil_div(full, limit.units_per_ns_)};
+  } else {
+    if (spec.capacity != 0 || spec.refill_tokens != 0 || spec.refill_period.count() != 0)
+      return invalid(name + " takes limit and window, not capacity and refill_rate");
+    if (spec.limit == 0) return invalid(name + ": limit must be at least 1");
+    if (spec.limit > kMaxLimit)
+      return invalid(name + ": limit must be at most " + std::to_string(kMaxLimit));
+    if (spec.algorithm == Algorithm::kSlidingLog && spec.limit > kMaxSlidingLogLimit)
+      return invalid(
+          "sliding_log keeps one entry per allowed request, so its limit must be at most " +
+          std::to_string(kMaxSlidingLogLimit) + " (got " + std::to_string(spec.limit) +
+          "); use sliding_window for large limits");
+    if (Status s = check_period("window", spec.window); !s.ok())
+      return Error{s.error().code, name + ": " + s.error().message};
+    limit.size_ = spec.limit;
+    limit.period_ = spec.window;
+  }
+  uint64_t fp = mix64(static_cast<uint64_t>(spec.algorithm) + 1);
+  for (uint64_t field :
+       {spec.capacity, spec.refill_tokens, static_cast<uint64_t>(spec.refill_period.count()),
+        spec.limit, static_cast<uint64_t>(spec.window.count())}) {
+    fp = mix64(fp ^ mix64(field + 0x9e3779b97f4a7c15ULL));
+  }
+  limit.fingerprint_ = fp;
+  return limit;
+}
+
+Result<Limit> Limit::token_bucket(uint64_t capacity, uint64_t refill_tokens, Nanos refill_period) {
+  return create({.algorithm = Algorithm::kTokenBucket,
+                 .capacity = capacity,
+                 .refill_tokens = refill_tokens,
+                 .refill_period = refill_period});
+}
+
+Result<Limit> Limit::gcra(uint64_t capacity, uint64_t refill_tokens, Nanos refill_period) {
+  return create({.algorithm = Algorithm::kGcra,
+                 .capacity = capacity,
+                 .refill_tokens = refill_tokens,
+                 .refill_period = refill_period});
+}
+
+Result<Limit> Limit::fixed_window(uint64_t limit, Nanos window) {
+  return create({.algorithm = Algorithm::kFixedWindow, .limit = limit, .window = window});
+}
+
+Result<Limit> Limit::sliding_log(uint64_t limit, Nanos window) {
+  return create({.algorithm = Algorithm::kSlidingLog, .limit = limit, .window = window});
+}
+
+Result<Limit> Limit::sliding_window(uint64_t limit, Nanos window) {
+  return create({.algorithm = Algorithm::kSlidingWindow, .limit = limit, .window = window});
+}
+
+std::string Limit::describe() const {
+  std::string out(algorithm_name(spec_.algorithm));
+  if (spec_.algorithm == Algorithm::kTokenBucket || spec_.algorithm == Algorithm::kGcra) {
+    out += " capacity=" + std::to_string(spec_.capacity) +
+           " refill=" + std::to_string(spec_.refill_tokens) + "/" +
+           duration_text(spec_.refill_period);
+  } else {
+    out += " limit=" + std::to_string(spec_.limit) + " window=" + duration_text(spec_.window);
+  }
+  return out;
+}
+
+}  // namespace sluice

@@ -1,0 +1,79 @@
+#include "core/sliding_log.h"
+
+#include <algorithm>
+
+namespace sluice::core {
+
+void SlidingLog::pop_front(size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    total_ -= data_[head_].cost;
+    head_ = (head_ + 1) & (capacity_ - 1);
+  }
+  size_ -= n;
+  if (size_ == 0) head_ = 0;
+}
+
+void SlidingLog::push_back(int64_t at_ns, uint64_t cost) {
+  total_ += cost;
+  if (size_ > 0) {
+    Entry& last = data_[(head_ + size_ - 1) & (capacity_ - 1)];
+    // Keep the log sorted even if time ran backwards: a late entry joins the last.
+    if (at_ns <= last.at_ns) {
+      last.cost += cost;
+      return;
+    }
+  }
+  if (size_ == capacity_) {
+    const size_t grown = capacity_ == 0 ? 4 : capacity_ * 2;
+    auto data = std::make_unique<Entry[]>(grown);
+    for (size_t i = 0; i < size_; ++i) data[i] = at(i);
+    data_ = std::move(data);
+    capacity_ = grown;
+    head_ = 0;
+  }
+  data_[(head_ + size_) & (capacity_ - 1)] = {at_ns, cost};
+  ++size_;
+}
+
+SlidingLogStep sliding_log(const Limit& limit, const SlidingLog& log, Nanos now, uint64_t cost) {
+  const int64_t window = limit.period().count();
+  const int64_t horizon = now.count() - window;  // entries at or before it are out
+  SlidingLogStep step;
+  uint64_t used = log.total_cost();
+  size_t expired = 0;
+  while (expired < log.size() && log.at(expired).at_ns <= horizon) {
+    used -= log.at(expired).cost;
+    ++expired;
+  }
+  step.expired = expired;
+  step.decision.limit = limit.size();
+  const uint64_t max = limit.size();
+  if (used + cost <= max) {
+    step.decision.allowed = true;
+    step.decision.remaining = max - used - cost;
+    const int64_t newest = log.empty() ? now.count() : std::max(log.back().at_ns, now.count());
+    step.decision.reset_after = Nanos{newest + window - now.count()};
+    return step;
+  }
+  step.decision.allowed = false;
+  step.decision.remaining = max - used;
+  step.decision.reset_after = Nanos{log.back().at_ns + window - now.count()};
+  // Oldest first, each entry leaves the window at at_ns + window; wait for
+  // just enough of them to make room for `cost`.
+  uint64_t in_window = used;
+  for (size_t i = expired; i < log.size(); ++i) {
+    in_window -= log.at(i).cost;
+    if (in_window + cost <= max) {
+      step.decision.retry_after = Nanos{log.at(i).at_ns + window - now.count()};
+      break;
+    }
+  }
+  return step;
+}
+
+void sliding_log_commit(SlidingLog& log, const SlidingLogStep& step, Nanos now, uint64_t cost) {
+  log.pop_front(step.expired);
+  log.push_back(now.count(), cost);
+}
+
+}  // namespace sluice::core

@@ -1,0 +1,55 @@
+// sliding_log: remembers every allowed request; allows iff the cost of the
+// requests in (now - window, now] plus this cost is at most `limit`. Exact,
+// with memory proportional to the limit (capped by Limit::kMaxSlidingLogLimit).
+//
+// Requests at the same nanosecond share one entry, so a log never holds more
+// than `limit` entries.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "sluice/decision.h"
+#include "sluice/limit.h"
+
+namespace sluice::core {
+
+class SlidingLog {
+ public:
+  struct Entry {
+    int64_t at_ns;
+    uint64_t cost;
+  };
+
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  uint64_t total_cost() const { return total_; }
+  const Entry& at(size_t i) const { return data_[(head_ + i) & (capacity_ - 1)]; }
+  const Entry& back() const { return at(size_ - 1); }
+
+  void pop_front(size_t n);
+  // Appends, or adds to the last entry when it has the same timestamp.
+  void push_back(int64_t at_ns, uint64_t cost);
+
+  size_t memory_bytes() const { return sizeof(SlidingLog) + capacity_ * sizeof(Entry); }
+
+ private:
+  std::unique_ptr<Entry[]> data_;
+  size_t capacity_ = 0;  // a power of two, or 0
+  size_t head_ = 0;
+  size_t size_ = 0;
+  uint64_t total_ = 0;
+};
+
+struct SlidingLogStep {
+  Decision decision;
+  size_t expired = 0;  // leading entries outside the window, to drop on commit
+};
+
+SlidingLogStep sliding_log(const Limit& limit, const SlidingLog& log, Nanos now, uint64_t cost);
+
+// Applies an allowed step to the log: drops the expired entries, records the request.
+void sliding_log_commit(SlidingLog& log, const SlidingLogStep& step, Nanos now, uint64_t cost);
+
+}  // namespace sluice::core

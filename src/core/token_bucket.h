@@ -1,0 +1,30 @@
+// token_bucket: capacity tokens, refilled continuously at refill_tokens per
+// refill_period, starting full; a request of cost c is allowed iff the bucket
+// holds at least c tokens. The seed's Lua script, in exact integers.
+//
+// Tokens are counted in units: one token is limit.token_units() units and one
+// nanosecond refills limit.units_per_ns() units, so refill never rounds.
+#pragma once
+
+#include <cstdint>
+
+#include "sluice/decision.h"
+#include "sluice/limit.h"
+
+namespace sluice::core {
+
+struct TokenBucketState {
+  int64_t level_units;  // tokens held, in units
+  int64_t last_ns;      // when level_units was computed
+};
+
+struct TokenBucketStep {
+  Decision decision;
+  TokenBucketState next;  // equal to the input state when denied
+};
+
+TokenBucketState token_bucket_fresh(const Limit& limit, Nanos now);
+TokenBucketStep token_bucket(const Limit& limit, const TokenBucketState& state, Nanos now,
+                             uint64_t cost);
+
+}  // namespace sluice::core

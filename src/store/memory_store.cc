@@ -1,0 +1,437 @@
+#include "sluice/memory_store.h"
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cstring>
+#include <mutex>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/sliding_log.h"
+#include "core/step.h"
+#include "store/key_hash.h"
+#include "store/spin_lock.h"
+
+namespace sluice {
+namespace {
+
+// The top bit of a fingerprint marks a slot whose state is a heap-allocated
+// sliding log (state.a holds the pointer); 0 marks an empty slot.
+constexpr uint64_t kLogBit = uint64_t{1} << 63;
+constexpr uint64_t kEmpty = 0;
+// Tables grow by half until they reach the size their share of max_keys
+// needs at this load; linear probing stays short below it.
+constexpr double kMaxLoad = 0.8;
+constexpr size_t kInitialCapacity = 16;
+constexpr int kEvictionSample = 8;
+constexpr int kSweepPerInsert = 2;
+
+struct Slot {
+  uint64_t fp;
+  core::PackedState state;
+  uint32_t expires_s;  // seconds since the epoch, rounded up, when the state is full again
+  uint32_t lru;        // shard tick of the last access
+};
+static_assert(sizeof(Slot) == 32);
+
+uint32_t seconds_up(int64_t ns) {
+  if (ns <= 0) return 0;
+  const int64_t s = (ns + 999'999'999) / 1'000'000'000;
+  return s >= UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(s);
+}
+
+uint32_t seconds_down(int64_t ns) {
+  if (ns <= 0) return 0;
+  const int64_t s = ns / 1'000'000'000;
+  return s >= UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(s);
+}
+
+core::SlidingLog* log_of(const Slot& slot) {
+  return std::bit_cast<core::SlidingLog*>(slot.state.a);
+}
+
+uint64_t random_seed() {
+  std::random_device rd;
+  return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+}
+
+const core::SlidingLog& empty_log() {
+  static const core::SlidingLog log;
+  return log;
+}
+
+}  // namespace
+
+class alignas(64) MemoryStore::Shard {
+ public:
+  Shard() = default;
+  ~Shard() { clear(); }
+
+  void init(size_t max_size) {
+    max_size_ = max_size;
+    max_capacity_ = std::max<size_t>(static_cast<size_t>(max_size / kMaxLoad) + 1, 2);
+    rng_ = random_seed() | 1;
+  }
+
+  mutable store::SpinLock lock;
+
+  size_t find(uint64_t fp) const {
+    if (capacity_ == 0) return npos;
+    for (size_t i = home(fp);; i = next(i)) {
+      if (slots_[i].fp == fp) return i;
+      if (slots_[i].fp == kEmpty) return npos;
+    }
+  }
+
+  bool expired(const Slot& slot, Nanos now) const {
+    return seconds_down(now.count()) >= slot.expires_s;
+  }
+
+  Slot& at(size_t i) { return slots_[i]; }
+  uint32_t touch() { return ++tick_; }
+  uint32_t tick() const { return tick_; }
+
+  // Inserts fp (absent). May evict the longest-idle key of a small sample
+  // but never a slot touched since `protected_since` (the current batch).
+  size_t insert(uint64_t fp, Nanos now, uint32_t protected_since) {
+    sweep(now, protected_since);
+    if (size_ >= max_size_) evict_one(now, protected_since);
+    if (size_ + 1 > static_cast<size_t>(capacity_ * kMaxLoad) && capacity_ < max_capacity_) grow();
+    size_t i = home(fp);
+    while (slots_[i].fp != kEmpty) i = next(i);
+    slots_[i] = Slot{fp, {0, 0}, 0, 0};
+    ++size_;
+    size_atomic_.store(size_, std::memory_order_relaxed);
+    return i;
+  }
+
+  void erase(size_t i) {
+    free_state(slots_[i]);
+    // Backward-shift deletion: pull later members of the probe run into the
+    // hole, so lookups never need tombstones.
+    size_t hole = i;
+    for (size_t j = next(hole);; j = next(j)) {
+      if (slots_[j].fp == kEmpty) break;
+      const size_t h = home(slots_[j].fp);
+      // Move j into the hole unless its home lies cyclically in (hole, j].
+      const bool home_after_hole = hole <= j ? (h > hole && h <= j) : (h > hole || h <= j);
+      if (!home_after_hole) {
+        slots_[hole] = slots_[j];
+        hole = j;
+      }
+    }
+    slots_[hole].fp = kEmpty;
+    --size_;
+    size_atomic_.store(size_, std::memory_order_relaxed);
+  }
+
+  size_t collect_expired(Nanos now) {
+    size_t dropped = 0;
+    for (size_t i = 0; i < capacity_;) {
+      if (slots_[i].fp != kEmpty && expired(slots_[i], now)) {
+        erase(i);  // may shift another slot into i: look at i again
+        ++dropped;
+      } else {
+        ++i;
+      }
+    }
+    return dropped;
+  }
+
+  void clear() {
+    for (size_t i = 0; i < capacity_; ++i) {
+      if (slots_[i].fp != kEmpty) free_state(slots_[i]);
+    }
+    slots_.reset();
+    capacity_ = size_ = 0;
+    size_atomic_.store(0, std::memory_order_relaxed);
+  }
+
+  core::SlidingLog* new_log(Slot& slot) {
+    auto* log = new core::SlidingLog();
+    slot.state.a = std::bit_cast<int64_t>(log);
+    return log;
+  }
+
+  void account_log_bytes(int64_t delta) { log_bytes_ += delta; }
+
+  size_t size() const { return size_atomic_.load(std::memory_order_relaxed); }
+  size_t memory_bytes() const { return capacity_ * sizeof(Slot) + static_cast<size_t>(log_bytes_); }
+
+  static constexpr size_t npos = SIZE_MAX;
+
+ private:
+  size_t home(uint64_t fp) const {
+    // Remix so that the slot position is independent of the bits that chose the shard.
+    const uint64_t h = (fp & ~kLogBit) * 0x9e3779b97f4a7c15ULL;
+    return static_cast<size_t>((static_cast<unsigned __int128>(h) * capacity_) >> 64);
+  }
+  size_t next(size_t i) const { return i + 1 == capacity_ ? 0 : i + 1; }
+
+  void free_state(Slot& slot) {
+    if (slot.fp & kLogBit) {
+      core::SlidingLog* log = log_of(slot);
+      if (log != nullptr) {
+        log_bytes_ -= static_cast<int64_t>(log->memory_bytes());
+        delete log;
+      }
+    }
+  }
+
+  void grow() {
+    const size_t grown = capacity_ == 0 ? std::min(kInitialCapacity, max_capacity_)
+                                        : std::min(max_capacity_, capacity_ + capacity_ / 2 + 1);
+    std::unique_ptr<Slot[]> old = std::move(slots_);
+    const size_t old_capacity = capacity_;
+    slots_.reset(new Slot[grown]());
+    capacity_ = grown;
+    for (size_t i = 0; i < old_capacity; ++i) {
+      if (old[i].fp == kEmpty) continue;
+      size_t j = home(old[i].fp);
+      while (slots_[j].fp != kEmpty) j = next(j);
+      slots_[j] = old[i];
+    }
+  }
+
+  uint64_t random() {
+    rng_ ^= rng_ << 13;
+    rng_ ^= rng_ >> 7;
+    rng_ ^= rng_ << 17;
+    return rng_;
+  }
+
+  // Amortised idle expiry: look at a couple of slots per insertion.
+  void sweep(Nanos now, uint32_t protected_since) {
+    for (int k = 0; k < kSweepPerInsert && capacity_ > 0; ++k) {
+      if (sweep_cursor_ >= capacity_) sweep_cursor_ = 0;
+      Slot& s = slots_[sweep_cursor_];
+      if (s.fp != kEmpty && expired(s, now) && !is_protected(s, protected_since)) {
+        erase(sweep_cursor_);
+      } else {
+        ++sweep_cursor_;
+      }
+    }
+  }
+
+  bool is_protected(const Slot& s, uint32_t protected_since) const {
+    return static_cast<uint32_t>(tick_ - s.lru) <= static_cast<uint32_t>(tick_ - protected_since);
+  }
+
+  // Approximate LRU, as Redis does: the oldest of a few random occupied slots.
+  // An expired slot is taken at once. Falls back to a scan when the sample
+  // finds only slots of the current batch.
+  void evict_one(Nanos now, uint32_t protected_since) {
+    size_t victim = npos;
+    uint32_t victim_age = 0;
+    for (int k = 0; k < kEvictionSample; ++k) {
+      size_t i = static_cast<size_t>(random() % capacity_);
+      for (size_t steps = 0; slots_[i].fp == kEmpty && steps < capacity_; ++steps) i = next(i);
+      const Slot& s = slots_[i];
+      if (s.fp == kEmpty || is_protected(s, protected_since)) continue;
+      if (expired(s, now)) {
+        victim = i;
+        break;
+      }
+      const uint32_t age = tick_ - s.lru;
+      if (victim == npos || age > victim_age) {
+        victim = i;
+        victim_age = age;
+      }
+    }
+    for (size_t i = 0; victim == npos && i < capacity_; ++i) {
+      if (slots_[i].fp != kEmpty && !is_protected(slots_[i], protected_since)) victim = i;
+    }
+    if (victim != npos) erase(victim);
+  }
+
+  std::unique_ptr<Slot[]> slots_;
+  size_t capacity_ = 0;
+  size_t max_capacity_ = 0;
+  size_t size_ = 0;
+  size_t max_size_ = 0;
+  size_t sweep_cursor_ = 0;
+  uint32_t tick_ = 0;
+  uint64_t rng_ = 1;
+  int64_t log_bytes_ = 0;
+  std::atomic<size_t> size_atomic_{0};
+};
+
+MemoryStore::MemoryStore(MemoryStoreOptions options) {
+  max_keys_ = std::max<size_t>(options.max_keys, 1);
+  // Keep at least 64 keys per shard: with fewer, LRU eviction inside a shard
+  // would be too coarse to protect keys in active use.
+  size_t shards = std::bit_ceil(std::max<size_t>(options.shards, 1));
+  while (shards > 1 && max_keys_ / shards < 64) shards /= 2;
+  shard_count_ = shards;
+  shard_mask_ = shards - 1;
+  seed_ = options.seed.has_value() ? *options.seed : random_seed();
+  shards_ = std::make_unique<Shard[]>(shard_count_);
+  for (size_t i = 0; i < shard_count_; ++i) {
+    // Split max_keys exactly: the shards' bounds add up to max_keys.
+    shards_[i].init(max_keys_ / shard_count_ + (i < max_keys_ % shard_count_ ? 1 : 0));
+  }
+}
+
+MemoryStore::~MemoryStore() = default;
+
+namespace {
+
+uint64_t fingerprint(const Limit& limit, std::string_view key, uint64_t seed) {
+  uint64_t fp = store::keyed_hash(key, seed ^ limit.fingerprint()) & ~kLogBit;
+  if (fp == kEmpty) fp = 1;
+  if (limit.algorithm() == Algorithm::kSlidingLog) fp |= kLogBit;
+  return fp;
+}
+
+// Small batches (the common case: one to a few limits per request) live on
+// the stack; larger ones allocate.
+template <class T, size_t N>
+class SmallVector {
+ public:
+  explicit SmallVector(size_t n) : size_(n) {
+    if (n > N) heap_.resize(n);
+  }
+  T& operator[](size_t i) { return size_ > N ? heap_[i] : inline_[i]; }
+  size_t size() const { return size_; }
+
+ private:
+  size_t size_;
+  T inline_[N]{};
+  std::vector<T> heap_;
+};
+
+struct Pending {
+  uint64_t fp = 0;
+  size_t shard = 0;
+  size_t slot = 0;  // index found in phase 1, or npos
+  core::PackedState next{0, 0};
+  core::SlidingLogStep log_step;
+};
+
+}  // namespace
+
+Status MemoryStore::acquire(std::span<const AcquireRequest> requests, Nanos now,
+                            std::span<Decision> out) {
+  const size_t n = requests.size();
+  if (out.size() != n) {
+    return Error{ErrorCode::kInvalidArgument, "acquire: one output decision per request needed"};
+  }
+  if (n == 0) return {};
+  SmallVector<Pending, 4> pending(n);
+  for (size_t i = 0; i < n; ++i) {
+    const AcquireRequest& r = requests[i];
+    if (r.limit == nullptr) return Error{ErrorCode::kInvalidArgument, "acquire: null limit"};
+    if (Status s = core::check_cost(*r.limit, r.cost); !s.ok()) return s;
+    pending[i].fp = fingerprint(*r.limit, r.key, seed_);
+    pending[i].shard = static_cast<size_t>(pending[i].fp >> 40) & shard_mask_;
+    for (size_t j = 0; j < i; ++j) {
+      if (pending[j].fp == pending[i].fp) {
+        return Error{ErrorCode::kInvalidArgument,
+                     "acquire: the same limit is applied twice to key '" + std::string(r.key) +
+                         "' in one request"};
+      }
+    }
+  }
+
+  // Lock the shards involved in ascending order (no deadlock between batches).
+  SmallVector<size_t, 4> order(n);
+  size_t locked = 0;
+  for (size_t i = 0; i < n; ++i) order[locked++] = pending[i].shard;
+  std::sort(&order[0], &order[0] + n);
+  locked = static_cast<size_t>(std::unique(&order[0], &order[0] + n) - &order[0]);
+  for (size_t k = 0; k < locked; ++k) shards_[order[k]].lock.lock();
+
+  // Phase 1: decide every limit against the current state, charging nothing.
+  // Slots touched from these ticks on belong to this batch: eviction spares them.
+  SmallVector<uint32_t, 4> batch_start(n);
+  for (size_t i = 0; i < n; ++i) batch_start[i] = shards_[pending[i].shard].tick() + 1;
+  bool allowed = true;
+  for (size_t i = 0; i < n; ++i) {
+    Shard& shard = shards_[pending[i].shard];
+    const AcquireRequest& r = requests[i];
+    const size_t slot = shard.find(pending[i].fp);
+    pending[i].slot = slot;
+    const bool live = slot != Shard::npos && !shard.expired(shard.at(slot), now);
+    if (slot != Shard::npos) shard.at(slot).lru = shard.touch();
+    if (r.limit->algorithm() == Algorithm::kSlidingLog) {
+      const core::SlidingLog* log = slot != Shard::npos ? log_of(shard.at(slot)) : &empty_log();
+      pending[i].log_step = core::sliding_log(*r.limit, *log, now, r.cost);
+      out[i] = pending[i].log_step.decision;
+    } else {
+      const core::PackedState state =
+          live ? shard.at(slot).state : core::fresh_state(*r.limit, now);
+      const core::PackedStep step = core::step(*r.limit, state, now, r.cost);
+      pending[i].next = step.next;
+      out[i] = step.decision;
+    }
+    allowed = allowed && out[i].allowed;
+  }
+
+  // Phase 2: charge every limit, or none. Insertions may move slots (growth,
+  // eviction, backward shifts), so each slot is looked up again.
+  if (allowed) {
+    for (size_t i = 0; i < n; ++i) {
+      Shard& shard = shards_[pending[i].shard];
+      const AcquireRequest& r = requests[i];
+      size_t slot = shard.find(pending[i].fp);
+      const bool is_new = slot == Shard::npos;
+      if (is_new) slot = shard.insert(pending[i].fp, now, batch_start[i]);
+      Slot& s = shard.at(slot);
+      if (r.limit->algorithm() == Algorithm::kSlidingLog) {
+        core::SlidingLog* log = is_new ? shard.new_log(s) : log_of(s);
+        const int64_t before = is_new ? 0 : static_cast<int64_t>(log->memory_bytes());
+        core::sliding_log_commit(*log, pending[i].log_step, now, r.cost);
+        shard.account_log_bytes(static_cast<int64_t>(log->memory_bytes()) - before);
+      } else {
+        s.state = pending[i].next;
+      }
+      s.expires_s = seconds_up(now.count() + out[i].reset_after.count());
+      s.lru = shard.touch();
+    }
+  }
+
+  for (size_t k = locked; k-- > 0;) shards_[order[k]].lock.unlock();
+  return {};
+}
+
+Result<bool> MemoryStore::reset(const Limit& limit, std::string_view key) {
+  const uint64_t fp = fingerprint(limit, key, seed_);
+  Shard& shard = shards_[static_cast<size_t>(fp >> 40) & shard_mask_];
+  std::lock_guard<store::SpinLock> guard(shard.lock);
+  const size_t slot = shard.find(fp);
+  if (slot == Shard::npos) return false;
+  shard.erase(slot);
+  return true;
+}
+
+size_t MemoryStore::size() const {
+  size_t total = 0;
+  for (size_t i = 0; i < shard_count_; ++i) total += shards_[i].size();
+  return total;
+}
+
+size_t MemoryStore::collect_expired(Nanos now) {
+  size_t dropped = 0;
+  for (size_t i = 0; i < shard_count_; ++i) {
+    std::lock_guard<store::SpinLock> guard(shards_[i].lock);
+    dropped += shards_[i].collect_expired(now);
+  }
+  return dropped;
+}
+
+size_t MemoryStore::memory_bytes() const {
+  size_t total = 0;
+  for (size_t i = 0; i < shard_count_; ++i) {
+    std::lock_guard<store::SpinLock> guard(shards_[i].lock);
+    total += shards_[i].memory_bytes();
+  }
+  return total;
+}
+
+size_t MemoryStore::max_keys() const {
+  return max_keys_;
+}
+
+}  // namespace sluice
