@@ -1,0 +1,133 @@
+// The server's configuration model: what the YAML file (docs/CONFIG.md) means
+// once loaded and validated. Plain data; the loader (config_loader.h) builds it
+// and the policy (policy.h) compiles it for matching.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sluice/limit.h"
+
+namespace sluice::policy {
+
+using Millis = std::chrono::milliseconds;
+
+struct HostPort {
+  std::string host;  // "127.0.0.1", "::1", "0.0.0.0", "localhost"
+  uint16_t port = 0;
+  std::string text() const;  // "127.0.0.1:8080", "[::1]:8080"
+};
+
+struct Upstream {
+  std::string url;   // as written: http://127.0.0.1:3000
+  HostPort address;  // resolved from the URL
+  std::string base_path;  // path prefix of the URL ("" when none)
+  Millis connect_timeout{1000};
+  Millis timeout{30000};  // whole upstream response; 504 after it
+  size_t max_idle_connections = 64;  // per worker thread
+};
+
+struct RedisConfig {
+  std::vector<HostPort> addresses{{"127.0.0.1", 6379}};
+  bool cluster = false;
+  Millis timeout{5};
+  bool on_failure_allow = true;  // on_failure: allow | deny
+  std::string password;
+  int database = 0;
+  bool time_source_redis = true;  // time_source: redis | local
+};
+
+struct StoreConfig {
+  enum class Backend { kMemory, kRedis };
+  Backend backend = Backend::kMemory;
+  size_t max_keys = 1'000'000;
+  RedisConfig redis;
+};
+
+// A CIDR block; addresses are 16 bytes (IPv4 as IPv4-mapped IPv6).
+struct Cidr {
+  uint8_t address[16] = {};
+  int prefix_length = 0;  // 0..128 over the 16 bytes (an IPv4 /24 is stored as /120)
+  std::string text;       // as written
+};
+
+struct ClientIpConfig {
+  std::vector<Cidr> trusted_proxies;  // X-Forwarded-For / X-Real-IP read only from these peers
+  int ipv6_prefix = 64;               // IPv6 clients are keyed by this prefix
+};
+
+struct HeaderModes {
+  bool legacy = true;  // X-RateLimit-*
+  bool draft = false;  // RateLimit / RateLimit-Policy (draft-ietf-httpapi-ratelimit-headers-10)
+};
+
+// How a request's client key is formed: "ip", "header:x-api-key", "global",
+// or a combination joined by '+', e.g. "ip+header:x-api-key".
+struct KeyPart {
+  enum class Kind { kIp, kHeader, kGlobal };
+  Kind kind = Kind::kIp;
+  std::string header;  // lower-case header name for kHeader
+};
+struct KeySpec {
+  std::vector<KeyPart> parts{KeyPart{}};  // default: ip
+  std::string text = "ip";
+};
+
+// One limit of a route: either a named policy or an inline limit.
+struct RouteLimit {
+  std::string name;  // the policy name, or "<route name>#<index>" for an inline limit
+  bool named_policy = false;
+  Limit limit;
+};
+
+struct Route {
+  std::string name;     // "GET /api/users/{id}" as written after `match:`, or "default"
+  std::string method;   // upper-case, or "*"
+  std::string pattern;  // "/api/users/{id}", "/static/*"
+  KeySpec key;
+  std::vector<RouteLimit> limits;
+  int line = 0;  // in the config file, for messages
+};
+
+struct NamedPolicy {
+  std::string name;
+  Limit limit;
+};
+
+struct ServerLimits {
+  size_t max_header_bytes = 16 * 1024;        // 431 above
+  size_t max_body_bytes = 1024 * 1024;        // 413 above (check/auth; proxied bodies stream)
+  Millis header_timeout{10000};               // slow clients: 408 / close
+  Millis idle_timeout{60000};                 // keep-alive idle
+  size_t threads = 0;                         // 0 = one per core
+  Millis shutdown_grace{10000};               // drain in-flight requests on SIGTERM
+};
+
+struct LoggingConfig {
+  std::string level = "info";  // trace debug info warn error
+  bool access_log = false;
+  double denial_log_per_second = 1.0;  // denials logged at most this often (plus a count of the rest)
+};
+
+struct Config {
+  std::string source;  // file path it was loaded from
+  HostPort listen{"127.0.0.1", 8080};
+  HostPort admin{"127.0.0.1", 9090};
+  std::optional<HostPort> grpc;
+  std::optional<Upstream> upstream;
+  StoreConfig store;
+  ClientIpConfig client_ip;
+  HeaderModes headers;
+  bool case_insensitive_paths = false;
+  int auth_deny_status = 429;
+  std::vector<NamedPolicy> policies;
+  std::optional<Route> default_route;  // applies when no route matches; none = unlimited
+  std::vector<Route> routes;          // first match wins
+  ServerLimits server;
+  LoggingConfig logging;
+};
+
+}  // namespace sluice::policy

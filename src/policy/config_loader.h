@@ -1,0 +1,35 @@
+// Loads and validates the YAML configuration (docs/CONFIG.md).
+//
+// Validation is strict and complete: unknown keys, wrong types, bad durations
+// or rates, unknown policy names, duplicate routes and bad CIDRs are all
+// reported, not only the first, each as `file:line:col: message`.
+// Loading runs on the control plane (startup, reload) and may allocate freely.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "policy/config.h"
+
+namespace sluice::policy {
+
+struct ConfigError {
+  std::string file;
+  int line = 0;    // 1-based; 0 when unknown
+  int column = 0;  // 1-based; 0 when unknown
+  std::string message;
+  std::string text() const;  // "file:line:col: message"
+};
+
+struct LoadResult {
+  std::optional<Config> config;  // set iff errors is empty
+  std::vector<ConfigError> errors;
+};
+
+LoadResult load_config_file(const std::string& path);
+// `name` stands for the file name in error messages.
+LoadResult load_config_string(std::string_view yaml, const std::string& name);
+
+}  // namespace sluice::policy
