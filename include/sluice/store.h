@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string_view>
 
@@ -39,6 +40,19 @@ class Store {
   // kStoreUnavailable (a remote store did not answer). On error nothing is charged.
   virtual Status acquire(std::span<const AcquireRequest> requests, Nanos now,
                          std::span<Decision> out) = 0;
+
+  // The asynchronous form, for servers: `done` is called exactly once with the
+  // status, after `out` is filled. A store that talks to the network (Redis)
+  // issues the call on the event loop of the calling thread and returns at
+  // once; `requests` may be released when this returns, `out` must stay alive
+  // until `done` runs. The default implementation calls acquire() and then
+  // `done` before returning.
+  using Done = std::function<void(Status)>;
+  virtual void acquire_async(std::span<const AcquireRequest> requests, Nanos now,
+                             std::span<Decision> out, Done done);
+
+  // Whether the store can answer now (for /readyz). The memory store always can.
+  virtual bool ready() const { return true; }
 
   // Forgets the state of `key` under `limit` (it starts full again).
   // Returns true if there was state to forget.

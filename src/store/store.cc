@@ -2,6 +2,12 @@
 
 namespace sluice {
 
+void Store::acquire_async(std::span<const AcquireRequest> requests, Nanos now,
+                          std::span<Decision> out, Done done) {
+  Status status = acquire(requests, now, out);
+  done(std::move(status));
+}
+
 bool all_allowed(std::span<const Decision> decisions) {
   for (const Decision& d : decisions) {
     if (!d.allowed) return false;
