@@ -1,12 +1,201 @@
 #include "cli/simulate.h"
 
-#include <cstdio>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <string>
+
+#include "cli/simulate_report.h"
+#include "cli/simulation.h"
+#include "cli/time_text.h"
+#include "cli/trace.h"
 
 namespace sluice::cli {
+namespace {
 
-int run_simulate(std::span<const std::string_view>) {
-  std::fprintf(stderr, "sluice simulate: not built yet\n");
+constexpr const char* kHelp =
+    R"(Usage: sluice simulate [--scenario NAME | --trace FILE] [--limit N] [--window DURATION]
+                       [--format table|csv|json]
+
+Replays traffic against all five algorithms on a simulated clock (no waiting)
+and prints, for each, the requests it allowed and denied and the most it
+allowed in any window-length interval: whether "N per W" really kept every
+interval of length W to N.
+
+Every algorithm gets the same limit, "N per W": token_bucket and gcra hold N
+tokens and refill N per W; fixed_window, sliding_log and sliding_window allow
+N per window of length W (fixed windows are aligned on the Unix epoch).
+
+Options:
+  --scenario NAME    built-in traffic on one key, scaled to the limit (default
+                     boundary-burst); the examples are for 100 per minute:
+    boundary-burst   N requests W/60 before a window boundary and N W/60 after
+                     it: 100 at 11:59:59 and 100 at 12:00:01 (2026-01-01 UTC),
+                     the seed's example of the fixed-window flaw
+    steady           twice the limit's rate, evenly spaced, for 5 windows:
+                     one request every 300ms for 5 minutes
+    bursty           idle for 10 windows, then 5xN requests within W/12, then
+                     60% of the limit's rate for 2 windows: 500 requests in 5s,
+                     then one per second for 2 minutes
+  --trace FILE       replay a CSV file instead, one request per line:
+                       time_ms,key,cost
+                     time_ms: milliseconds since the Unix epoch, lines sorted
+                     by it; key: any text without a comma, each key has its
+                     own state; cost: the request's weight, >= 1 and <= N.
+                     The header line is optional. Bad lines are reported as
+                     FILE:LINE: message.
+  --limit N          the limit's N, from 1 to 10000 (default 100)
+  --window DURATION  the limit's W: 500ms, 10s, 1m, 1h, 1d... (default 1m)
+  --format FORMAT    table (default), csv or json
+  --help             this text
+
+Columns: allowed and denied count requests. "max in any W" is the largest
+total cost one key was allowed within any half-open interval of length W (for
+token_bucket and gcra: the time to refill a full bucket, which is W here).
+
+Exit status: 0 done, 1 the trace cannot be read or has bad lines, 2 bad usage.
+)";
+
+struct Options {
+  std::optional<std::string> scenario;
+  std::optional<std::string> trace;
+  SimLimit limit;
+  ReportFormat format = ReportFormat::kTable;
+  bool help = false;
+};
+
+struct UsageError {
+  std::string message;
+};
+
+// Parses `args`; an error message for anything unknown or malformed.
+std::optional<UsageError> parse_options(std::span<const std::string_view> args, Options* o) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string_view arg = args[i];
+    if (arg == "--help" || arg == "-h") {
+      o->help = true;
+      continue;
+    }
+    std::string_view name = arg;
+    std::optional<std::string_view> value;
+    if (const size_t eq = arg.find('='); arg.starts_with("--") && eq != std::string_view::npos) {
+      name = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+    }
+    if (name != "--scenario" && name != "--trace" && name != "--limit" && name != "--window" &&
+        name != "--format") {
+      return UsageError{"unknown option '" + std::string(arg) + "'"};
+    }
+    if (!value) {
+      if (i + 1 >= args.size()) return UsageError{std::string(name) + " needs a value"};
+      value = args[++i];
+    }
+    const std::string v(*value);
+    if (name == "--scenario") {
+      o->scenario = v;
+    } else if (name == "--trace") {
+      o->trace = v;
+    } else if (name == "--limit") {
+      uint64_t n = 0;
+      bool digits = !v.empty() && v.size() <= 9;
+      for (char c : v) digits = digits && c >= '0' && c <= '9';
+      if (digits) n = std::stoull(v);
+      if (!digits || n < 1 || n > kMaxSimLimit) {
+        return UsageError{"--limit must be a whole number from 1 to " +
+                          std::to_string(kMaxSimLimit) + ", got '" + v + "'"};
+      }
+      o->limit.limit = n;
+    } else if (name == "--window") {
+      const std::optional<Nanos> w = parse_duration(v);
+      if (!w) {
+        return UsageError{"--window must be a duration such as 500ms, 10s, 1m, 1h or 1d, got '" +
+                          v + "'"};
+      }
+      o->limit.window = *w;
+    } else {
+      const std::optional<ReportFormat> f = parse_report_format(v);
+      if (!f) return UsageError{"--format must be table, csv or json, got '" + v + "'"};
+      o->format = *f;
+    }
+  }
+  if (o->scenario && o->trace) return UsageError{"give --scenario or --trace, not both"};
+  return std::nullopt;
+}
+
+int usage_error(std::ostream& err, const std::string& message) {
+  err << "sluice simulate: " << message << "\nRun 'sluice simulate --help' for the options.\n";
   return 2;
+}
+
+// Reads the whole file; nullopt with errno's message on failure.
+std::optional<std::string> read_file(const std::string& path, std::string* problem) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    *problem = std::strerror(errno);
+    return std::nullopt;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) {
+    *problem = std::strerror(errno);
+    return std::nullopt;
+  }
+  return text.str();
+}
+
+}  // namespace
+
+int run_simulate(std::span<const std::string_view> args) {
+  return run_simulate(args, std::cout, std::cerr);
+}
+
+int run_simulate(std::span<const std::string_view> args, std::ostream& out, std::ostream& err) {
+  Options options;
+  if (std::optional<UsageError> e = parse_options(args, &options)) {
+    return usage_error(err, e->message);
+  }
+  if (options.help) {
+    out << kHelp;
+    return 0;
+  }
+  // The limit first: a window the algorithms refuse is a usage error.
+  if (Result<std::vector<Limit>> limits = simulation_limits(options.limit); !limits.ok()) {
+    return usage_error(err, "the limit " + std::to_string(options.limit.limit) + " per " +
+                                format_duration(options.limit.window) +
+                                " is refused: " + limits.error().message);
+  }
+
+  std::optional<Traffic> traffic;
+  if (options.trace) {
+    std::string problem;
+    const std::optional<std::string> text = read_file(*options.trace, &problem);
+    if (!text) {
+      err << "sluice simulate: cannot read " << *options.trace << ": " << problem << "\n";
+      return 1;
+    }
+    Result<Traffic> parsed = parse_trace(*text, *options.trace);
+    if (!parsed.ok()) {
+      err << parsed.error().message << "\n";
+      return 1;
+    }
+    traffic = std::move(parsed).value();
+  } else {
+    Result<Traffic> made =
+        make_scenario(options.scenario.value_or("boundary-burst"), options.limit);
+    if (!made.ok()) return usage_error(err, made.error().message);
+    traffic = std::move(made).value();
+  }
+
+  Result<std::vector<AlgorithmResult>> results = replay(*traffic, options.limit);
+  if (!results.ok()) {
+    err << results.error().message << "\n";
+    return 1;
+  }
+  out << format_report(options.format, *traffic, options.limit, *results);
+  return out.good() ? 0 : 1;
 }
 
 }  // namespace sluice::cli

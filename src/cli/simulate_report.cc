@@ -1,0 +1,195 @@
+#include "cli/simulate_report.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#include "cli/time_text.h"
+
+namespace sluice::cli {
+namespace {
+
+std::string pad_left(const std::string& s, size_t width) {
+  return std::string(width > s.size() ? width - s.size() : 0, ' ') + s;
+}
+
+std::string pad_right(const std::string& s, size_t width) {
+  return s + std::string(width > s.size() ? width - s.size() : 0, ' ');
+}
+
+std::string json_string(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char esc[8];
+          std::snprintf(esc, sizeof esc, "\\u%04x", static_cast<unsigned>(c));
+          out += esc;
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+int64_t window_ms(const SimLimit& limit) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(limit.window).count();
+}
+
+// Why an algorithm may let more than the limit through in one window-length
+// interval. Algorithms sharing a reason are reported on one line.
+std::string_view overshoot_reason(Algorithm a) {
+  switch (a) {
+    case Algorithm::kTokenBucket:
+    case Algorithm::kGcra:
+      return "a full bucket plus what refills during the interval (up to 2x)";
+    case Algorithm::kFixedWindow:
+      return "its count restarts at each window boundary; bursts either side add up (up to 2x)";
+    case Algorithm::kSlidingWindow:
+      return "it estimates the previous window's share and can overshoot (always under 2x)";
+    case Algorithm::kSlidingLog:
+      break;
+  }
+  return "it never exceeds the limit";
+}
+
+std::string table(const Traffic& traffic, const SimLimit& limit,
+                  std::span<const AlgorithmResult> results) {
+  const std::string window = format_duration(limit.window);
+  const std::string n = std::to_string(limit.limit);
+  const std::vector<std::string> header = {"algorithm", "allowed", "denied",
+                                           "max in any " + window};
+  std::vector<std::vector<std::string>> rows;
+  for (const AlgorithmResult& r : results) {
+    rows.push_back({std::string(algorithm_name(r.algorithm)), std::to_string(r.allowed),
+                    std::to_string(r.denied), std::to_string(r.max_in_window)});
+  }
+  std::vector<size_t> width(header.size());
+  for (size_t c = 0; c < header.size(); ++c) {
+    width[c] = header[c].size();
+    for (const auto& row : rows) width[c] = std::max(width[c], row[c].size());
+  }
+  const auto line = [&](const std::vector<std::string>& cells) {
+    std::string out = pad_right(cells[0], width[0]);
+    for (size_t c = 1; c < cells.size(); ++c) out += "  " + pad_left(cells[c], width[c]);
+    return out + "\n";
+  };
+
+  std::string out =
+      (traffic.source.empty() ? "Scenario " + traffic.name : "Trace " + traffic.source) +
+      ", limit " + n + " per " + window + " for every algorithm\n" +
+      "Traffic: " + traffic.description + "\n\n";
+  out += line(header);
+  for (const auto& row : rows) out += line(row);
+
+  bool weighted = false;
+  for (const SimRequest& r : traffic.requests) weighted = weighted || r.cost != 1;
+  out +=
+      "\nallowed, denied: requests each algorithm let through or refused (each keeps its own "
+      "state).\n";
+  out += "max in any " + window + ": the most requests" + (weighted ? " (summed by cost)" : "") +
+         " allowed" + (traffic.keys.size() > 1 ? " to one key" : "") + " within any " + window +
+         " interval; the limit means at most " + n + ".\n";
+
+  // Algorithms that let more than N through, grouped by reason, largest first.
+  struct Overshoot {
+    std::string_view reason;
+    std::string who;  // "token_bucket 103, gcra 103"
+    uint64_t most;
+  };
+  std::vector<Overshoot> over;
+  for (const AlgorithmResult& r : results) {
+    if (r.max_in_window <= limit.limit) continue;
+    const std::string_view reason = overshoot_reason(r.algorithm);
+    const std::string entry =
+        std::string(algorithm_name(r.algorithm)) + " " + std::to_string(r.max_in_window);
+    auto it = std::find_if(over.begin(), over.end(),
+                           [&](const Overshoot& o) { return o.reason == reason; });
+    if (it == over.end()) {
+      over.push_back({reason, entry, r.max_in_window});
+    } else {
+      it->who += ", " + entry;
+      it->most = std::max(it->most, r.max_in_window);
+    }
+  }
+  std::stable_sort(over.begin(), over.end(),
+                   [](const Overshoot& a, const Overshoot& b) { return a.most > b.most; });
+  if (over.empty()) {
+    out += "Every algorithm kept within " + n + " in every " + window + " interval.\n";
+  } else {
+    out += "Above " + n + ":\n";
+    for (const Overshoot& o : over) out += "  " + o.who + ": " + std::string(o.reason) + ".\n";
+  }
+  return out;
+}
+
+std::string csv(const Traffic& traffic, const SimLimit& limit,
+                std::span<const AlgorithmResult> results) {
+  std::string out = "scenario,limit,window_ms,algorithm,allowed,denied,max_in_window\n";
+  for (const AlgorithmResult& r : results) {
+    out += traffic.name + "," + std::to_string(limit.limit) + "," +
+           std::to_string(window_ms(limit)) + "," + std::string(algorithm_name(r.algorithm)) + "," +
+           std::to_string(r.allowed) + "," + std::to_string(r.denied) + "," +
+           std::to_string(r.max_in_window) + "\n";
+  }
+  return out;
+}
+
+std::string json(const Traffic& traffic, const SimLimit& limit,
+                 std::span<const AlgorithmResult> results) {
+  std::string out = "{\n";
+  out += "  \"scenario\": " + json_string(traffic.name) + ",\n";
+  out += "  \"description\": " + json_string(traffic.description) + ",\n";
+  out += "  \"limit\": " + std::to_string(limit.limit) + ",\n";
+  out += "  \"window_ms\": " + std::to_string(window_ms(limit)) + ",\n";
+  out += "  \"results\": [\n";
+  for (size_t i = 0; i < results.size(); ++i) {
+    const AlgorithmResult& r = results[i];
+    out += "    {\"algorithm\": " + json_string(algorithm_name(r.algorithm)) +
+           ", \"allowed\": " + std::to_string(r.allowed) +
+           ", \"denied\": " + std::to_string(r.denied) +
+           ", \"max_in_window\": " + std::to_string(r.max_in_window) + "}" +
+           (i + 1 < results.size() ? ",\n" : "\n");
+  }
+  out += "  ]\n}\n";
+  return out;
+}
+
+}  // namespace
+
+std::optional<ReportFormat> parse_report_format(std::string_view name) {
+  if (name == "table") return ReportFormat::kTable;
+  if (name == "csv") return ReportFormat::kCsv;
+  if (name == "json") return ReportFormat::kJson;
+  return std::nullopt;
+}
+
+std::string format_report(ReportFormat format, const Traffic& traffic, const SimLimit& limit,
+                          std::span<const AlgorithmResult> results) {
+  switch (format) {
+    case ReportFormat::kTable:
+      return table(traffic, limit, results);
+    case ReportFormat::kCsv:
+      return csv(traffic, limit, results);
+    case ReportFormat::kJson:
+      return json(traffic, limit, results);
+  }
+  return {};
+}
+
+}  // namespace sluice::cli

@@ -1,0 +1,22 @@
+// Prints the results of `sluice simulate` as an aligned table (for people), CSV
+// or JSON (for scripts). Pure formatting: the text is returned, not written.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "cli/simulation.h"
+
+namespace sluice::cli {
+
+enum class ReportFormat { kTable, kCsv, kJson };
+
+// "table", "csv", "json".
+std::optional<ReportFormat> parse_report_format(std::string_view name);
+
+std::string format_report(ReportFormat format, const Traffic& traffic, const SimLimit& limit,
+                          std::span<const AlgorithmResult> results);
+
+}  // namespace sluice::cli

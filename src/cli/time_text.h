@@ -1,0 +1,26 @@
+// Durations and instants as text, for `sluice simulate`: "500ms", "1s", "1m",
+// "1h", "1d" in and out, and UTC clock times for scenario descriptions.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "sluice/clock.h"
+
+namespace sluice::cli {
+
+// "500ms", "30s", "1m", "2h", "1d": a whole number >= 1 and a unit. Returns
+// nothing for anything else (no sign, no spaces, no fractions, no overflow).
+std::optional<Nanos> parse_duration(std::string_view text);
+
+// The largest unit that divides `d` exactly ("1m", "300ms", "250us"); other
+// durations in the largest unit they reach with three decimals, rounded down
+// ("8.333ms", "5.714h"), or in nanoseconds below a microsecond ("50ns").
+std::string format_duration(Nanos d);
+
+// The UTC time of day of `t` (nanoseconds since the Unix epoch): "11:59:59",
+// or "11:59:59.250" when it is not a whole second (milliseconds, rounded down).
+std::string format_time_of_day(Nanos t);
+
+}  // namespace sluice::cli
