@@ -1,0 +1,52 @@
+// GrpcServer: a gRPC server on one address, serving callback-API services (no
+// thread per call: gRPC runs the handlers on its own small pool).
+//
+// Thread-safety: start() and stop() from one thread; the services are called
+// from gRPC's threads and must be thread-safe.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "sluice/result.h"
+
+namespace grpc {
+class Server;
+class Service;
+}  // namespace grpc
+
+namespace sluice::rls {
+
+struct GrpcServerOptions {
+  // Largest request accepted; RLS requests are a few hundred bytes.
+  int max_receive_message_bytes = 64 * 1024;
+};
+
+class GrpcServer {
+ public:
+  // Listens on `address` ("127.0.0.1:8081"; port 0 picks a free port) and
+  // serves `services`, which must outlive the server. Errors: the address
+  // cannot be bound or parsed.
+  static Result<std::unique_ptr<GrpcServer>> start(const std::string& address,
+                                                   std::span<grpc::Service* const> services,
+                                                   const GrpcServerOptions& options = {});
+  ~GrpcServer();
+  GrpcServer(const GrpcServer&) = delete;
+  GrpcServer& operator=(const GrpcServer&) = delete;
+
+  // The port listened on (the one picked when asked for port 0).
+  int port() const { return port_; }
+
+  // Stops accepting calls and waits for calls in flight, at most `grace`,
+  // then cancels the rest. Idempotent; the destructor calls it.
+  void stop(std::chrono::milliseconds grace = std::chrono::seconds(5));
+
+ private:
+  GrpcServer(std::unique_ptr<grpc::Server> server, int port);
+  std::unique_ptr<grpc::Server> server_;
+  int port_;
+};
+
+}  // namespace sluice::rls

@@ -1,0 +1,122 @@
+// RlsService: envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit,
+// wire compatible with Envoy's global rate limit filter and a drop-in for
+// envoyproxy/ratelimit, deciding with any Sluice store.
+//
+// Semantics (envoyproxy/ratelimit's, see matcher.h for matching):
+// - An unknown domain, a descriptor that matches no rule, a whitelisted value
+//   (a matched descriptor without rate_limit) and a rule replaced by another
+//   matched rule's `replaces` give OK with no limit.
+// - `unlimited` gives OK with limit_remaining 4294967295 and no limit.
+// - A descriptor's `limit` override replaces the configured rule with a fixed
+//   window of requests_per_unit per unit, whatever the entries match (as long
+//   as the domain is known).
+// - Hits: the descriptor's hits_addend when set (0 = check only: OK, nothing
+//   charged), else the request's hits_addend, 0 meaning 1.
+// - requests_per_unit 0 refuses every request.
+// - Every descriptor is decided and charged on its own, in its own store call:
+//   one over its limit does not stop the others from being charged (as in
+//   envoyproxy/ratelimit). Unlike envoyproxy/ratelimit, an over-limit
+//   descriptor is not charged, so refused hits never eat into the next ones
+//   (with hits_addend > 1 a smaller request may still pass).
+// - overall_code is OVER_LIMIT when any descriptor is over its limit, except
+//   shadow_mode descriptors (reported OK with limit_remaining 0, counted as
+//   over) and quota_mode descriptors (reported OK and listed in
+//   dynamic_metadata.quotaModeViolations, unless every quota_mode descriptor
+//   of the request is over: then they are OVER_LIMIT and so is the request).
+// - DescriptorStatus: current_limit (name, requests_per_unit, unit),
+//   limit_remaining, and duration_until_reset in whole seconds rounded up (the
+//   end of the window; for buckets, until full when allowed, until the request
+//   could pass when refused).
+// - Store keys are built from the domain and every entry (lengths prefixed, so
+//   no value can spell another key); a share_threshold wildcard puts its
+//   pattern in place of the value, so all values matching it share a counter.
+//   The store adds the limit's definition, so a changed rule starts afresh.
+//
+// Thread-safety: all methods may be called from any thread; set_config swaps
+// the whole config atomically (a call in flight keeps the config it started with).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
+#include "rls/config.h"
+#include "sluice/clock.h"
+#include "sluice/store.h"
+
+namespace sluice::rls {
+
+namespace rlspb = ::envoy::service::ratelimit::v3;
+
+enum class ResponseHeaders {
+  kOff,
+  // envoyproxy/ratelimit's LIMIT_RESPONSE_HEADERS_ENABLED: RateLimit-Limit,
+  // RateLimit-Remaining, RateLimit-Reset of the most restrictive descriptor.
+  kRateLimit,
+  // IETF draft-ietf-httpapi-ratelimit-headers-10: RateLimit-Policy and
+  // RateLimit, one item per limited descriptor.
+  kDraft10,
+};
+
+struct RlsOptions {
+  ResponseHeaders response_headers = ResponseHeaders::kOff;
+  // Fill dynamic_metadata with the domain and descriptors (as
+  // envoyproxy/ratelimit's RESPONSE_DYNAMIC_METADATA). Quota mode results and
+  // descriptor `metadata` are sent whenever the config uses them.
+  bool dynamic_metadata = false;
+  // Every request gets OK; over-limit decisions are only counted.
+  bool global_shadow_mode = false;
+};
+
+// Monotonic counters for metrics. Descriptors are counted once per request.
+struct RlsCounters {
+  std::atomic<uint64_t> calls{0};
+  std::atomic<uint64_t> call_errors{0};       // calls answered with a gRPC error
+  std::atomic<uint64_t> calls_over_limit{0};  // overall_code OVER_LIMIT
+  std::atomic<uint64_t> within_limit{0};      // descriptors decided by a limit and allowed
+  std::atomic<uint64_t> over_limit{0};        // descriptors over their limit (shadow included)
+  std::atomic<uint64_t> shadow_mode{0};       // over, but allowed by shadow_mode
+  std::atomic<uint64_t> quota_mode_over{0};   // quota_mode descriptors over their quota
+  std::atomic<uint64_t> unlimited{0};
+  std::atomic<uint64_t> no_limit{0};  // unknown domain, no match, whitelisted or replaced
+  std::atomic<uint64_t> hits{0};      // hits applied to limits
+};
+
+class RlsService final : public rlspb::RateLimitService::CallbackService {
+ public:
+  // `store` and `clock` must outlive the service. `config` may be null until
+  // set_config(); calls then fail with UNAVAILABLE.
+  RlsService(Store& store, const Clock& clock, std::shared_ptr<const RlsConfig> config,
+             RlsOptions options = {});
+
+  void set_config(std::shared_ptr<const RlsConfig> config);
+  std::shared_ptr<const RlsConfig> config() const;
+  const RlsCounters& counters() const { return counters_; }
+
+  // Decides `request` into `response`, then calls `done` exactly once (before
+  // returning with the memory store; later with a network store). `request`
+  // and `response` must stay alive until `done` runs. Errors: INVALID_ARGUMENT
+  // (empty domain or descriptor list, a limit override without a unit),
+  // UNAVAILABLE (no config, or the store failed).
+  using Done = std::function<void(grpc::Status)>;
+  void decide(const rlspb::RateLimitRequest& request, rlspb::RateLimitResponse* response,
+              Done done);
+
+  grpc::ServerUnaryReactor* ShouldRateLimit(grpc::CallbackServerContext* context,
+                                            const rlspb::RateLimitRequest* request,
+                                            rlspb::RateLimitResponse* response) override;
+
+ private:
+  struct Call;
+  void finish(Call& call);
+
+  Store& store_;
+  const Clock& clock_;
+  std::atomic<std::shared_ptr<const RlsConfig>> config_;
+  const RlsOptions options_;
+  RlsCounters counters_;
+};
+
+}  // namespace sluice::rls

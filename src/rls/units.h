@@ -1,0 +1,56 @@
+// Time units of the Envoy RLS API and the value syntaxes of Sluice's
+// extension keys in descriptor files (durations and rates).
+//
+// Unit lengths are those of envoyproxy/ratelimit: a MONTH is 30 days, a YEAR
+// 365 days and a WEEK 7 days, and windows are aligned to the Unix epoch
+// (floor(now / length)), not to calendar months or weeks.
+//
+// Thread-safety: all functions are pure.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "sluice/clock.h"
+#include "sluice/result.h"
+
+namespace sluice::rls {
+
+// Numbered as RateLimitResponse.RateLimit.Unit and envoy.type.v3.RateLimitUnit.
+enum class Unit : uint8_t {
+  kUnknown = 0,
+  kSecond = 1,
+  kMinute = 2,
+  kHour = 3,
+  kDay = 4,
+  kMonth = 5,
+  kYear = 6,
+  kWeek = 7,
+};
+
+// The window length of `unit`; 0 for kUnknown.
+Nanos unit_length(Unit unit);
+
+// "second", "minute", ... as written in descriptor files; "unknown" for kUnknown.
+std::string_view unit_name(Unit unit);
+
+// A unit name in any letter case ("second", "MINUTE", "Day"), as
+// envoyproxy/ratelimit reads it. False for "unknown" and anything else.
+bool parse_unit(std::string_view text, Unit* out);
+
+// The unit whose length is exactly `period`, or kUnknown.
+Unit unit_of_length(Nanos period);
+
+// A positive duration: digits and a unit, ms s m h d w ("500ms", "90s", "1d",
+// "2w"); '_' may separate digits.
+Result<Nanos> parse_duration(std::string_view text);
+
+// A rate "N/unit" (1 of that unit: "10/s", "5/m") or "N/<duration>"
+// ("100/90s"): N tokens every period, N >= 1.
+struct Rate {
+  uint64_t tokens = 0;
+  Nanos period{0};
+};
+Result<Rate> parse_rate(std::string_view text);
+
+}  // namespace sluice::rls

@@ -1,0 +1,456 @@
+// Loading descriptor files: what loads, and every kind of rejection with its
+// exact file:line:col message.
+#include "rls/config_loader.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <google/protobuf/struct.pb.h>
+
+#include "test_util.h"
+
+namespace sluice::rls {
+namespace {
+
+using ::testing::ElementsAre;
+using testing::load_errors;
+using testing::load_text;
+
+TEST(Loader, LoadsNestedDescriptorsWithTheirRules) {
+  auto config = load_text(R"(domain: messaging
+descriptors:
+  - key: message_type
+    value: marketing
+    descriptors:
+      - key: to_number
+        rate_limit:
+          unit: day
+          requests_per_unit: 5
+  - key: to_number
+    rate_limit:
+      unit: DAY
+      requests_per_unit: 100
+      name: per_number
+)");
+  ASSERT_NE(config, nullptr);
+  const Domain* d = config->find_domain("messaging");
+  ASSERT_NE(d, nullptr);
+  ASSERT_EQ(d->root.nodes.size(), 2u);
+  const DescriptorNode& marketing = d->root.nodes[0];
+  EXPECT_FALSE(marketing.rule.has_value());
+  ASSERT_EQ(marketing.children.nodes.size(), 1u);
+  const RateLimitRule& five = *marketing.children.nodes[0].rule;
+  EXPECT_EQ(five.requests_per_unit, 5u);
+  EXPECT_EQ(five.unit, Unit::kDay);
+  ASSERT_TRUE(five.limit.has_value());
+  EXPECT_EQ(five.limit->algorithm(), Algorithm::kFixedWindow);
+  EXPECT_EQ(five.limit->size(), 5u);
+  EXPECT_EQ(five.limit->period(), std::chrono::hours(24));
+  EXPECT_EQ(marketing.children.nodes[0].stat_key, "messaging.message_type_marketing.to_number");
+  const RateLimitRule& hundred = *d->root.nodes[1].rule;
+  EXPECT_EQ(hundred.name, "per_number");
+  EXPECT_EQ(hundred.unit, Unit::kDay);  // unit names are case-insensitive
+}
+
+TEST(Loader, UnitsHaveEnvoyRatelimitLengths) {
+  auto config = load_text(R"(domain: d
+descriptors:
+  - {key: w, rate_limit: {unit: week, requests_per_unit: 1}}
+  - {key: m, rate_limit: {unit: month, requests_per_unit: 1}}
+  - {key: y, rate_limit: {unit: year, requests_per_unit: 1}}
+  - {key: x, rate_limit: {unit: minute, requests_per_unit: 1, unit_multiplier: 5}}
+)");
+  const auto& nodes = config->find_domain("d")->root.nodes;
+  EXPECT_EQ(nodes[0].rule->limit->period(), std::chrono::hours(24 * 7));
+  EXPECT_EQ(nodes[1].rule->limit->period(), std::chrono::hours(24 * 30));
+  EXPECT_EQ(nodes[2].rule->limit->period(), std::chrono::hours(24 * 365));
+  EXPECT_EQ(nodes[3].rule->limit->period(), std::chrono::minutes(5));
+  EXPECT_EQ(nodes[3].rule->unit, Unit::kMinute);
+}
+
+TEST(Loader, ZeroRequestsPerUnitRefusesEverythingWithoutALimit) {
+  auto config = load_text(R"(domain: d
+descriptors:
+  - key: remote_address
+    value: 50.0.0.5
+    rate_limit:
+      unit: second
+      requests_per_unit: 0
+)");
+  const RateLimitRule& rule = *config->find_domain("d")->root.nodes[0].rule;
+  EXPECT_FALSE(rule.limit.has_value());
+  EXPECT_FALSE(rule.unlimited);
+  EXPECT_EQ(rule.window, std::chrono::seconds(1));
+}
+
+TEST(Loader, QuirksEnvoyRatelimitAcceptsAreAccepted) {
+  // `rate_limit:` with no body is no rule; unlimited ignores an invalid unit;
+  // a bare key is a value-less default; metadata holds any keys.
+  auto config = load_text(R"(domain: d
+descriptors:
+  - key: a
+    rate_limit:
+  - key: b
+    rate_limit:
+      unlimited: true
+      unit: fortnight
+  - key: c
+    metadata:
+      service_with_quota:
+        name: svc
+        weight: 3
+      anything: [1, two]
+    rate_limit: {unit: second, requests_per_unit: 1}
+)");
+  ASSERT_NE(config, nullptr);
+  const auto& nodes = config->find_domain("d")->root.nodes;
+  EXPECT_FALSE(nodes[0].rule.has_value());
+  EXPECT_TRUE(nodes[1].rule->unlimited);
+  ASSERT_NE(nodes[2].metadata, nullptr);
+  const auto& svc = nodes[2].metadata->fields().at("service_with_quota").struct_value();
+  EXPECT_EQ(svc.fields().at("name").string_value(), "svc");
+  EXPECT_EQ(svc.fields().at("weight").number_value(), 3);
+}
+
+TEST(Loader, KnownKeyInTheWrongPlaceIsIgnoredWithAWarning) {
+  std::vector<RlsFile> files{RlsFile{"w.yaml", R"(domain: d
+descriptors:
+  - key: k
+    unit: second
+    rate_limit: {unit: second, requests_per_unit: 1}
+)"}};
+  LoadResult result = load_rls_config(files);
+  ASSERT_TRUE(result.ok()) << result.error_text();
+  EXPECT_THAT(result.warnings, ElementsAre("w.yaml:4:5: 'unit' has no effect here and is ignored"));
+  EXPECT_EQ(result.config->warnings, result.warnings);
+}
+
+TEST(Loader, SluiceAlgorithmsWithAnyPeriod) {
+  auto config = load_text(R"(domain: d
+descriptors:
+  - key: tb
+    rate_limit: {algorithm: token_bucket, capacity: 10, refill_rate: 1/s}
+  - key: sw
+    rate_limit: {algorithm: sliding_window, limit: 100, window: 90s}
+  - key: gcra
+    rate_limit: {algorithm: gcra, requests_per_unit: 60, unit: minute}
+  - key: log
+    rate_limit: {algorithm: sliding_log, requests_per_unit: 3, unit: second, unit_multiplier: 10}
+  - key: fw
+    rate_limit: {algorithm: fixed_window, limit: 7, window: 2w, name: fortnightly}
+)");
+  ASSERT_NE(config, nullptr);
+  const auto& nodes = config->find_domain("d")->root.nodes;
+  const RateLimitRule& tb = *nodes[0].rule;
+  EXPECT_TRUE(tb.sluice_algorithm);
+  EXPECT_EQ(tb.limit->algorithm(), Algorithm::kTokenBucket);
+  EXPECT_EQ(tb.limit->size(), 10u);
+  EXPECT_EQ(tb.limit->period(), std::chrono::seconds(10));  // empty to full
+  EXPECT_EQ(tb.requests_per_unit, 10u);
+  EXPECT_EQ(tb.unit, Unit::kUnknown);  // 10 s is no unit
+  const RateLimitRule& sw = *nodes[1].rule;
+  EXPECT_EQ(sw.limit->algorithm(), Algorithm::kSlidingWindow);
+  EXPECT_EQ(sw.limit->period(), std::chrono::seconds(90));
+  const RateLimitRule& gcra = *nodes[2].rule;
+  EXPECT_EQ(gcra.limit->algorithm(), Algorithm::kGcra);
+  EXPECT_EQ(gcra.limit->size(), 60u);
+  EXPECT_EQ(gcra.unit, Unit::kMinute);
+  EXPECT_EQ(nodes[3].rule->limit->algorithm(), Algorithm::kSlidingLog);
+  EXPECT_EQ(nodes[3].rule->limit->period(), std::chrono::seconds(10));
+  EXPECT_EQ(nodes[4].rule->limit->period(), std::chrono::hours(24 * 14));
+  EXPECT_EQ(nodes[4].rule->name, "fortnightly");
+}
+
+// --- Rejections: one kind per test, exact messages ---
+
+TEST(LoaderRejects, MisspelledKeysWithAHint) {
+  EXPECT_THAT(load_errors(R"(domain: d
+descriptors:
+  - key: k
+    ratelimit:
+      unit: second
+      requests_per_unit: 1
+)"),
+              ElementsAre("bad.yaml:4:5: unknown key 'ratelimit' (did you mean 'rate_limit'?)"));
+  EXPECT_THAT(load_errors(R"(domain: d
+descriptors:
+  - key: k
+    rate_limit:
+      unit: second
+      requestsperunit: 1
+)"),
+              ElementsAre("bad.yaml:6:7: unknown key 'requestsperunit' (did you mean "
+                          "'requests_per_unit'?)"));
+  EXPECT_THAT(load_errors("domian: d\n"),
+              ElementsAre("bad.yaml:1:1: unknown key 'domian' (did you mean 'domain'?)",
+                          "bad.yaml:1:1: config file cannot have empty domain"));
+  EXPECT_THAT(load_errors("domain: d\nfoo: 1\n"), ElementsAre("bad.yaml:2:1: unknown key 'foo'"));
+}
+
+TEST(LoaderRejects, BadUnit) {
+  EXPECT_THAT(load_errors(R"(domain: d
+descriptors:
+  - key: k
+    rate_limit:
+      unit: fortnight
+      requests_per_unit: 1
+)"),
+              ElementsAre("bad.yaml:5:13: invalid rate limit unit 'fortnight'"));
+  EXPECT_THAT(load_errors(R"(domain: d
+descriptors:
+  - key: k
+    rate_limit:
+      requests_per_unit: 1
+)"),
+              ElementsAre("bad.yaml:4:5: invalid rate limit unit ''"));
+  EXPECT_THAT(load_errors(R"(domain: d
+descriptors:
+  - key: k
+    rate_limit: {unit: unknown, requests_per_unit: 1}
+)"),
+              ElementsAre("bad.yaml:4:24: invalid rate limit unit 'unknown'"));
+}
+
+TEST(LoaderRejects, DuplicateDomainAcrossFiles) {
+  std::vector<RlsFile> files{RlsFile{"a.yaml", "domain: d\n"},
+                             RlsFile{"b.yaml", "# again\ndomain: d\n"}};
+  LoadResult result = load_rls_config(files);
+  EXPECT_EQ(result.config, nullptr);
+  EXPECT_THAT(result.errors, ElementsAre("b.yaml:2:9: duplicate domain 'd' (first in a.yaml:1:9)"));
+}
+
+TEST(LoaderRejects, DuplicateDescriptors) {
+  EXPECT_THAT(load_errors(R"(domain: d
+descriptors:
+  - key: k
+    value: v
+  - key: k
+    value: v
+    rate_limit: {unit: second, requests_per_unit: 1}
+)"),
+              ElementsAre("bad.yaml:5:5: duplicate descriptor composite key 'd.k_v' (first at "
+                          "bad.yaml:3:5)"));
+  // Nested, and two spellings of one composite key ("a_b_c").
+  EXPECT_THAT(load_errors(R"(domain: d
+descriptors:
+  - key: top
+    descriptors:
+      - key: a
+        value: b_c
+      - key: a_b
+        value: c
+)"),
+              ElementsAre("bad.yaml:7:9: duplicate descriptor composite key 'd.top.a_b_c' (first "
+                          "at bad.yaml:5:9)"));
+}
+
+TEST(LoaderRejects, EmptyDomain) {
+  EXPECT_THAT(load_errors("domain: \"\"\ndescriptors: []\n"),
+              ElementsAre("bad.yaml:1:9: config file cannot have empty domain"));
+  EXPECT_THAT(load_errors("descriptors: []\n"),
+              ElementsAre("bad.yaml:1:1: config file cannot have empty domain"));
+  EXPECT_THAT(load_errors(""), ElementsAre("bad.yaml:1:1: config file cannot have empty domain"));
+}
+
+TEST(LoaderRejects, EmptyKey) {
+  EXPECT_THAT(load_errors(R"(domain: d
+descriptors:
+  - value: v
+    rate_limit: {unit: second, requests_per_unit: 1}
+  - key: ""
+)"),
+              ElementsAre("bad.yaml:3:5: descriptor has empty key",
+                          "bad.yaml:5:5: descriptor has empty key"));
+}
+
+TEST(LoaderRejects, UnlimitedWithAUnit) {
+  EXPECT_THAT(load_errors(R"(domain: d
+descriptors:
+  - key: ldap
+    rate_limit:
+      unlimited: true
+      unit: second
+)"),
+              ElementsAre("bad.yaml:6:13: should not specify rate limit unit when unlimited"));
+}
+
+TEST(LoaderRejects, ReplacesEmptyOrNamingItself) {
+  EXPECT_THAT(load_errors(R"(domain: d
+descriptors:
+  - key: k
+    rate_limit:
+      name: mine
+      unit: second
+      requests_per_unit: 1
+      replaces:
+        - name: ""
+        - name:
+        - name: mine
+)"),
+              ElementsAre("bad.yaml:9:11: should not have an empty replaces entry",
+                          "bad.yaml:10:11: should not have an empty replaces entry",
+                          "bad.yaml:11:11: replaces should not contain name of same descriptor"));
+}
+
+TEST(LoaderRejects, MalformedYaml) {
+  EXPECT_THAT(load_errors("domain: d\ndescriptors:\n  - key: [a, b\n"),
+              ElementsAre("bad.yaml:4:1: malformed YAML: end of sequence flow not found"));
+  EXPECT_THAT(load_errors("domain: d\n  bad indent: x\n"),
+              ElementsAre("bad.yaml:2:13: malformed YAML: illegal map value"));
+}
+
+TEST(LoaderRejects, NonStringKeysListsOfNonMapsAndFloats) {
+  EXPECT_THAT(load_errors("domain: d\n0.25: x\n"),
+              ElementsAre("bad.yaml:2:1: key is not of type string: 0.25"));
+  EXPECT_THAT(load_errors("domain: d\ndescriptors:\n  - a\n"),
+              ElementsAre("bad.yaml:3:5: a list may only contain maps, got 'a'"));
+  EXPECT_THAT(load_errors("domain: d\ndescriptors:\n  - key: k\n    value: 1.5\n"),
+              ElementsAre("bad.yaml:4:12: floating-point value '1.5' is not allowed (quote it to "
+                          "make it a string)"));
+  // Quoted, it is a string value.
+  EXPECT_NE(load_text("domain: d\ndescriptors:\n  - key: k\n    value: \"1.5\"\n"), nullptr);
+}
+
+TEST(LoaderRejects, WrongTypes) {
+  EXPECT_THAT(
+      load_errors(R"(domain: d
+descriptors:
+  - key: k
+    shadow_mode: maybe
+    rate_limit:
+      unit: second
+      requests_per_unit: -1
+  - key: l
+    rate_limit:
+      unit: [second]
+      requests_per_unit: 4294967296
+  - key: m
+    descriptors: {key: n}
+  - key: o
+    rate_limit: 5
+)"),
+      ElementsAre("bad.yaml:4:18: 'shadow_mode' must be true or false, got 'maybe'",
+                  "bad.yaml:7:26: 'requests_per_unit' must be an unsigned 32-bit integer, got '-1'",
+                  "bad.yaml:10:13: 'unit' must be a string, got a list",
+                  "bad.yaml:11:26: 'requests_per_unit' must be an unsigned 32-bit integer, got "
+                  "'4294967296'",
+                  "bad.yaml:13:18: 'descriptors' must be a list of descriptors, got a map",
+                  "bad.yaml:15:17: 'rate_limit' must be a map, got '5'"));
+}
+
+TEST(LoaderRejects, ShareThresholdWithoutWildcard) {
+  EXPECT_THAT(load_errors(R"(domain: d
+descriptors:
+  - key: files
+    value: files/a
+    share_threshold: true
+    rate_limit: {unit: minute, requests_per_unit: 1}
+)"),
+              ElementsAre("bad.yaml:5:5: share_threshold can only be used with wildcard values "
+                          "(containing '*'), but found key 'files_files/a'"));
+}
+
+TEST(LoaderRejects, DuplicateMapKeys) {
+  EXPECT_THAT(load_errors("domain: d\ndescriptors:\n  - key: k\n    key: j\n"),
+              ElementsAre("bad.yaml:4:5: duplicate key 'key' (first at bad.yaml:3:5)"));
+}
+
+TEST(LoaderRejects, ReportsEveryErrorNotOnlyTheFirst) {
+  EXPECT_THAT(load_errors(R"(domain: d
+descriptors:
+  - key: a
+    rate_limit: {unit: sec, requests_per_unit: 1}
+  - key: b
+    rate_limt: {}
+  - value: c
+)"),
+              ElementsAre("bad.yaml:4:24: invalid rate limit unit 'sec'",
+                          "bad.yaml:6:5: unknown key 'rate_limt' (did you mean 'rate_limit'?)",
+                          "bad.yaml:7:5: descriptor has empty key"));
+}
+
+TEST(LoaderRejects, SluiceExtensionMistakes) {
+  EXPECT_THAT(
+      load_errors(R"(domain: d
+descriptors:
+  - key: a
+    rate_limit: {algorithm: leaky_bucket, capacity: 1, refill_rate: 1/s}
+  - key: b
+    rate_limit: {capacity: 10, unit: second, requests_per_unit: 1}
+  - key: c
+    rate_limit: {algorithm: token_bucket, limit: 10, window: 1m}
+  - key: d
+    rate_limit: {algorithm: token_bucket, capacity: 10}
+  - key: e
+    rate_limit: {algorithm: token_bucket, capacity: 10, refill_rate: fast}
+  - key: f
+    rate_limit: {algorithm: sliding_window, limit: 0, window: 1m}
+  - key: g
+    rate_limit: {algorithm: gcra, unlimited: true}
+  - key: h
+    rate_limit: {algorithm: fixed_window, limit: 5, window: 1m, unit: second}
+  - key: i
+    algorithm: token_bucket
+  - key: j
+    rate_limit: {algorithm: sliding_window, limit: 5, window: 90}
+)"),
+      ElementsAre("bad.yaml:4:29: unknown algorithm 'leaky_bucket' (token_bucket, gcra, "
+                  "fixed_window, sliding_log or sliding_window)",
+                  "bad.yaml:6:28: 'capacity' needs 'algorithm' (token_bucket, gcra, fixed_window, "
+                  "sliding_log or sliding_window)",
+                  "bad.yaml:8:50: token_bucket takes 'capacity' and 'refill_rate' (or "
+                  "'requests_per_unit' and 'unit'), not 'limit'",
+                  "bad.yaml:10:5: token_bucket needs 'capacity' and 'refill_rate'",
+                  "bad.yaml:12:70: 'refill_rate' must be a rate like 10/s, 5/m or 100/90s, got "
+                  "'fast'",
+                  "bad.yaml:14:5: rate_limit: sliding_window: limit must be at least 1",
+                  "bad.yaml:16:35: 'unlimited' cannot be combined with 'algorithm'",
+                  "bad.yaml:18:5: use either 'limit' and 'window' or 'requests_per_unit' and "
+                  "'unit', not both",
+                  "bad.yaml:20:5: 'algorithm' is only valid inside rate_limit",
+                  "bad.yaml:22:63: 'window' must be a duration like 500ms, 90s, 1m, 1h, 1d or 1w, "
+                  "got '90'"));
+}
+
+// --- Folders ---
+
+TEST(LoaderDir, LoadsEveryYamlFileInPathOrder) {
+  LoadResult result = load_rls_config_dir(testing::testdata("dir"));
+  ASSERT_TRUE(result.ok()) << result.error_text();
+  EXPECT_EQ(result.config->domains.size(), 2u);
+  EXPECT_NE(result.config->find_domain("first"), nullptr);
+  EXPECT_NE(result.config->find_domain("second"), nullptr);
+  ASSERT_EQ(result.config->files.size(), 2u);  // .hidden.yaml and notes.txt are skipped
+  EXPECT_EQ(result.config->files[0], testing::testdata("dir/a.yaml"));
+  EXPECT_EQ(result.config->files[1], testing::testdata("dir/sub/b.yml"));
+}
+
+TEST(LoaderDir, MissingFolderIsAnError) {
+  LoadResult result = load_rls_config_dir(testing::testdata("no-such-folder"));
+  EXPECT_FALSE(result.ok());
+  EXPECT_EQ(result.config, nullptr);
+  ASSERT_EQ(result.errors.size(), 1u);
+  EXPECT_EQ(
+      result.errors[0].rfind(testing::testdata("no-such-folder") + ": cannot read the folder", 0),
+      0u);
+}
+
+TEST(LoaderDir, MergedDomainsStillRejectDuplicateDescriptors) {
+  std::vector<RlsFile> files{
+      RlsFile{"a.yaml", "domain: d\ndescriptors:\n  - key: k\n"},
+      RlsFile{"b.yaml", "domain: d\ndescriptors:\n  - key: j\n  - key: k\n"}};
+  LoadOptions options;
+  options.merge_domains = true;
+  LoadResult result = load_rls_config(files, options);
+  EXPECT_THAT(result.errors,
+              ElementsAre("b.yaml:4:5: duplicate descriptor composite key 'd.k' (first at "
+                          "a.yaml:3:5)"));
+  files.pop_back();
+  files.push_back(RlsFile{"b.yaml", "domain: d\ndescriptors:\n  - key: j\n"});
+  result = load_rls_config(files, options);
+  ASSERT_TRUE(result.ok()) << result.error_text();
+  EXPECT_EQ(result.config->find_domain("d")->root.nodes.size(), 2u);
+}
+
+}  // namespace
+}  // namespace sluice::rls

@@ -1,0 +1,527 @@
+// ShouldRateLimit through a real gRPC client: every semantic of the service.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "rls_fixture.h"
+#include "test_util.h"
+
+namespace sluice::rls {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::ElementsAre;
+using testing::Entries;
+using testing::load_text;
+using testing::OK;
+using testing::OVER;
+using testing::request;
+using testing::RlsHarness;
+namespace pb = testing::pb;
+
+constexpr char kConfig[] = R"(domain: d
+descriptors:
+  - key: ip
+    rate_limit: {unit: second, requests_per_unit: 3}
+  - key: ip
+    value: 10.0.0.9
+    rate_limit: {unit: second, requests_per_unit: 1, name: vip}
+  - key: ip
+    value: 10.0.0.1
+  - key: tenant
+    value: acme
+    descriptors:
+      - key: user
+        rate_limit: {unit: minute, requests_per_unit: 2}
+  - key: path
+    value: /api/*
+    rate_limit: {unit: minute, requests_per_unit: 1}
+  - key: host
+    value: "*.example.com"
+    rate_limit: {unit: minute, requests_per_unit: 1}
+  - key: rpc
+    value: svc*ep*rpc
+    rate_limit: {unit: minute, requests_per_unit: 1}
+  - key: files
+    value: files/*
+    share_threshold: true
+    rate_limit: {unit: minute, requests_per_unit: 2}
+  - key: blocked
+    rate_limit: {unit: hour, requests_per_unit: 0}
+  - key: ldap
+    rate_limit: {unlimited: true}
+  - key: soft
+    shadow_mode: true
+    rate_limit: {unit: second, requests_per_unit: 1}
+  - key: a
+    rate_limit: {unit: minute, requests_per_unit: 1}
+  - key: a_b
+    rate_limit: {unit: minute, requests_per_unit: 1}
+  - key: bucket
+    rate_limit: {algorithm: token_bucket, capacity: 2, refill_rate: 1/s, name: burst}
+  - key: slide
+    rate_limit: {algorithm: sliding_window, limit: 4, window: 90s}
+  - key: month
+    rate_limit: {unit: month, requests_per_unit: 1}
+)";
+
+pb::RateLimitRequest one(const std::string& key, const std::string& value, uint32_t hits = 0) {
+  return request("d", {Entries{{key, value}}}, hits);
+}
+
+TEST(RlsService, UnknownDomainOrNoMatchIsOkWithoutALimit) {
+  RlsHarness rls(load_text(kConfig));
+  for (const pb::RateLimitRequest& r :
+       {request("other", {Entries{{"ip", "1.2.3.4"}}}), one("nothing", "x")}) {
+    pb::RateLimitResponse response = rls.call(r);
+    EXPECT_EQ(response.overall_code(), OK);
+    ASSERT_EQ(response.statuses_size(), 1);
+    EXPECT_EQ(response.statuses(0).code(), OK);
+    EXPECT_FALSE(response.statuses(0).has_current_limit());
+    EXPECT_EQ(response.statuses(0).limit_remaining(), 0u);
+  }
+  EXPECT_EQ(rls.store.size(), 0u);
+}
+
+TEST(RlsService, FixedWindowOfOneUnitAlignedToTheEpoch) {
+  RlsHarness rls(load_text(kConfig));
+  rls.clock.advance(250ms);  // 0.75 s left in this second
+  const pb::RateLimitRequest r = one("ip", "1.2.3.4");
+  for (uint32_t remaining : {2u, 1u, 0u}) {
+    pb::RateLimitResponse response = rls.call(r);
+    EXPECT_EQ(response.overall_code(), OK);
+    const auto& s = response.statuses(0);
+    EXPECT_EQ(s.code(), OK);
+    EXPECT_EQ(s.current_limit().requests_per_unit(), 3u);
+    EXPECT_EQ(s.current_limit().unit(), pb::RateLimitResponse::RateLimit::SECOND);
+    EXPECT_EQ(s.limit_remaining(), remaining);
+    EXPECT_EQ(s.duration_until_reset().seconds(), 1);  // 0.75 s, rounded up
+    EXPECT_EQ(s.duration_until_reset().nanos(), 0);
+  }
+  pb::RateLimitResponse over = rls.call(r);
+  EXPECT_EQ(over.overall_code(), OVER);
+  EXPECT_EQ(over.statuses(0).code(), OVER);
+  EXPECT_EQ(over.statuses(0).limit_remaining(), 0u);
+  EXPECT_EQ(over.statuses(0).duration_until_reset().seconds(), 1);
+  rls.clock.advance(749ms);  // 1 ms before the next second
+  EXPECT_EQ(rls.call(r).overall_code(), OVER);
+  rls.clock.advance(1ms);
+  EXPECT_EQ(rls.allowed(r, 4), 3);
+}
+
+TEST(RlsService, ValuelessDescriptorIsAPerValueDefault) {
+  RlsHarness rls(load_text(kConfig));
+  EXPECT_EQ(rls.allowed(one("ip", "1.1.1.1"), 5), 3);
+  EXPECT_EQ(rls.allowed(one("ip", "2.2.2.2"), 5), 3);
+}
+
+TEST(RlsService, SpecificValueOverridesTheDefaultAndItsNameIsReported) {
+  RlsHarness rls(load_text(kConfig));
+  pb::RateLimitResponse first = rls.call(one("ip", "10.0.0.9"));
+  EXPECT_EQ(first.statuses(0).current_limit().name(), "vip");
+  EXPECT_EQ(first.statuses(0).current_limit().requests_per_unit(), 1u);
+  EXPECT_EQ(rls.call(one("ip", "10.0.0.9")).overall_code(), OVER);
+}
+
+TEST(RlsService, ValueWithoutRateLimitIsWhitelisted) {
+  RlsHarness rls(load_text(kConfig));
+  for (int i = 0; i < 10; ++i) {
+    pb::RateLimitResponse response = rls.call(one("ip", "10.0.0.1"));
+    EXPECT_EQ(response.overall_code(), OK);
+    EXPECT_FALSE(response.statuses(0).has_current_limit());
+  }
+}
+
+TEST(RlsService, NestedDescriptorsMatchAtTheRequestsDepth) {
+  RlsHarness rls(load_text(kConfig));
+  const auto nested = request("d", {Entries{{"tenant", "acme"}, {"user", "u1"}}});
+  EXPECT_EQ(rls.allowed(nested, 3), 2);
+  const auto nested2 = request("d", {Entries{{"tenant", "acme"}, {"user", "u2"}}});
+  EXPECT_EQ(rls.allowed(nested2, 3), 2);
+  // Shallower or deeper than the rule: no limit.
+  EXPECT_EQ(rls.allowed(one("tenant", "acme"), 5), 5);
+  EXPECT_EQ(rls.allowed(request("d", {Entries{{"tenant", "acme"}, {"user", "u1"}, {"x", "y"}}}), 5),
+            5);
+}
+
+TEST(RlsService, WildcardsAnywhereInAValueEachValueItsOwnCounter) {
+  RlsHarness rls(load_text(kConfig));
+  for (const auto& [key, value] :
+       std::vector<std::pair<std::string, std::string>>{{"path", "/api/users"},
+                                                        {"path", "/api/orders"},
+                                                        {"host", "a.example.com"},
+                                                        {"host", "b.example.com"},
+                                                        {"rpc", "svc-a-ep-b-rpc"},
+                                                        {"rpc", "svc-x-ep-y-rpc"}}) {
+    EXPECT_THAT(rls.codes(one(key, value), 2), ElementsAre(OK, OVER)) << key << "=" << value;
+  }
+  EXPECT_EQ(rls.allowed(one("host", "example.com"), 3), 3);  // no match
+  EXPECT_EQ(rls.allowed(one("rpc", "svc-rpc"), 3), 3);
+}
+
+TEST(RlsService, ShareThresholdMakesAllMatchingValuesShareOneCounter) {
+  RlsHarness rls(load_text(kConfig));
+  EXPECT_EQ(rls.call(one("files", "files/a.pdf")).overall_code(), OK);
+  EXPECT_EQ(rls.call(one("files", "files/b.csv")).overall_code(), OK);
+  EXPECT_EQ(rls.call(one("files", "files/c.txt")).overall_code(), OVER);
+  EXPECT_EQ(rls.call(one("files", "files/a.pdf")).overall_code(), OVER);
+}
+
+TEST(RlsService, RequestsPerUnitZeroRefusesEverything) {
+  RlsHarness rls(load_text(kConfig));
+  rls.clock.advance(10min);
+  pb::RateLimitResponse response = rls.call(one("blocked", "x"));
+  EXPECT_EQ(response.overall_code(), OVER);
+  EXPECT_EQ(response.statuses(0).current_limit().requests_per_unit(), 0u);
+  EXPECT_EQ(response.statuses(0).duration_until_reset().seconds(), 50 * 60);
+  EXPECT_EQ(rls.store.size(), 0u);
+}
+
+TEST(RlsService, UnlimitedIsOkWithMaxRemainingAndNoLimit) {
+  RlsHarness rls(load_text(kConfig));
+  for (int i = 0; i < 5; ++i) {
+    pb::RateLimitResponse response = rls.call(one("ldap", "bind"));
+    EXPECT_EQ(response.overall_code(), OK);
+    EXPECT_EQ(response.statuses(0).code(), OK);
+    EXPECT_FALSE(response.statuses(0).has_current_limit());
+    EXPECT_EQ(response.statuses(0).limit_remaining(), 4294967295u);
+  }
+  EXPECT_EQ(rls.store.size(), 0u);
+  EXPECT_EQ(rls.service.counters().unlimited.load(), 5u);
+}
+
+TEST(RlsService, ShadowModeAnswersOkButCountsTheOverLimit) {
+  RlsHarness rls(load_text(kConfig));
+  pb::RateLimitResponse first = rls.call(one("soft", "x"));
+  EXPECT_EQ(first.statuses(0).limit_remaining(), 0u);
+  for (int i = 0; i < 3; ++i) {
+    pb::RateLimitResponse response = rls.call(one("soft", "x"));
+    EXPECT_EQ(response.overall_code(), OK);
+    EXPECT_EQ(response.statuses(0).code(), OK);
+    EXPECT_EQ(response.statuses(0).limit_remaining(), 0u);
+    EXPECT_EQ(response.statuses(0).current_limit().requests_per_unit(), 1u);
+  }
+  EXPECT_EQ(rls.service.counters().shadow_mode.load(), 3u);
+  EXPECT_EQ(rls.service.counters().over_limit.load(), 3u);
+  EXPECT_EQ(rls.service.counters().within_limit.load(), 1u);
+  EXPECT_EQ(rls.service.counters().calls_over_limit.load(), 0u);
+}
+
+TEST(RlsService, OverallIsOverIfAnyDescriptorIsOverAndEachIsChargedOnItsOwn) {
+  RlsHarness rls(load_text(kConfig));
+  const auto both = request("d", {Entries{{"ip", "10.0.0.9"}}, Entries{{"ip", "3.3.3.3"}}});
+  pb::RateLimitResponse first = rls.call(both);
+  EXPECT_EQ(first.overall_code(), OK);
+  pb::RateLimitResponse second = rls.call(both);
+  EXPECT_EQ(second.overall_code(), OVER);
+  EXPECT_EQ(second.statuses(0).code(), OVER);
+  EXPECT_EQ(second.statuses(1).code(), OK);  // still charged: 3 -> 1 left
+  EXPECT_EQ(second.statuses(1).limit_remaining(), 1u);
+  // The over-limit descriptor was not charged by the refusal.
+  rls.clock.advance(1s);
+  EXPECT_EQ(rls.call(one("ip", "10.0.0.9")).overall_code(), OK);
+}
+
+TEST(RlsService, HitsAddendFromTheRequestAndOverriddenPerDescriptor) {
+  RlsHarness rls(load_text(kConfig));
+  pb::RateLimitResponse two = rls.call(one("ip", "4.4.4.4", /*hits=*/2));
+  EXPECT_EQ(two.statuses(0).limit_remaining(), 1u);
+  // 2 more do not fit in the 1 left: refused, and nothing is charged.
+  EXPECT_EQ(rls.call(one("ip", "4.4.4.4", 2)).overall_code(), OVER);
+
+  pb::RateLimitRequest r =
+      request("d", {Entries{{"ip", "5.5.5.5"}}, Entries{{"ip", "6.6.6.6"}}}, 2);
+  r.mutable_descriptors(1)->mutable_hits_addend()->set_value(3);
+  pb::RateLimitResponse response = rls.call(r);
+  EXPECT_EQ(response.statuses(0).limit_remaining(), 1u);  // request's 2
+  EXPECT_EQ(response.statuses(1).limit_remaining(), 0u);  // descriptor's 3
+
+  // hits_addend 0 on a descriptor: check only, nothing charged.
+  pb::RateLimitRequest check = one("ip", "4.4.4.4");
+  check.mutable_descriptors(0)->mutable_hits_addend()->set_value(0);
+  for (int i = 0; i < 3; ++i) {
+    pb::RateLimitResponse c = rls.call(check);
+    EXPECT_EQ(c.overall_code(), OK);
+    EXPECT_EQ(c.statuses(0).current_limit().requests_per_unit(), 3u);
+  }
+  EXPECT_EQ(rls.call(one("ip", "4.4.4.4")).statuses(0).limit_remaining(), 0u);
+
+  // More hits than the limit can ever hold: over, not an error.
+  EXPECT_EQ(rls.call(one("ip", "7.7.7.7", 4)).overall_code(), OVER);
+}
+
+TEST(RlsService, PerRequestLimitOverride) {
+  RlsHarness rls(load_text(kConfig));
+  pb::RateLimitRequest r = one("ip", "8.8.8.8");
+  r.mutable_descriptors(0)->mutable_limit()->set_requests_per_unit(5);
+  r.mutable_descriptors(0)->mutable_limit()->set_unit(::envoy::type::v3::DAY);
+  pb::RateLimitResponse response = rls.call(r);
+  EXPECT_EQ(response.statuses(0).current_limit().requests_per_unit(), 5u);
+  EXPECT_EQ(response.statuses(0).current_limit().unit(), pb::RateLimitResponse::RateLimit::DAY);
+  EXPECT_EQ(response.statuses(0).duration_until_reset().seconds(), 86400);
+  EXPECT_EQ(rls.allowed(r, 5), 4);
+  // An override applies even where no rule matches (in a known domain).
+  pb::RateLimitRequest unmatched = one("nothing", "x");
+  unmatched.mutable_descriptors(0)->mutable_limit()->set_requests_per_unit(1);
+  unmatched.mutable_descriptors(0)->mutable_limit()->set_unit(::envoy::type::v3::HOUR);
+  EXPECT_THAT(rls.codes(unmatched, 2), ElementsAre(OK, OVER));
+  // Without a unit it is an invalid request.
+  pb::RateLimitRequest no_unit = one("ip", "8.8.8.8");
+  no_unit.mutable_descriptors(0)->mutable_limit()->set_requests_per_unit(5);
+  pb::RateLimitResponse ignored;
+  grpc::Status status = rls.call_status(no_unit, &ignored);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(status.error_message(), "descriptor 0: the limit override has no unit");
+}
+
+TEST(RlsService, ValuesCannotForgeAnotherDescriptorsKey) {
+  RlsHarness rls(load_text(kConfig));
+  // ("a", "b_c") and ("a_b", "c") spell the same "a_b_c" when joined naively.
+  EXPECT_EQ(rls.call(one("a", "b_c")).overall_code(), OK);
+  EXPECT_EQ(rls.call(one("a_b", "c")).overall_code(), OK);
+  EXPECT_EQ(rls.call(one("a", "b_c")).overall_code(), OVER);
+}
+
+TEST(RlsService, SluiceAlgorithmsThroughTheSameApi) {
+  RlsHarness rls(load_text(kConfig));
+  // token_bucket: capacity 2, 1 token per second.
+  EXPECT_THAT(rls.codes(one("bucket", "x"), 3), ElementsAre(OK, OK, OVER));
+  pb::RateLimitResponse over = rls.call(one("bucket", "x"));
+  EXPECT_EQ(over.statuses(0).current_limit().name(), "burst");
+  EXPECT_EQ(over.statuses(0).current_limit().requests_per_unit(), 2u);
+  EXPECT_EQ(over.statuses(0).current_limit().unit(), pb::RateLimitResponse::RateLimit::UNKNOWN);
+  EXPECT_EQ(over.statuses(0).duration_until_reset().seconds(), 1);  // one token away
+  rls.clock.advance(1s);
+  EXPECT_THAT(rls.codes(one("bucket", "x"), 2), ElementsAre(OK, OVER));
+  // sliding_window: 4 per 90 s; half a window later half the old count still weighs.
+  EXPECT_EQ(rls.allowed(one("slide", "x"), 5), 4);
+  rls.clock.advance(90s + 45s);
+  EXPECT_EQ(rls.allowed(one("slide", "x"), 5), 2);
+}
+
+TEST(RlsService, MonthIsThirtyDaysAlignedToTheEpoch) {
+  RlsHarness rls(load_text(kConfig));
+  pb::RateLimitResponse response = rls.call(one("month", "x"));
+  const int64_t month = 30 * 86400;
+  const int64_t now = 1'699'920'000;
+  EXPECT_EQ(response.statuses(0).duration_until_reset().seconds(), month - now % month);
+  EXPECT_EQ(response.statuses(0).current_limit().unit(), pb::RateLimitResponse::RateLimit::MONTH);
+}
+
+TEST(RlsService, ReplacesDropsTheReplacedRuleLeavingItsCounterUntouched) {
+  RlsHarness rls(load_text(R"(domain: d
+descriptors:
+  - key: category
+    value: read
+    descriptors:
+      - key: user
+        rate_limit: {name: reads, unit: second, requests_per_unit: 1}
+  - key: endpoint
+    value: search
+    descriptors:
+      - key: user
+        rate_limit:
+          unit: second
+          requests_per_unit: 3
+          replaces: [{name: reads}]
+)"));
+  const Entries read{{"category", "read"}, {"user", "u"}};
+  const Entries search{{"endpoint", "search"}, {"user", "u"}};
+  const auto both = request("d", {read, search});
+  for (uint32_t remaining : {2u, 1u, 0u}) {
+    pb::RateLimitResponse response = rls.call(both);
+    EXPECT_EQ(response.overall_code(), OK);
+    EXPECT_FALSE(response.statuses(0).has_current_limit());  // replaced
+    EXPECT_EQ(response.statuses(1).limit_remaining(), remaining);
+  }
+  EXPECT_EQ(rls.call(both).overall_code(), OVER);
+  // The replaced rule's own counter was never charged.
+  EXPECT_THAT(rls.codes(request("d", {read}), 2), ElementsAre(OK, OVER));
+}
+
+TEST(RlsService, QuotaModeAllowsWhileAnotherQuotaHasRoom) {
+  RlsHarness rls(load_text(R"(domain: d
+descriptors:
+  - key: backend
+    quota_mode: true
+    rate_limit: {unit: minute, requests_per_unit: 1}
+)"));
+  const auto r = request("d", {Entries{{"backend", "a"}}, Entries{{"backend", "b"}}});
+  pb::RateLimitResponse first = rls.call(r);
+  EXPECT_EQ(first.overall_code(), OK);
+  EXPECT_TRUE(first.dynamic_metadata().fields().at("quotaModeEnabled").bool_value());
+  EXPECT_EQ(first.dynamic_metadata().fields().count("quotaModeViolations"), 0u);
+  // a is over its quota, b has room: allowed, and a is reported.
+  pb::RateLimitRequest only_a =
+      request("d", {Entries{{"backend", "a"}}, Entries{{"backend", "c"}}});
+  pb::RateLimitResponse second = rls.call(only_a);
+  EXPECT_EQ(second.overall_code(), OK);
+  EXPECT_EQ(second.statuses(0).code(), OK);
+  const auto& violations =
+      second.dynamic_metadata().fields().at("quotaModeViolations").list_value();
+  ASSERT_EQ(violations.values_size(), 1);
+  EXPECT_EQ(violations.values(0).number_value(), 0);
+  // Every quota over: refused.
+  pb::RateLimitResponse third = rls.call(r);
+  EXPECT_EQ(third.overall_code(), OVER);
+  EXPECT_EQ(third.statuses(0).code(), OVER);
+  EXPECT_EQ(third.statuses(1).code(), OVER);
+  EXPECT_EQ(rls.service.counters().quota_mode_over.load(), 3u);
+}
+
+TEST(RlsService, DescriptorMetadataIsSentWhileUnderTheLimit) {
+  RlsHarness rls(load_text(R"(domain: d
+descriptors:
+  - key: model
+    metadata:
+      service_with_quota: {name: backend_1}
+    rate_limit: {unit: minute, requests_per_unit: 1}
+)"));
+  pb::RateLimitResponse under = rls.call(request("d", {Entries{{"model", "m"}}}));
+  EXPECT_EQ(under.dynamic_metadata()
+                .fields()
+                .at("service_with_quota")
+                .struct_value()
+                .fields()
+                .at("name")
+                .string_value(),
+            "backend_1");
+  pb::RateLimitResponse over = rls.call(request("d", {Entries{{"model", "m"}}}));
+  EXPECT_EQ(over.dynamic_metadata().fields().count("service_with_quota"), 0u);
+}
+
+TEST(RlsService, DynamicMetadataListsDomainAndDescriptorsWhenEnabled) {
+  RlsOptions options;
+  options.dynamic_metadata = true;
+  RlsHarness rls(load_text(kConfig), options);
+  pb::RateLimitResponse response = rls.call(
+      request("d", {Entries{{"tenant", "acme"}, {"user", "u"}}, Entries{{"ip", "1.1.1.1"}}}));
+  const auto& fields = response.dynamic_metadata().fields();
+  EXPECT_EQ(fields.at("domain").string_value(), "d");
+  const auto& list = fields.at("descriptors").list_value();
+  ASSERT_EQ(list.values_size(), 2);
+  const auto& entries = list.values(0).struct_value().fields().at("entries").list_value();
+  ASSERT_EQ(entries.values_size(), 2);
+  EXPECT_EQ(entries.values(0).string_value(), "tenant=acme");
+  EXPECT_EQ(entries.values(1).string_value(), "user=u");
+  EXPECT_FALSE(fields.at("quotaModeEnabled").bool_value());
+}
+
+TEST(RlsService, RateLimitResponseHeadersOfTheMostRestrictiveDescriptor) {
+  RlsOptions options;
+  options.response_headers = ResponseHeaders::kRateLimit;
+  RlsHarness rls(load_text(kConfig), options);
+  rls.clock.advance(30s);
+  const auto r =
+      request("d", {Entries{{"ip", "1.1.1.1"}}, Entries{{"tenant", "acme"}, {"user", "u"}}});
+  pb::RateLimitResponse response = rls.call(r);
+  // ip: 2 of 3 left (resets in 1 s); tenant/user: 1 of 2 left (resets in 30 s).
+  ASSERT_EQ(response.response_headers_to_add_size(), 3);
+  EXPECT_EQ(response.response_headers_to_add(0).key(), "RateLimit-Limit");
+  EXPECT_EQ(response.response_headers_to_add(0).value(), "2");
+  EXPECT_EQ(response.response_headers_to_add(1).key(), "RateLimit-Remaining");
+  EXPECT_EQ(response.response_headers_to_add(1).value(), "1");
+  EXPECT_EQ(response.response_headers_to_add(2).key(), "RateLimit-Reset");
+  EXPECT_EQ(response.response_headers_to_add(2).value(), "30");
+  rls.call(r);
+  pb::RateLimitResponse refused = rls.call(r);  // both over: the longer wait wins
+  EXPECT_EQ(refused.overall_code(), OVER);
+  EXPECT_EQ(refused.response_headers_to_add(1).value(), "0");
+  EXPECT_EQ(refused.response_headers_to_add(2).value(), "30");
+}
+
+TEST(RlsService, Draft10ResponseHeadersOneItemPerLimitedDescriptor) {
+  RlsOptions options;
+  options.response_headers = ResponseHeaders::kDraft10;
+  RlsHarness rls(load_text(kConfig), options);
+  const auto r = request(
+      "d", {Entries{{"ip", "10.0.0.9"}}, Entries{{"ip", "1.1.1.1"}}, Entries{{"nothing", "x"}}});
+  pb::RateLimitResponse response = rls.call(r);
+  ASSERT_EQ(response.response_headers_to_add_size(), 2);
+  EXPECT_EQ(response.response_headers_to_add(0).key(), "RateLimit-Policy");
+  EXPECT_EQ(response.response_headers_to_add(0).value(), "\"vip\";q=1;w=1, \"d.ip\";q=3;w=1");
+  EXPECT_EQ(response.response_headers_to_add(1).key(), "RateLimit");
+  EXPECT_EQ(response.response_headers_to_add(1).value(), "\"vip\";r=0;t=1, \"d.ip\";r=2;t=1");
+}
+
+TEST(RlsService, GlobalShadowModeAlwaysAnswersOk) {
+  RlsOptions options;
+  options.global_shadow_mode = true;
+  RlsHarness rls(load_text(kConfig), options);
+  EXPECT_EQ(rls.allowed(one("ip", "10.0.0.9"), 3), 3);
+  EXPECT_EQ(rls.service.counters().calls_over_limit.load(), 2u);
+}
+
+TEST(RlsService, InvalidRequestsAreGrpcErrors) {
+  RlsHarness rls(load_text(kConfig));
+  pb::RateLimitResponse ignored;
+  grpc::Status s = rls.call_status(request("", {Entries{{"ip", "1"}}}), &ignored);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message(), "rate limit domain must not be empty");
+  s = rls.call_status(request("d", {}), &ignored);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message(), "rate limit descriptor list must not be empty");
+  EXPECT_EQ(rls.service.counters().call_errors.load(), 2u);
+}
+
+TEST(RlsService, NoConfigIsUnavailableAndSetConfigSwapsAtomically) {
+  RlsHarness rls(nullptr);
+  pb::RateLimitResponse ignored;
+  grpc::Status s = rls.call_status(one("ip", "1"), &ignored);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(s.error_message(), "no rate limit configuration loaded");
+
+  rls.service.set_config(load_text(kConfig));
+  EXPECT_EQ(rls.allowed(one("ip", "10.0.0.9"), 2), 1);
+  // A changed definition starts afresh; an unchanged one keeps its state.
+  rls.service.set_config(load_text(R"(domain: d
+descriptors:
+  - key: ip
+    value: 10.0.0.9
+    rate_limit: {unit: second, requests_per_unit: 2}
+  - key: ip
+    rate_limit: {unit: second, requests_per_unit: 3}
+)"));
+  EXPECT_EQ(rls.allowed(one("ip", "10.0.0.9"), 3), 2);
+  EXPECT_EQ(rls.allowed(one("ip", "1.1.1.1"), 2), 2);
+  rls.service.set_config(load_text(kConfig));
+  EXPECT_EQ(rls.allowed(one("ip", "1.1.1.1"), 2), 1);  // 3 per second, 2 already used
+}
+
+TEST(RlsService, ConcurrentClientsGetExactlyTheLimit) {
+  RlsHarness rls(load_text(R"(domain: d
+descriptors:
+  - key: k
+    rate_limit: {unit: hour, requests_per_unit: 60}
+)"));
+  constexpr int kThreads = 4;
+  constexpr int kCalls = 40;  // 160 calls for 60 slots
+  std::atomic<int> ok{0}, over{0}, errors{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      auto stub = pb::RateLimitService::NewStub(rls.channel);
+      for (int i = 0; i < kCalls; ++i) {
+        grpc::ClientContext context;
+        context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+        pb::RateLimitResponse response;
+        if (!stub->ShouldRateLimit(&context, request("d", {Entries{{"k", "v"}}}), &response).ok()) {
+          errors.fetch_add(1);
+        } else if (response.overall_code() == OK) {
+          ok.fetch_add(1);
+        } else {
+          over.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(ok.load(), 60);
+  EXPECT_EQ(over.load(), kThreads * kCalls - 60);
+}
+
+}  // namespace
+}  // namespace sluice::rls
