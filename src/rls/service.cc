@@ -158,7 +158,15 @@ grpc::ServerUnaryReactor* RlsService::ShouldRateLimit(grpc::CallbackServerContex
                                                       const rlspb::RateLimitRequest* request,
                                                       rlspb::RateLimitResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  decide(*request, response, [reactor](grpc::Status status) { reactor->Finish(status); });
+  // `request` and `response` live until Finish().
+  auto run = [this, reactor, request, response] {
+    decide(*request, response, [reactor](grpc::Status status) { reactor->Finish(status); });
+  };
+  if (options_.executor) {
+    options_.executor(std::move(run));
+  } else {
+    run();
+  }
   return reactor;
 }
 

@@ -68,6 +68,10 @@ struct RlsOptions {
   bool dynamic_metadata = false;
   // Every request gets OK; over-limit decisions are only counted.
   bool global_shadow_mode = false;
+  // Where ShouldRateLimit runs its decision. Unset: inline, on the gRPC
+  // thread (right for the memory store). A store bound to an event loop
+  // (Redis) needs it posted there, e.g. [&io](auto task) { asio::post(io, std::move(task)); }.
+  std::function<void(std::function<void()>)> executor;
 };
 
 // Monotonic counters for metrics. Descriptors are counted once per request.

@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
 #include <thread>
 
 #include "rls_fixture.h"
@@ -521,6 +524,102 @@ descriptors:
   EXPECT_EQ(errors.load(), 0);
   EXPECT_EQ(ok.load(), 60);
   EXPECT_EQ(over.load(), kThreads * kCalls - 60);
+}
+
+}  // namespace
+}  // namespace sluice::rls
+
+namespace sluice::rls {
+namespace {
+
+// A one-thread task queue standing in for an event loop.
+class Worker {
+ public:
+  Worker() : thread_([this] { run(); }) {}
+  ~Worker() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    ready_.notify_one();
+    thread_.join();
+  }
+  void post(std::function<void()> task) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      tasks_.push_back(std::move(task));
+    }
+    ready_.notify_one();
+  }
+  std::thread::id id() const { return thread_.get_id(); }
+
+ private:
+  void run() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      ready_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
+      if (tasks_.empty()) return;
+      std::function<void()> task = std::move(tasks_.front());
+      tasks_.pop_front();
+      lock.unlock();
+      task();
+      lock.lock();
+    }
+  }
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<std::function<void()>> tasks_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+// Records the thread each store call is made on.
+class ThreadRecordingStore final : public Store {
+ public:
+  explicit ThreadRecordingStore(Store& inner) : inner_(inner) {}
+  Status acquire(std::span<const AcquireRequest> requests, Nanos now,
+                 std::span<Decision> out) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    threads.push_back(std::this_thread::get_id());
+    return inner_.acquire(requests, now, out);
+  }
+  Result<bool> reset(const Limit& limit, std::string_view key) override {
+    return inner_.reset(limit, key);
+  }
+  size_t size() const override { return inner_.size(); }
+  std::vector<std::thread::id> threads;
+
+ private:
+  Store& inner_;
+  std::mutex mutex_;
+};
+
+TEST(RlsServiceExecutor, DecisionsRunWhereTheExecutorPutsThem) {
+  ManualClock clock(testing::kT0);
+  MemoryStore memory(testing::test_store_options());
+  ThreadRecordingStore store(memory);
+  // Declared before the service and server: destroyed after them.
+  Worker worker;
+  RlsOptions options;
+  options.executor = [&worker](std::function<void()> task) { worker.post(std::move(task)); };
+  RlsService service(store, clock, load_text(kConfig), options);
+  grpc::Service* services[] = {&service};
+  Result<std::unique_ptr<GrpcServer>> server = GrpcServer::start("127.0.0.1:0", services);
+  ASSERT_TRUE(server.ok());
+  auto stub = pb::RateLimitService::NewStub(grpc::CreateChannel(
+      "127.0.0.1:" + std::to_string((*server)->port()), grpc::InsecureChannelCredentials()));
+  std::vector<testing::Code> codes;
+  for (int i = 0; i < 3; ++i) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    pb::RateLimitResponse response;
+    ASSERT_TRUE(stub->ShouldRateLimit(&context, one("ip", "10.0.0.9"), &response).ok());
+    codes.push_back(response.overall_code());
+  }
+  EXPECT_THAT(codes, ElementsAre(OK, OVER, OVER));
+  (*server)->stop();
+  ASSERT_EQ(store.threads.size(), 3u);
+  for (std::thread::id id : store.threads) EXPECT_EQ(id, worker.id());
 }
 
 }  // namespace
