@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "cli/simulate.h"
+#include "cli/validate.h"
 #include "sluice/version.h"
 
 namespace {
@@ -16,6 +17,10 @@ Usage:
                   clock; print allowed/denied counts and the most requests
                   allowed in any window-length interval.
                   Run `sluice simulate --help` for the options.
+  sluice validate --config FILE
+                  Check a config file (docs/CONFIG.md) without starting
+                  anything; exit 0, or 1 with every error as
+                  FILE:LINE:COLUMN: message.
   sluice --version
   sluice --help
 
@@ -37,6 +42,7 @@ int main(int argc, char** argv) {
   const std::string_view command = args[0];
   const std::span<const std::string_view> rest(args.data() + 1, args.size() - 1);
   if (command == "simulate") return sluice::cli::run_simulate(rest);
+  if (command == "validate") return sluice::cli::run_validate(rest);
   std::fprintf(stderr, "sluice: unknown command '%.*s'\n\n%s", static_cast<int>(command.size()),
                command.data(), kUsage);
   return 2;

@@ -1,0 +1,578 @@
+#include "policy/config_values.h"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+#include <set>
+
+namespace sluice::policy {
+namespace {
+
+constexpr int64_t kMs = 1'000'000;
+constexpr int64_t kSecond = 1'000 * kMs;
+
+Error bad(std::string message) {
+  return Error{ErrorCode::kInvalidArgument, std::move(message)};
+}
+
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+bool is_alpha(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+char lower(char c) {
+  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+}
+char upper(char c) {
+  return (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c;
+}
+
+std::string to_lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = lower(c);
+  return out;
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (lower(a[i]) != lower(b[i])) return false;
+  return true;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// Length of the leading run of digits and '_' separators.
+size_t number_length(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size() && (is_digit(s[i]) || s[i] == '_')) ++i;
+  return i;
+}
+
+// Why `text` is not a non-negative integer, or "" when it is one (value in *out).
+std::string uint_problem(std::string_view text, uint64_t* out) {
+  if (text.empty()) return "empty";
+  if (text.front() == '-') return "negative";
+  if (!is_digit(text.front()) || !is_digit(text.back())) return "not a number";
+  uint64_t value = 0;
+  for (char c : text) {
+    if (c == '_') continue;
+    if (!is_digit(c)) return (c == '.' || c == 'e' || c == 'E') ? "fraction" : "not a number";
+    const uint64_t digit = static_cast<uint64_t>(c - '0');
+    if (value > (std::numeric_limits<uint64_t>::max() - digit) / 10) return "too large";
+    value = value * 10 + digit;
+  }
+  if (text.find("__") != std::string_view::npos) return "not a number";
+  *out = value;
+  return "";
+}
+
+struct DurationUnit {
+  std::string_view name;
+  int64_t ns;
+};
+constexpr DurationUnit kDurationUnits[] = {{"ms", kMs},
+                                           {"s", kSecond},
+                                           {"m", 60 * kSecond},
+                                           {"h", 3600 * kSecond},
+                                           {"d", 86400 * kSecond}};
+
+const DurationUnit* find_duration_unit(std::string_view name) {
+  for (const DurationUnit& u : kDurationUnits)
+    if (u.name == name) return &u;
+  return nullptr;
+}
+
+constexpr std::string_view kDurationLike = "must be a duration like 500ms, 1s, 1m, 1h or 1d, got ";
+
+// Why `text` is not a duration, or "" (value in *out). Zero is accepted here.
+std::string duration_problem(std::string_view text, Nanos* out) {
+  if (text.empty()) return "";  // the generic message says enough
+  if (text.front() == '-') return " (a duration cannot be negative)";
+  const size_t n = number_length(text);
+  if (n == 0) return " (it must start with a whole number)";
+  const std::string_view number = text.substr(0, n);
+  const std::string_view unit = text.substr(n);
+  if (!unit.empty() && (unit.front() == '.' || unit.front() == ','))
+    return " (whole numbers only: write 1500ms, not 1.5s)";
+  if (unit.empty()) return " (the unit is missing: add ms, s, m, h or d)";
+  const DurationUnit* u = find_duration_unit(unit);
+  if (u == nullptr) return " (unknown unit " + quoted(unit) + "; use ms, s, m, h or d)";
+  uint64_t count = 0;
+  if (!uint_problem(number, &count).empty()) return "";
+  if (count > static_cast<uint64_t>(std::numeric_limits<int64_t>::max() / u->ns))
+    return " (too large)";
+  *out = Nanos{static_cast<int64_t>(count) * u->ns};
+  return "";
+}
+
+// Host names (RFC 1123 labels, '_' tolerated), IPv4 dotted quads, or an IPv6
+// address (without brackets; only when `v6`). Returns why not, or "".
+std::string host_problem(std::string_view host, bool v6) {
+  if (host.empty()) return "the host is missing";
+  const std::string text(host);
+  if (v6) {
+    in6_addr a6;
+    if (inet_pton(AF_INET6, text.c_str(), &a6) != 1)
+      return quoted(host) + " is not an IPv6 address";
+    return "";
+  }
+  if (host.find(':') != std::string_view::npos)
+    return "put an IPv6 address in brackets, like [::1]:8080";
+  const bool dotted =
+      std::all_of(host.begin(), host.end(), [](char c) { return is_digit(c) || c == '.'; });
+  if (dotted) {
+    in_addr a4;
+    if (inet_pton(AF_INET, text.c_str(), &a4) != 1) return quoted(host) + " is not an IPv4 address";
+    return "";
+  }
+  if (host.size() > 253) return "the host name is too long";
+  size_t start = 0;
+  while (start <= host.size()) {
+    size_t end = host.find('.', start);
+    if (end == std::string_view::npos) end = host.size();
+    const std::string_view label = host.substr(start, end - start);
+    const bool ok = !label.empty() && label.size() <= 63 && label.front() != '-' &&
+                    label.back() != '-' && std::all_of(label.begin(), label.end(), [](char c) {
+                      return is_alpha(c) || is_digit(c) || c == '-' || c == '_';
+                    });
+    if (!ok) return quoted(host) + " is not a valid host name";
+    start = end + 1;
+  }
+  return "";
+}
+
+// Splits "host:port" / "[v6]:port" / (with a default port) "host" / "[v6]".
+// Returns why not, or "".
+std::string host_port_problem(std::string_view text, int default_port, bool allow_port_zero,
+                              HostPort* out) {
+  std::string_view host;
+  std::string_view port_text;
+  bool has_port = false;
+  bool v6 = false;
+  if (!text.empty() && text.front() == '[') {
+    const size_t close = text.find(']');
+    if (close == std::string_view::npos) return "the ']' closing the IPv6 address is missing";
+    host = text.substr(1, close - 1);
+    v6 = true;
+    const std::string_view after = text.substr(close + 1);
+    if (!after.empty()) {
+      if (after.front() != ':') return "expected ':' and a port after ']'";
+      port_text = after.substr(1);
+      has_port = true;
+    }
+  } else {
+    const size_t colon = text.rfind(':');
+    if (colon == std::string_view::npos) {
+      const bool digits = !text.empty() && std::all_of(text.begin(), text.end(), is_digit);
+      if (digits && default_port < 0)
+        return "the host is missing: write 127.0.0.1:" + std::string(text);
+      host = text;
+    } else if (text.find(':') != colon) {
+      return "put an IPv6 address in brackets, like [::1]:8080";
+    } else {
+      host = text.substr(0, colon);
+      port_text = text.substr(colon + 1);
+      has_port = true;
+    }
+  }
+  if (host.empty()) return "the host is missing";
+  if (std::string p = host_problem(host, v6); !p.empty()) return p;
+  uint64_t port = 0;
+  if (!has_port) {
+    if (default_port < 0) return "the port is missing";
+    port = static_cast<uint64_t>(default_port);
+  } else if (!uint_problem(port_text, &port).empty() || port_text.find('_') != std::string::npos ||
+             port > 65535 || (port == 0 && !allow_port_zero)) {
+    return allow_port_zero ? "the port must be 0 to 65535" : "the port must be 1 to 65535";
+  }
+  out->host = std::string(host);
+  out->port = static_cast<uint16_t>(port);
+  return "";
+}
+
+int hex_value(char c) {
+  if (is_digit(c)) return c - '0';
+  c = lower(c);
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
+bool is_unreserved(char c) {
+  return is_alpha(c) || is_digit(c) || c == '-' || c == '.' || c == '_' || c == '~';
+}
+
+}  // namespace
+
+std::string quoted(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned char>(c));
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+Result<uint64_t> parse_uint(std::string_view text) {
+  uint64_t value = 0;
+  const std::string problem = uint_problem(text, &value);
+  if (problem.empty()) return value;
+  if (problem == "too large") return bad("is too large, got " + quoted(text));
+  return bad("must be a whole number, got " + quoted(text));
+}
+
+Result<Nanos> parse_duration(std::string_view text, bool allow_zero) {
+  Nanos value{-1};
+  const std::string problem = duration_problem(text, &value);
+  if (value.count() < 0) return bad(std::string(kDurationLike) + quoted(text) + problem);
+  if (value.count() == 0 && !allow_zero) return bad("must be greater than 0, got " + quoted(text));
+  return value;
+}
+
+Result<Rate> parse_rate(std::string_view text) {
+  const std::string like =
+      "must be a rate like 10/s, 100/m, 1000/h, 5/d or 10/2s, got " + quoted(text);
+  const size_t slash = text.find('/');
+  if (slash == std::string_view::npos)
+    return bad(like + " (write a count, '/', and a unit or a duration)");
+  const std::string_view count_text = text.substr(0, slash);
+  const std::string_view period_text = text.substr(slash + 1);
+  Rate rate;
+  const std::string count_problem = uint_problem(count_text, &rate.tokens);
+  if (count_problem == "fraction")
+    return bad(like + " (whole numbers only: write 3/2s, not 1.5/s)");
+  if (count_problem == "negative") return bad(like + " (a rate cannot be negative)");
+  if (!count_problem.empty()) return bad(like);
+  if (rate.tokens == 0) return bad(like + " (the count must be at least 1)");
+  if (const DurationUnit* u = find_duration_unit(period_text)) {
+    rate.period = Nanos{u->ns};
+    return rate;
+  }
+  if (!period_text.empty() && !is_digit(period_text.front()) && period_text.front() != '-')
+    return bad(like + " (unknown unit " + quoted(period_text) + "; use ms, s, m, h or d)");
+  Nanos period{-1};
+  std::string problem = duration_problem(period_text, &period);
+  if (period.count() < 0) {
+    if (problem.empty()) problem = " (after '/' comes a unit (ms, s, m, h, d) or a duration)";
+    return bad(like + problem);
+  }
+  if (period.count() == 0) return bad(like + " (the period must be greater than 0)");
+  rate.period = period;
+  return rate;
+}
+
+Result<uint64_t> parse_size(std::string_view text) {
+  const std::string like = "must be a size in bytes like 16384, 16KiB or 1MiB, got " + quoted(text);
+  const size_t n = number_length(text);
+  uint64_t count = 0;
+  if (n == 0 || !uint_problem(text.substr(0, n), &count).empty()) return bad(like);
+  const std::string_view unit = text.substr(n);
+  uint64_t multiplier = 1;
+  if (unit.empty() || unit == "B") {
+    multiplier = 1;
+  } else if (unit == "KiB") {
+    multiplier = uint64_t{1} << 10;
+  } else if (unit == "MiB") {
+    multiplier = uint64_t{1} << 20;
+  } else if (unit == "GiB") {
+    multiplier = uint64_t{1} << 30;
+  } else {
+    return bad(like + " (units: B, KiB, MiB, GiB)");
+  }
+  if (count > std::numeric_limits<uint64_t>::max() / multiplier) return bad(like + " (too large)");
+  return count * multiplier;
+}
+
+Result<HostPort> parse_host_port(std::string_view text, bool allow_port_zero) {
+  HostPort hp;
+  const std::string problem = host_port_problem(text, -1, allow_port_zero, &hp);
+  if (problem.empty()) return hp;
+  return bad("must be host:port like 127.0.0.1:8080 or [::1]:8080, got " + quoted(text) + " (" +
+             problem + ")");
+}
+
+Result<Upstream> parse_upstream_url(std::string_view text) {
+  const std::string like = "must be an http:// URL like http://127.0.0.1:3000, got " + quoted(text);
+  const size_t scheme_end = text.find("://");
+  if (scheme_end == std::string_view::npos)
+    return bad(like + " (the scheme is missing: write http://" + std::string(text) + ")");
+  const std::string scheme = to_lower(text.substr(0, scheme_end));
+  if (scheme == "https")
+    return bad(like + " (https is not supported: the gateway speaks plain HTTP to its upstream)");
+  if (scheme != "http") return bad(like + " (only http:// is supported)");
+  const std::string_view rest = text.substr(scheme_end + 3);
+  const size_t authority_end = rest.find_first_of("/?#");
+  const std::string_view authority = rest.substr(0, authority_end);
+  const std::string_view path =
+      authority_end == std::string_view::npos ? std::string_view{} : rest.substr(authority_end);
+  if (authority.find('@') != std::string_view::npos)
+    return bad(like + " (user info is not supported)");
+  if (path.find_first_of("?#") != std::string_view::npos)
+    return bad(like + " (a query string or fragment is not allowed)");
+  if (path.find_first_of(" \t\r\n") != std::string_view::npos)
+    return bad(like + " (the path contains white space)");
+  Upstream upstream;
+  if (std::string p = host_port_problem(authority, 80, false, &upstream.address); !p.empty())
+    return bad(like + " (" + p + ")");
+  upstream.url = std::string(text);
+  std::string_view base = path;
+  while (!base.empty() && base.back() == '/') base.remove_suffix(1);
+  upstream.base_path = std::string(base);
+  return upstream;
+}
+
+Result<RedisUrl> parse_redis_url(std::string_view text) {
+  const std::string like =
+      "must be a Redis URL like redis://127.0.0.1:6379/0 or redis://:password@host:6379, got " +
+      quoted(text);
+  const size_t scheme_end = text.find("://");
+  if (scheme_end == std::string_view::npos || to_lower(text.substr(0, scheme_end)) != "redis") {
+    if (scheme_end != std::string_view::npos && to_lower(text.substr(0, scheme_end)) == "rediss")
+      return bad(like + " (TLS (rediss://) is not supported)");
+    return bad(like + " (it must start with redis://)");
+  }
+  std::string_view rest = text.substr(scheme_end + 3);
+  RedisUrl url;
+  const size_t at = rest.rfind('@');
+  if (at != std::string_view::npos) {
+    const std::string_view userinfo = rest.substr(0, at);
+    rest = rest.substr(at + 1);
+    const size_t colon = userinfo.find(':');
+    if (colon == std::string_view::npos || colon != 0)
+      return bad(like + " (user names are not supported; write redis://:password@host)");
+    const std::string_view password = userinfo.substr(colon + 1);
+    for (size_t i = 0; i < password.size(); ++i) {  // %XX escapes, so '@' and ':' can be written
+      if (password[i] == '%') {
+        if (i + 2 >= password.size() || hex_value(password[i + 1]) < 0 ||
+            hex_value(password[i + 2]) < 0)
+          return bad(like + " (bad %-escape in the password)");
+        url.password +=
+            static_cast<char>(hex_value(password[i + 1]) * 16 + hex_value(password[i + 2]));
+        i += 2;
+      } else {
+        url.password += password[i];
+      }
+    }
+  }
+  const size_t slash = rest.find('/');
+  const std::string_view authority = rest.substr(0, slash);
+  if (std::string p = host_port_problem(authority, 6379, false, &url.address); !p.empty())
+    return bad(like + " (" + p + ")");
+  if (slash != std::string_view::npos) {
+    const std::string_view db = rest.substr(slash + 1);
+    uint64_t n = 0;
+    if (!db.empty()) {
+      if (!uint_problem(db, &n).empty() || n > 1'000'000)
+        return bad(like + " (the database after '/' must be a number)");
+      url.database = static_cast<int>(n);
+    }
+  }
+  return url;
+}
+
+bool is_http_token(std::string_view text) {
+  if (text.empty()) return false;
+  for (char c : text) {
+    const bool ok = is_alpha(c) || is_digit(c) ||
+                    std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+    if (!ok) return false;
+  }
+  return true;
+}
+
+Result<KeySpec> parse_key_spec(std::string_view text) {
+  const std::string like =
+      "must be ip, global, header:NAME or a combination like "
+      "ip+header:x-api-key, got " +
+      quoted(text);
+  KeySpec spec;
+  spec.parts.clear();
+  spec.text.clear();
+  std::set<std::string> seen;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find('+', start);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view part = trim(text.substr(start, end - start));
+    start = end + 1;
+    KeyPart kp;
+    std::string normal;
+    if (part.empty()) return bad(like + " (an empty part)");
+    if (iequals(part, "ip")) {
+      kp.kind = KeyPart::Kind::kIp;
+      normal = "ip";
+    } else if (iequals(part, "global")) {
+      kp.kind = KeyPart::Kind::kGlobal;
+      normal = "global";
+    } else if (part.size() >= 7 && iequals(part.substr(0, 7), "header:")) {
+      const std::string_view name = trim(part.substr(7));
+      if (!is_http_token(name))
+        return bad(like + " (" + quoted(name) + " is not a valid header name)");
+      kp.kind = KeyPart::Kind::kHeader;
+      kp.header = to_lower(name);
+      normal = "header:" + kp.header;
+    } else {
+      return bad(like + " (unknown part " + quoted(part) + ")");
+    }
+    if (!seen.insert(normal).second) return bad(like + " (" + normal + " is listed twice)");
+    if (!spec.text.empty()) spec.text += '+';
+    spec.text += normal;
+    spec.parts.push_back(std::move(kp));
+  }
+  if (seen.count("global") != 0 && spec.parts.size() > 1)
+    return bad(like + " (global is one key for everyone and cannot be combined)");
+  return spec;
+}
+
+Result<RouteMatch> parse_route_match(std::string_view text) {
+  const std::string like =
+      "must be \"METHOD /path\" like \"GET /api/users/{id}\" or \"* /static/*\", got " +
+      quoted(text);
+  std::vector<std::string_view> words;
+  size_t i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
+    const size_t start = i;
+    while (i < text.size() && text[i] != ' ' && text[i] != '\t') ++i;
+    if (i > start) words.push_back(text.substr(start, i - start));
+  }
+  if (words.size() == 1 && words[0].front() == '/')
+    return bad(like + " (the method is missing; * matches every method)");
+  if (words.size() != 2) return bad(like);
+  const std::string_view method = words[0];
+  const std::string_view path = words[1];
+  RouteMatch match;
+  if (method != "*" && !is_http_token(method))
+    return bad(like + " (" + quoted(method) + " is not an HTTP method)");
+  for (char c : method) match.method += upper(c);
+  if (path.front() != '/') return bad(like + " (the path must start with '/')");
+  if (path.find_first_of("?#") != std::string_view::npos)
+    return bad(like + " (a query string or fragment is never matched; remove it)");
+
+  std::string pattern;
+  std::set<std::string, std::less<>> params;
+  std::string_view body = path.substr(1);
+  if (!body.empty() && body.back() == '/') body.remove_suffix(1);  // "/api/" == "/api"
+  size_t start = 0;
+  while (!body.empty() && start <= body.size()) {
+    size_t end = body.find('/', start);
+    if (end == std::string_view::npos) end = body.size();
+    const std::string_view seg = body.substr(start, end - start);
+    const bool last = end == body.size();
+    start = end + 1;
+    if (seg.empty()) return bad(like + " (an empty segment: \"//\")");
+    if (seg == "." || seg == "..")
+      return bad(like +
+                 " (\".\" and \"..\" are resolved before matching, so no route can hold them)");
+    std::string out;
+    if (seg.find_first_of("{}") != std::string_view::npos) {
+      if (seg.size() < 2 || seg.front() != '{' || seg.back() != '}' ||
+          seg.substr(1, seg.size() - 2).find_first_of("{}") != std::string_view::npos)
+        return bad(like + " ({param} must be a whole segment, like /users/{id})");
+      const std::string_view name = seg.substr(1, seg.size() - 2);
+      const bool ok = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+        return is_alpha(c) || is_digit(c) || c == '_';
+      });
+      if (!ok) return bad(like + " (a {param} name is letters, digits and '_')");
+      if (!params.insert(std::string(name)).second)
+        return bad(like + " ({" + std::string(name) + "} appears twice)");
+      out = seg;
+    } else if (seg.find('*') != std::string_view::npos) {
+      if (seg != "*" || !last)
+        return bad(like + " (* is allowed only as the whole last segment, like /static/*)");
+      out = "*";
+    } else {
+      // The request path is normalised before matching: escapes of unreserved
+      // characters are decoded and the others upper-cased. Do the same here.
+      for (size_t k = 0; k < seg.size(); ++k) {
+        if (seg[k] != '%') {
+          out += seg[k];
+          continue;
+        }
+        if (k + 2 >= seg.size() || hex_value(seg[k + 1]) < 0 || hex_value(seg[k + 2]) < 0)
+          return bad(like + " (a '%' must start an escape like %2F)");
+        const char decoded = static_cast<char>(hex_value(seg[k + 1]) * 16 + hex_value(seg[k + 2]));
+        if (is_unreserved(decoded)) {
+          out += decoded;
+        } else {
+          out += '%';
+          out += upper(seg[k + 1]);
+          out += upper(seg[k + 2]);
+        }
+        k += 2;
+      }
+    }
+    pattern += '/';
+    pattern += out;
+  }
+  match.pattern = pattern.empty() ? "/" : pattern;
+  match.name = match.method + " " + std::string(path);
+  return match;
+}
+
+std::string pattern_shape(std::string_view pattern, bool case_insensitive) {
+  std::string out;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] == '{') {
+      const size_t close = pattern.find('}', i);
+      if (close != std::string_view::npos) {
+        out += "{}";
+        i = close;
+        continue;
+      }
+    }
+    out += case_insensitive ? lower(pattern[i]) : pattern[i];
+  }
+  return out;
+}
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  // Optimal string alignment distance over three rows.
+  std::vector<size_t> prev2(b.size() + 1), prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        cur[j] = std::min(cur[j], prev2[j - 2] + 1);
+    }
+    prev2.swap(prev);
+    prev.swap(cur);
+  }
+  return prev[b.size()];
+}
+
+std::string closest_match(std::string_view word, const std::vector<std::string_view>& candidates) {
+  const std::string w = to_lower(word);
+  std::string best;
+  size_t best_distance = std::numeric_limits<size_t>::max();
+  for (std::string_view c : candidates) {
+    const size_t d = edit_distance(w, to_lower(c));
+    if (d < best_distance) {
+      best_distance = d;
+      best = std::string(c);
+    }
+  }
+  // A typo, not a different word: at most 2 edits, or a third of the word.
+  const size_t allowed = best.size() <= 3 ? 1 : std::max<size_t>(2, best.size() / 3);
+  return best_distance <= allowed ? best : std::string();
+}
+
+}  // namespace sluice::policy

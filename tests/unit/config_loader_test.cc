@@ -1,0 +1,624 @@
+// The YAML config loader (src/policy/config_loader.h): what a valid file
+// means, and the exact `file:line:col: path: message` of every kind of error.
+#include "policy/config_loader.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace sluice::policy {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+std::vector<std::string> errors_of(std::string_view yaml) {
+  const LoadResult r = load_config_string(yaml, "t.yaml");
+  std::vector<std::string> out;
+  for (const ConfigError& e : r.errors) out.push_back(e.text());
+  EXPECT_EQ(r.config.has_value(), r.errors.empty());
+  return out;
+}
+
+// Loads a file that must be valid; prints its errors otherwise.
+Config valid(std::string_view yaml) {
+  LoadResult r = load_config_string(yaml, "t.yaml");
+  std::string all;
+  for (const ConfigError& e : r.errors) all += e.text() + "\n";
+  EXPECT_TRUE(r.config.has_value()) << all;
+  return r.config ? *r.config : Config{};
+}
+
+using Errors = std::vector<std::string>;
+
+// ---- valid files ---------------------------------------------------------
+
+TEST(ConfigLoader, EveryDefaultAppliesToAnEmptyMapping) {
+  const Config c = valid("{}");
+  EXPECT_EQ(c.source, "t.yaml");
+  EXPECT_EQ(c.listen.text(), "127.0.0.1:8080");
+  EXPECT_EQ(c.admin.text(), "127.0.0.1:9090");
+  EXPECT_FALSE(c.grpc.has_value());
+  EXPECT_FALSE(c.upstream.has_value());
+  EXPECT_EQ(c.store.backend, StoreConfig::Backend::kMemory);
+  EXPECT_EQ(c.store.max_keys, 1'000'000u);
+  ASSERT_EQ(c.store.redis.addresses.size(), 1u);
+  EXPECT_EQ(c.store.redis.addresses[0].text(), "127.0.0.1:6379");
+  EXPECT_FALSE(c.store.redis.cluster);
+  EXPECT_EQ(c.store.redis.timeout, milliseconds(5));
+  EXPECT_TRUE(c.store.redis.on_failure_allow);
+  EXPECT_TRUE(c.store.redis.time_source_redis);
+  EXPECT_TRUE(c.client_ip.trusted_proxies.empty());
+  EXPECT_EQ(c.client_ip.ipv6_prefix, 64);
+  EXPECT_TRUE(c.headers.legacy);
+  EXPECT_FALSE(c.headers.draft);
+  EXPECT_FALSE(c.case_insensitive_paths);
+  EXPECT_EQ(c.auth_deny_status, 429);
+  EXPECT_TRUE(c.policies.empty());
+  EXPECT_FALSE(c.default_route.has_value());
+  EXPECT_TRUE(c.routes.empty());
+  EXPECT_EQ(c.server.max_header_bytes, 16u * 1024);
+  EXPECT_EQ(c.server.max_body_bytes, 1024u * 1024);
+  EXPECT_EQ(c.server.header_timeout, seconds(10));
+  EXPECT_EQ(c.server.idle_timeout, seconds(60));
+  EXPECT_EQ(c.server.threads, 0u);
+  EXPECT_EQ(c.server.shutdown_grace, seconds(10));
+  EXPECT_EQ(c.logging.level, "info");
+  EXPECT_FALSE(c.logging.access_log);
+  EXPECT_EQ(c.logging.denial_log_per_second, 1.0);
+}
+
+TEST(ConfigLoader, AnInlineLimitDefaultsToTokenBucketKeyedByIp) {
+  const Config c = valid(R"(routes:
+  - match: GET /api/search
+    limits: [{capacity: 20, refill_rate: 5/s}]
+)");
+  ASSERT_EQ(c.routes.size(), 1u);
+  const Route& r = c.routes[0];
+  EXPECT_EQ(r.name, "GET /api/search");
+  EXPECT_EQ(r.method, "GET");
+  EXPECT_EQ(r.pattern, "/api/search");
+  EXPECT_EQ(r.line, 2);
+  EXPECT_EQ(r.key.text, "ip");
+  ASSERT_EQ(r.key.parts.size(), 1u);
+  EXPECT_EQ(r.key.parts[0].kind, KeyPart::Kind::kIp);
+  ASSERT_EQ(r.limits.size(), 1u);
+  EXPECT_EQ(r.limits[0].name, "GET /api/search");  // one inline limit: no #index
+  EXPECT_FALSE(r.limits[0].named_policy);
+  EXPECT_EQ(r.limits[0].limit, *Limit::token_bucket(20, 5, seconds(1)));
+}
+
+TEST(ConfigLoader, RouteLimitNamesArePolicyNamesOrRouteNameWithIndex) {
+  const Config c = valid(R"(policies:
+  login: {capacity: 5, refill_rate: 1/s}
+routes:
+  - match: post   /api/auth/login
+    limits: [login, {algorithm: fixed_window, limit: 100, window: 1h},
+             {algorithm: sliding_log, limit: 10, window: 1m}]
+  - match: GET /x
+    name: x-route
+    limits: [{algorithm: gcra, capacity: 3, refill_rate: 3/2s}]
+)");
+  ASSERT_EQ(c.policies.size(), 1u);
+  EXPECT_EQ(c.policies[0].name, "login");
+  ASSERT_EQ(c.routes.size(), 2u);
+  const Route& login = c.routes[0];
+  EXPECT_EQ(login.name, "POST /api/auth/login");  // method upper-cased, single space
+  ASSERT_EQ(login.limits.size(), 3u);
+  EXPECT_EQ(login.limits[0].name, "login");
+  EXPECT_TRUE(login.limits[0].named_policy);
+  EXPECT_EQ(login.limits[0].limit, c.policies[0].limit);
+  EXPECT_EQ(login.limits[1].name, "POST /api/auth/login#1");  // index in the limits list
+  EXPECT_EQ(login.limits[1].limit, *Limit::fixed_window(100, std::chrono::hours(1)));
+  EXPECT_EQ(login.limits[2].name, "POST /api/auth/login#2");
+  EXPECT_EQ(login.limits[2].limit, *Limit::sliding_log(10, std::chrono::minutes(1)));
+  EXPECT_EQ(c.routes[1].name, "x-route");
+  EXPECT_EQ(c.routes[1].limits[0].name, "x-route");
+  EXPECT_EQ(c.routes[1].limits[0].limit, *Limit::gcra(3, 3, seconds(2)));
+}
+
+TEST(ConfigLoader, PoliciesMayBeDefinedAfterTheRoutesThatUseThem) {
+  const Config c = valid(R"(routes:
+  - match: GET /a
+    limits: [p]
+policies:
+  p: {algorithm: sliding_window, limit: 60, window: 1m}
+)");
+  EXPECT_EQ(c.routes[0].limits[0].limit, *Limit::sliding_window(60, std::chrono::minutes(1)));
+}
+
+TEST(ConfigLoader, DefaultRouteMatchesEverything) {
+  const Config c = valid(R"(default:
+  key: header:X-Api-Key+ip
+  limits: [{capacity: 100, refill_rate: 20/s}]
+)");
+  ASSERT_TRUE(c.default_route.has_value());
+  EXPECT_EQ(c.default_route->name, "default");
+  EXPECT_EQ(c.default_route->method, "*");
+  EXPECT_EQ(c.default_route->pattern, "/*");
+  EXPECT_EQ(c.default_route->key.text, "header:x-api-key+ip");
+  EXPECT_EQ(c.default_route->limits[0].name, "default");
+}
+
+TEST(ConfigLoader, EveryTopLevelSettingIsRead) {
+  const Config c = valid(R"(listen: "[::1]:0"
+admin: 127.0.0.1:9191
+grpc: 127.0.0.1:8081
+upstream:
+  url: http://127.0.0.1:3000/base/
+  connect_timeout: 250ms
+  timeout: 2s
+  max_idle_connections: 8
+store:
+  backend: redis
+  max_keys: 1_000
+  redis:
+    url: redis://:pw@10.0.0.1:7000/3
+    timeout: 20ms
+    on_failure: deny
+    time_source: local
+client_ip:
+  trusted_proxies: [10.0.0.0/8, "2001:db8::/32", 127.0.0.1]
+  ipv6_prefix: 56
+headers: [draft]
+case_insensitive_paths: true
+auth_deny_status: 403
+server:
+  max_header_bytes: 8KiB
+  max_body_bytes: 65536
+  header_timeout: 5s
+  idle_timeout: 1m
+  threads: 2
+  shutdown_grace: 0s
+logging:
+  level: debug
+  access_log: true
+  denial_log_per_second: 0.5
+)");
+  EXPECT_EQ(c.listen.text(), "[::1]:0");
+  EXPECT_EQ(c.admin.port, 9191);
+  ASSERT_TRUE(c.grpc.has_value());
+  EXPECT_EQ(c.grpc->text(), "127.0.0.1:8081");
+  ASSERT_TRUE(c.upstream.has_value());
+  EXPECT_EQ(c.upstream->address.text(), "127.0.0.1:3000");
+  EXPECT_EQ(c.upstream->base_path, "/base");
+  EXPECT_EQ(c.upstream->connect_timeout, milliseconds(250));
+  EXPECT_EQ(c.upstream->timeout, seconds(2));
+  EXPECT_EQ(c.upstream->max_idle_connections, 8u);
+  EXPECT_EQ(c.store.backend, StoreConfig::Backend::kRedis);
+  EXPECT_EQ(c.store.max_keys, 1000u);
+  ASSERT_EQ(c.store.redis.addresses.size(), 1u);
+  EXPECT_EQ(c.store.redis.addresses[0].text(), "10.0.0.1:7000");
+  EXPECT_EQ(c.store.redis.password, "pw");
+  EXPECT_EQ(c.store.redis.database, 3);
+  EXPECT_EQ(c.store.redis.timeout, milliseconds(20));
+  EXPECT_FALSE(c.store.redis.on_failure_allow);
+  EXPECT_FALSE(c.store.redis.time_source_redis);
+  ASSERT_EQ(c.client_ip.trusted_proxies.size(), 3u);
+  EXPECT_EQ(c.client_ip.trusted_proxies[0].prefix_length, 104);  // IPv4 /8 over 16 bytes
+  EXPECT_EQ(c.client_ip.trusted_proxies[1].prefix_length, 32);
+  EXPECT_EQ(c.client_ip.trusted_proxies[2].prefix_length, 128);
+  EXPECT_EQ(c.client_ip.ipv6_prefix, 56);
+  EXPECT_FALSE(c.headers.legacy);
+  EXPECT_TRUE(c.headers.draft);
+  EXPECT_TRUE(c.case_insensitive_paths);
+  EXPECT_EQ(c.auth_deny_status, 403);
+  EXPECT_EQ(c.server.max_header_bytes, 8192u);
+  EXPECT_EQ(c.server.max_body_bytes, 65536u);
+  EXPECT_EQ(c.server.header_timeout, seconds(5));
+  EXPECT_EQ(c.server.idle_timeout, seconds(60));
+  EXPECT_EQ(c.server.threads, 2u);
+  EXPECT_EQ(c.server.shutdown_grace, seconds(0));
+  EXPECT_EQ(c.logging.level, "debug");
+  EXPECT_TRUE(c.logging.access_log);
+  EXPECT_EQ(c.logging.denial_log_per_second, 0.5);
+}
+
+TEST(ConfigLoader, RedisAddressesAndClusterAsSeparateKeys) {
+  const Config c = valid(R"(store:
+  redis:
+    addresses: [10.0.0.1:7000, "[::1]:7001"]
+    cluster: true
+    password: secret
+)");
+  ASSERT_EQ(c.store.redis.addresses.size(), 2u);
+  EXPECT_EQ(c.store.redis.addresses[1].text(), "[::1]:7001");
+  EXPECT_TRUE(c.store.redis.cluster);
+  EXPECT_EQ(c.store.redis.password, "secret");
+}
+
+TEST(ConfigLoader, HeaderStyles) {
+  HeaderModes h = valid("headers: [legacy, draft]").headers;
+  EXPECT_TRUE(h.legacy && h.draft);
+  h = valid("headers: none").headers;
+  EXPECT_FALSE(h.legacy || h.draft);
+  h = valid("headers: []").headers;
+  EXPECT_FALSE(h.legacy || h.draft);
+  h = valid("headers: draft").headers;
+  EXPECT_TRUE(!h.legacy && h.draft);
+}
+
+TEST(ConfigLoader, UpstreamAsAString) {
+  const Config c = valid("upstream: http://localhost:3000");
+  EXPECT_EQ(c.upstream->url, "http://localhost:3000");
+  EXPECT_EQ(c.upstream->connect_timeout, seconds(1));
+  EXPECT_EQ(c.upstream->timeout, seconds(30));
+}
+
+// ---- errors: file level --------------------------------------------------
+
+TEST(ConfigLoader, MissingFileIsOneClearError) {
+  const LoadResult r = load_config_file("/nonexistent/sluice.yaml");
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_FALSE(r.config.has_value());
+  EXPECT_EQ(r.errors[0].text(),
+            "/nonexistent/sluice.yaml: cannot open the config file: No such file or directory");
+}
+
+TEST(ConfigLoader, EmptyFileIsAnError) {
+  const Errors expected = {
+      "t.yaml: the file is empty; expected a mapping of settings such as listen:, policies: and "
+      "routes: (see docs/CONFIG.md)"};
+  EXPECT_EQ(errors_of(""), expected);
+  EXPECT_EQ(errors_of("# only a comment\n\n"), expected);
+}
+
+TEST(ConfigLoader, MalformedYamlReportsTheParserPosition) {
+  EXPECT_EQ(errors_of("routes: [1, 2\nlisten: x\n"),
+            Errors{"t.yaml:2:7: YAML syntax error: end of sequence flow not found"});
+  EXPECT_EQ(errors_of("listen: a: b\n"),
+            Errors{"t.yaml:1:10: YAML syntax error: illegal map value"});
+}
+
+TEST(ConfigLoader, TopLevelMustBeAMapping) {
+  EXPECT_EQ(errors_of("- listen\n"),
+            Errors{"t.yaml:1:1: the top level must be a mapping of settings (listen:, routes:, "
+                   "...), got a list"});
+}
+
+TEST(ConfigLoader, ASecondDocumentIsAnError) {
+  EXPECT_EQ(errors_of("listen: 127.0.0.1:1\n---\nadmin: 127.0.0.1:2\n"),
+            Errors{"t.yaml:3:1: a second YAML document starts here; a config file holds one "
+                   "(check the indentation and any '---')"});
+}
+
+// ---- errors: keys --------------------------------------------------------
+
+TEST(ConfigLoader, UnknownKeySuggestsTheClosestKnownKey) {
+  EXPECT_EQ(errors_of(R"(routes:
+  - match: GET /a
+    limits: [{capacity: 5, refil_rate: 1/s}]
+)"),
+            (Errors{"t.yaml:3:14: routes[0].limits[0]: token_bucket needs `refill_rate`",
+                    "t.yaml:3:28: routes[0].limits[0].refil_rate: unknown key; did you mean "
+                    "`refill_rate`?"}));
+}
+
+TEST(ConfigLoader, UnknownKeyWithoutACloseOneListsTheKnownKeys) {
+  EXPECT_EQ(errors_of("logging:\n  colour: true\n"),
+            Errors{"t.yaml:2:3: logging.colour: unknown key (known keys: level, access_log, "
+                   "denial_log_per_second)"});
+  EXPECT_EQ(errors_of("routs: []\n"),
+            Errors{"t.yaml:1:1: routs: unknown key; did you mean `routes`?"});
+}
+
+TEST(ConfigLoader, DuplicateMappingKeysAreErrors) {
+  EXPECT_EQ(errors_of("listen: 127.0.0.1:1\nadmin: 127.0.0.1:2\nlisten: 127.0.0.1:3\n"),
+            Errors{"t.yaml:3:1: listen: duplicate key (first set on line 1)"});
+  EXPECT_EQ(errors_of("policies:\n  p: {capacity: 1, refill_rate: 1/s, capacity: 2}\n"),
+            Errors{"t.yaml:2:38: policies.p.capacity: duplicate key (first set on line 2)"});
+}
+
+// ---- errors: types and values --------------------------------------------
+
+TEST(ConfigLoader, WrongTypesNameWhatWasExpected) {
+  EXPECT_EQ(errors_of(R"(store: memory
+listen: {host: a}
+case_insensitive_paths: yes
+routes:
+  route1: {}
+)"),
+            (Errors{
+                "t.yaml:1:8: store: must be a mapping, got \"memory\"",
+                "t.yaml:2:9: listen: must be host:port like 127.0.0.1:8080, got a mapping",
+                "t.yaml:3:25: case_insensitive_paths: must be true or false, got \"yes\"",
+                "t.yaml:5:3: routes: must be a list of routes, got a mapping",
+            }));
+}
+
+TEST(ConfigLoader, AnEmptyValueIsReportedAtItsKey) {
+  EXPECT_EQ(errors_of("listen:\nserver:\n"),
+            (Errors{"t.yaml:1:1: listen: must be host:port like 127.0.0.1:8080, got nothing",
+                    "t.yaml:2:1: server: must be a mapping, got nothing"}));
+}
+
+TEST(ConfigLoader, LimitFieldsMustBePositiveIntegers) {
+  EXPECT_EQ(errors_of(R"(routes:
+  - match: GET /a
+    limits:
+      - capacity: ten
+        refill_rate: 5/s
+      - {algorithm: fixed_window, limit: 0, window: 1m}
+      - {capacity: 4294967296, refill_rate: 1/s}
+)"),
+            (Errors{"t.yaml:4:19: routes[0].limits[0].capacity: must be a positive integer, got "
+                    "\"ten\"",
+                    "t.yaml:6:42: routes[0].limits[1].limit: must be a positive integer, got "
+                    "\"0\"",
+                    "t.yaml:7:20: routes[0].limits[2].capacity: must be at most 4294967295, got "
+                    "\"4294967296\""}));
+}
+
+TEST(ConfigLoader, BadDurationsAndRates) {
+  EXPECT_EQ(errors_of(R"(policies:
+  a: {algorithm: sliding_window, limit: 5, window: 1.5s}
+  b: {algorithm: fixed_window, limit: 5, window: 60}
+  c: {capacity: 5, refill_rate: 5/x}
+  d: {capacity: 5, refill_rate: 5}
+server:
+  idle_timeout: 0s
+  header_timeout: -1s
+)"),
+            (Errors{"t.yaml:2:52: policies.a.window: must be a duration like 500ms, 1s, 1m, 1h "
+                    "or 1d, got \"1.5s\" (whole numbers only: write 1500ms, not 1.5s)",
+                    "t.yaml:3:50: policies.b.window: must be a duration like 500ms, 1s, 1m, 1h "
+                    "or 1d, got \"60\" (the unit is missing: add ms, s, m, h or d)",
+                    "t.yaml:4:33: policies.c.refill_rate: must be a rate like 10/s, 100/m, "
+                    "1000/h, 5/d or 10/2s, got \"5/x\" (unknown unit \"x\"; use ms, s, m, h or d)",
+                    "t.yaml:5:33: policies.d.refill_rate: must be a rate like 10/s, 100/m, "
+                    "1000/h, 5/d or 10/2s, got \"5\" (write a count, '/', and a unit or a "
+                    "duration)",
+                    "t.yaml:7:17: server.idle_timeout: must be greater than 0, got \"0s\"",
+                    "t.yaml:8:19: server.header_timeout: must be a duration like 500ms, 1s, 1m, "
+                    "1h or 1d, got \"-1s\" (a duration cannot be negative)"}));
+}
+
+TEST(ConfigLoader, UnknownAlgorithm) {
+  EXPECT_EQ(errors_of("policies:\n  p: {algorithm: leaky_bucket, capacity: 5, refill_rate: 1/s}\n"),
+            Errors{"t.yaml:2:18: policies.p.algorithm: must be one of token_bucket, gcra, "
+                   "fixed_window, sliding_log, sliding_window, got \"leaky_bucket\""});
+  EXPECT_EQ(errors_of("policies:\n  p: {algorithm: gcar, capacity: 5, refill_rate: 1/s}\n"),
+            Errors{"t.yaml:2:18: policies.p.algorithm: must be one of token_bucket, gcra, "
+                   "fixed_window, sliding_log, sliding_window, got \"gcar\"; did you mean "
+                   "`gcra`?"});
+}
+
+TEST(ConfigLoader, FieldsOfTheOtherAlgorithmFamilyAreErrors) {
+  EXPECT_EQ(errors_of("policies:\n  p: {algorithm: fixed_window, capacity: 5, window: 1m}\n"),
+            Errors{"t.yaml:2:42: policies.p.capacity: fixed_window takes limit and window, not "
+                   "capacity (capacity and refill_rate are for token_bucket and gcra)"});
+  EXPECT_EQ(errors_of("policies:\n  p: {capacity: 5, refill_rate: 1/s, window: 1m}\n"),
+            Errors{"t.yaml:2:46: policies.p.window: token_bucket takes capacity and refill_rate, "
+                   "not window (limit and window are for fixed_window, sliding_log and "
+                   "sliding_window)"});
+  EXPECT_EQ(errors_of("policies:\n  p: {algorithm: sliding_log, limit: 5}\n"),
+            Errors{"t.yaml:2:6: policies.p: sliding_log needs `window`"});
+}
+
+TEST(ConfigLoader, LimitCreateErrorsAppearAtTheLimit) {
+  EXPECT_EQ(errors_of("policies:\n  p: {algorithm: sliding_log, limit: 20000, window: 1m}\n"),
+            Errors{"t.yaml:2:6: policies.p: sliding_log keeps one entry per allowed request, so "
+                   "its limit must be at most 10000 (got 20000); use sliding_window for large "
+                   "limits"});
+}
+
+TEST(ConfigLoader, UnknownPolicyNames) {
+  EXPECT_EQ(errors_of(R"(policies:
+  login: {capacity: 5, refill_rate: 1/s}
+  search: {capacity: 5, refill_rate: 1/s}
+routes:
+  - match: POST /login
+    limits: [logn]
+  - match: GET /x
+    limits: [other]
+)"),
+            (Errors{"t.yaml:6:14: routes[0].limits[0]: unknown policy \"logn\"; did you mean "
+                    "`login`?",
+                    "t.yaml:8:14: routes[1].limits[0]: unknown policy \"other\" (defined: login, "
+                    "search)"}));
+  EXPECT_EQ(errors_of("default:\n  limits: [p]\n"),
+            Errors{"t.yaml:2:12: default.limits[0]: unknown policy \"p\" (no policies are "
+                   "defined under `policies:`)"});
+}
+
+TEST(ConfigLoader, ABrokenPolicyIsReportedOnceNotAtEveryUse) {
+  EXPECT_EQ(errors_of(R"(policies:
+  p: {capacity: 0, refill_rate: 1/s}
+routes:
+  - match: GET /a
+    limits: [p]
+)"),
+            Errors{"t.yaml:2:17: policies.p.capacity: must be a positive integer, got \"0\""});
+}
+
+TEST(ConfigLoader, DuplicateRoutes) {
+  EXPECT_EQ(errors_of(R"(routes:
+  - match: GET /api/users/{id}
+    limits: [{capacity: 1, refill_rate: 1/s}]
+  - match: get /api/users/{user}/
+    limits: [{capacity: 1, refill_rate: 1/s}]
+  - match: POST /api/users/{id}
+    limits: [{capacity: 1, refill_rate: 1/s}]
+)"),
+            Errors{"t.yaml:4:12: routes[1].match: duplicate route \"GET /api/users/{user}/\": "
+                   "routes[0] (line 2) already matches it"});
+}
+
+TEST(ConfigLoader, PathsDifferingOnlyInCaseAreDuplicatesWhenMatchingIgnoresCase) {
+  const char* yaml = R"(routes:
+  - match: GET /API
+    limits: [{capacity: 1, refill_rate: 1/s}]
+  - match: GET /api
+    limits: [{capacity: 1, refill_rate: 1/s}]
+)";
+  EXPECT_TRUE(errors_of(yaml).empty());
+  EXPECT_EQ(errors_of(std::string("case_insensitive_paths: true\n") + yaml),
+            Errors{"t.yaml:5:12: routes[1].match: duplicate route \"GET /api\": routes[0] (line "
+                   "3) already matches it"});
+}
+
+TEST(ConfigLoader, RouteStructureErrors) {
+  EXPECT_EQ(errors_of(R"(routes:
+  - limits: [{capacity: 1, refill_rate: 1/s}]
+  - match: GET /b
+  - match: GET /c
+    limits: []
+  - match: GET /d
+    limits: {capacity: 1, refill_rate: 1/s}
+  - match: GET /e
+    name: default
+    limits: [{capacity: 1, refill_rate: 1/s}]
+  - match: GET /f
+    limits: [[1]]
+)"),
+            (Errors{
+                "t.yaml:2:5: routes[0]: `match` is required, like match: GET /api/users/{id}",
+                "t.yaml:3:5: routes[1]: `limits` is required",
+                "t.yaml:5:13: routes[2].limits: must list at least one limit",
+                "t.yaml:7:13: routes[3].limits: must be a list of limits (write [ ... ] around "
+                "a single one), got a mapping",
+                "t.yaml:9:11: routes[4].name: the name `default` is reserved for the default "
+                "route",
+                "t.yaml:12:14: routes[5].limits[0]: must be a policy name or a limit like "
+                "{capacity: 10, refill_rate: 2/s}, got a list",
+            }));
+}
+
+TEST(ConfigLoader, BadMatchAndKey) {
+  EXPECT_EQ(errors_of(R"(routes:
+  - match: GET /a/{id
+    key: cookie
+    limits: [{capacity: 1, refill_rate: 1/s}]
+)"),
+            (Errors{"t.yaml:2:12: routes[0].match: must be \"METHOD /path\" like \"GET "
+                    "/api/users/{id}\" or \"* /static/*\", got \"GET /a/{id\" ({param} must be a "
+                    "whole segment, like /users/{id})",
+                    "t.yaml:3:10: routes[0].key: must be ip, global, header:NAME or a "
+                    "combination like ip+header:x-api-key, got \"cookie\" (unknown part "
+                    "\"cookie\")"}));
+}
+
+TEST(ConfigLoader, BadCidrs) {
+  EXPECT_EQ(errors_of("client_ip:\n  trusted_proxies: [10.0.0.0/33, 10.0.0.0/8, proxy]\n"),
+            (Errors{"t.yaml:2:21: client_ip.trusted_proxies[0]: must be a CIDR block like "
+                    "10.0.0.0/8 or 2001:db8::/32, got \"10.0.0.0/33\"",
+                    "t.yaml:2:46: client_ip.trusted_proxies[2]: must be a CIDR block like "
+                    "10.0.0.0/8 or 2001:db8::/32, got \"proxy\""}));
+}
+
+TEST(ConfigLoader, BadListenAddressesAndUpstream) {
+  EXPECT_EQ(errors_of(R"(listen: 8080
+admin: "::1:9090"
+grpc: localhost
+upstream: https://api.example.com
+)"),
+            (Errors{"t.yaml:1:9: listen: must be host:port like 127.0.0.1:8080 or [::1]:8080, "
+                    "got \"8080\" (the host is missing: write 127.0.0.1:8080)",
+                    "t.yaml:2:8: admin: must be host:port like 127.0.0.1:8080 or [::1]:8080, got "
+                    "\"::1:9090\" (put an IPv6 address in brackets, like [::1]:8080)",
+                    "t.yaml:3:7: grpc: must be host:port like 127.0.0.1:8080 or [::1]:8080, got "
+                    "\"localhost\" (the port is missing)",
+                    "t.yaml:4:11: upstream: must be an http:// URL like http://127.0.0.1:3000, "
+                    "got \"https://api.example.com\" (https is not supported: the gateway speaks "
+                    "plain HTTP to its upstream)"}));
+  EXPECT_EQ(errors_of("upstream:\n  timeout: 1s\n"),
+            Errors{"t.yaml:2:3: upstream: `url` is required"});
+}
+
+TEST(ConfigLoader, StoreErrors) {
+  EXPECT_EQ(errors_of(R"(store:
+  backend: redsi
+  max_keys: 0
+  redis:
+    url: redis://10.0.0.1:6379
+    addresses: [10.0.0.2:6379]
+    on_failure: open
+    cluster: true
+    database: 2
+)"),
+            (Errors{"t.yaml:2:12: store.backend: must be one of memory, redis, got \"redsi\"; "
+                    "did you mean `redis`?",
+                    "t.yaml:3:13: store.max_keys: must be a positive whole number, got \"0\"",
+                    "t.yaml:6:16: store.redis.addresses: set either `url` or `addresses`, not "
+                    "both",
+                    "t.yaml:7:17: store.redis.on_failure: must be one of allow, deny, got "
+                    "\"open\"",
+                    "t.yaml:9:15: store.redis.database: set either `url` or `database`, not "
+                    "both"}));
+  EXPECT_EQ(errors_of("store:\n  redis:\n    cluster: true\n    database: 1\n"),
+            Errors{"t.yaml:4:15: store.redis.database: Redis Cluster has only database 0"});
+}
+
+TEST(ConfigLoader, OtherRangeErrors) {
+  EXPECT_EQ(errors_of(R"(auth_deny_status: 200
+headers: [legacy, legacy, fancy]
+client_ip:
+  ipv6_prefix: 129
+server:
+  max_header_bytes: 100
+  threads: many
+logging:
+  level: verbose
+  denial_log_per_second: -1
+)"),
+            (Errors{"t.yaml:1:19: auth_deny_status: must be an HTTP status from 400 to 599, got "
+                    "\"200\"",
+                    "t.yaml:2:19: headers[1]: legacy is listed twice",
+                    "t.yaml:2:27: headers[2]: must be one of legacy, draft, got \"fancy\"",
+                    "t.yaml:4:16: client_ip.ipv6_prefix: must be a prefix length from 1 to 128, "
+                    "got \"129\"",
+                    "t.yaml:6:21: server.max_header_bytes: must be at least 1024 bytes, got "
+                    "\"100\"",
+                    "t.yaml:7:12: server.threads: must be a whole number from 0 (one per core) to "
+                    "1024, got \"many\"",
+                    "t.yaml:9:10: logging.level: must be one of trace, debug, info, warn, error, "
+                    "got \"verbose\"",
+                    "t.yaml:10:26: logging.denial_log_per_second: must be a number of log lines "
+                    "per second (0 to 1000000), got \"-1\""}));
+}
+
+TEST(ConfigLoader, PolicyNamesAreRestricted) {
+  EXPECT_EQ(errors_of("policies:\n  \"my policy\": {capacity: 1, refill_rate: 1/s}\n"),
+            Errors{"t.yaml:2:3: policies.my policy: a policy name may hold only letters, "
+                   "digits, '_', '-', '.' and ':'"});
+  EXPECT_EQ(errors_of("policies:\n  p: login\n"),
+            Errors{"t.yaml:2:6: policies.p: must be a limit like {capacity: 5, refill_rate: "
+                   "1/s}, got \"login\""});
+}
+
+TEST(ConfigLoader, EveryErrorInAFileIsReportedInFileOrder) {
+  // Policies are checked before routes internally; the report is still in
+  // file order, and one bad entry does not hide the next.
+  const Errors errors = errors_of(R"(listen: nowhere
+routes:
+  - match: GET /a
+    limits: [{capacity: 0, refill_rate: 1/s}]
+  - match: GET /a
+    limits: [missing]
+policies:
+  p: {capacity: 1, refill_rate: 1/q}
+unknown: 1
+)");
+  EXPECT_EQ(errors,
+            (Errors{"t.yaml:1:9: listen: must be host:port like 127.0.0.1:8080 or [::1]:8080, got "
+                    "\"nowhere\" (the port is missing)",
+                    "t.yaml:4:25: routes[0].limits[0].capacity: must be a positive integer, got "
+                    "\"0\"",
+                    "t.yaml:5:12: routes[1].match: duplicate route \"GET /a\": routes[0] (line 3) "
+                    "already matches it",
+                    "t.yaml:6:14: routes[1].limits[0]: unknown policy \"missing\" (defined: p)",
+                    "t.yaml:8:33: policies.p.refill_rate: must be a rate like 10/s, 100/m, "
+                    "1000/h, 5/d or 10/2s, got \"1/q\" (unknown unit \"q\"; use ms, s, m, h or d)",
+                    "t.yaml:9:1: unknown: unknown key (known keys: listen, admin, grpc, upstream, "
+                    "store, client_ip, headers, case_insensitive_paths, auth_deny_status, "
+                    "policies, default, routes, server, logging)"}));
+}
+
+TEST(ConfigLoader, ErrorTextWithoutAPositionHasNoLineAndColumn) {
+  EXPECT_EQ((ConfigError{"f.yaml", 0, 0, "boom"}).text(), "f.yaml: boom");
+  EXPECT_EQ((ConfigError{"f.yaml", 3, 7, "boom"}).text(), "f.yaml:3:7: boom");
+}
+
+}  // namespace
+}  // namespace sluice::policy
