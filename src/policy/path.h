@@ -11,8 +11,12 @@ namespace sluice::policy {
 // percent-encoded unreserved characters (ALPHA DIGIT - . _ ~), upper-cases the
 // remaining percent escapes, merges repeated slashes, resolves "." and ".."
 // segments (never above the root), drops a trailing slash (except for "/"),
-// and lower-cases everything when `case_insensitive`. An absolute-form target
-// (http://host/path) is reduced to its path. Always returns a path starting with '/'.
+// and lower-cases ASCII letters when `case_insensitive` (escapes keep their
+// upper-case hex digits). Bytes that may not appear raw in a path (space,
+// controls, NUL, non-ASCII, a stray '%') are written as escapes, so a raw byte
+// and its escape normalise alike. An absolute-form target (http://host/path)
+// is reduced to its path. Always returns a path starting with '/'.
+// Never fails; the result is at most 3 bytes per input byte.
 std::string normalize_path(std::string_view target, bool case_insensitive);
 
 }  // namespace sluice::policy

@@ -46,19 +46,40 @@ class Policy {
   // A named policy, for /v1/check. nullptr when unknown.
   const NamedPolicy* find_policy(std::string_view name) const;
 
+  // The RouteLimit of a named policy (name = the policy's name,
+  // named_policy = true), for /v1/check. nullptr when unknown.
+  const RouteLimit* find_policy_limit(std::string_view name) const;
+
   // Normalises the path, matches a route, finds the client address and key.
+  // Route patterns use the same normalisation. A trailing "/*" matches the
+  // prefix itself and anything below it: "/static/*" matches "/static",
+  // "/static/a/b", but not "/staticfiles". {param} matches one non-empty segment.
+  //
+  // Client keys: "ip" -> "ip:" + client_key_text(); "header:NAME" ->
+  // "h:NAME=" + the value with '%', '+', '|', space, controls and non-ASCII
+  // bytes percent-escaped (so a value can never forge another part or scope),
+  // or the "ip:" part when the header is missing or empty; "global" ->
+  // "global"; parts joined by '+'.
   Plan plan(const RequestInfo& request) const;
+
+  // A plan for /v1/check: the named policy applied to a caller-given key
+  // (store key policy_store_key(name, key)); route = nullptr, client unset.
+  // No limits (so decide() says "not limited") when the policy is unknown.
+  Plan plan_policy(std::string_view policy_name, std::string_view key) const;
 
   // The store key for a named policy and a caller-given key (/v1/check,
   // /admin/reset): "policy:<name>|<key>".
   static std::string policy_store_key(std::string_view policy_name, std::string_view key);
 
  private:
-  struct CompiledRoute;
+  // Routes compiled for matching (segments, store key prefixes). Refers to
+  // routes by index, never by pointer, so a copied Policy stays valid.
+  struct Compiled;
+  const Route* match_index(std::string_view method, std::string_view normalized_path,
+                           size_t* index) const;
   Config config_;
-  std::vector<CompiledRoute> compiled_;
   std::vector<RouteLimit> policy_limits_;  // one per named policy, for /v1/check
-  std::shared_ptr<void> impl_;  // matching index, if any
+  std::shared_ptr<const Compiled> compiled_;
 };
 
 }  // namespace sluice::policy

@@ -1,0 +1,152 @@
+#include "policy/path.h"
+
+namespace sluice::policy {
+namespace {
+
+constexpr char kHex[] = "0123456789ABCDEF";
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+bool is_alpha(unsigned char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+bool is_digit(unsigned char c) {
+  return c >= '0' && c <= '9';
+}
+
+// RFC 3986 unreserved: decoding these never changes what a URI means.
+bool is_unreserved(unsigned char c) {
+  return is_alpha(c) || is_digit(c) || c == '-' || c == '.' || c == '_' || c == '~';
+}
+
+// Characters a path segment may hold literally (pchar minus the escapes):
+// unreserved, sub-delims, ':' and '@'. Everything else is written as an escape,
+// so a raw byte and its escape ("/a b", "/a%20b") normalise alike.
+bool is_raw_pchar(unsigned char c) {
+  if (is_unreserved(c)) return true;
+  switch (c) {
+    case '!':
+    case '$':
+    case '&':
+    case '\'':
+    case '(':
+    case ')':
+    case '*':
+    case '+':
+    case ',':
+    case ';':
+    case '=':
+    case ':':
+    case '@':
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Strips "scheme://authority" from an absolute-form target (RFC 9112 3.2.2).
+std::string_view strip_absolute_form(std::string_view target) {
+  if (target.empty() || target.front() == '/' || !is_alpha(static_cast<unsigned char>(target[0])))
+    return target;
+  size_t i = 1;
+  while (i < target.size()) {
+    const unsigned char c = static_cast<unsigned char>(target[i]);
+    if (!(is_alpha(c) || is_digit(c) || c == '+' || c == '-' || c == '.')) break;
+    ++i;
+  }
+  if (target.substr(i, 3) != "://") return target;
+  const size_t path = target.find_first_of("/?#", i + 3);
+  return path == std::string_view::npos ? std::string_view() : target.substr(path);
+}
+
+class Builder {
+ public:
+  Builder(std::string& out, bool case_insensitive) : out_(out), lower_(case_insensitive) {}
+
+  void open_segment() {
+    segment_start_ = out_.size();
+    out_.push_back('/');
+  }
+
+  void literal(unsigned char c) {
+    if (lower_ && c >= 'A' && c <= 'Z') c = static_cast<unsigned char>(c - 'A' + 'a');
+    out_.push_back(static_cast<char>(c));
+  }
+
+  void escape(unsigned char c) {
+    out_.push_back('%');
+    out_.push_back(kHex[c >> 4]);
+    out_.push_back(kHex[c & 0xf]);
+  }
+
+  // Resolves the segment just written: empty and "." vanish, ".." removes
+  // itself and its parent (at the root there is no parent: it just vanishes).
+  // Dots decoded from %2E count too, so "/a/%2e%2e/b" is "/b".
+  void close_segment() {
+    const std::string_view segment = std::string_view(out_).substr(segment_start_);
+    if (segment == "/" || segment == "/.") {
+      out_.resize(segment_start_);
+    } else if (segment == "/..") {
+      out_.resize(segment_start_);
+      const size_t parent = out_.rfind('/');
+      out_.resize(parent == std::string::npos ? 0 : parent);
+    }
+  }
+
+ private:
+  std::string& out_;
+  bool lower_;
+  size_t segment_start_ = 0;
+};
+
+}  // namespace
+
+std::string normalize_path(std::string_view target, bool case_insensitive) {
+  target = strip_absolute_form(target);
+  target = target.substr(0, target.find_first_of("?#"));
+
+  std::string out;
+  out.reserve(target.size() + 1);
+  Builder b(out, case_insensitive);
+  // A target without a leading '/' (asterisk-form, garbage) is read as if it had one.
+  b.open_segment();
+  for (size_t i = 0; i < target.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(target[i]);
+    if (c == '/') {
+      b.close_segment();
+      b.open_segment();
+    } else if (c == '%') {
+      const int hi = i + 2 < target.size() ? hex_value(target[i + 1]) : -1;
+      const int lo = hi >= 0 ? hex_value(target[i + 2]) : -1;
+      if (lo < 0) {
+        // A stray '%' ("%", "%zz") is a literal percent sign: "%25" is its
+        // canonical spelling.
+        b.escape('%');
+        continue;
+      }
+      const unsigned char decoded = static_cast<unsigned char>(hi * 16 + lo);
+      // Unreserved characters are decoded; every other escape stays an escape
+      // (in upper case), so "%2F" never becomes a path separator.
+      if (is_unreserved(decoded)) {
+        b.literal(decoded);
+      } else {
+        b.escape(decoded);
+      }
+      i += 2;
+    } else if (is_raw_pchar(c)) {
+      b.literal(c);
+    } else {
+      b.escape(c);
+    }
+  }
+  b.close_segment();
+  if (out.empty()) out.push_back('/');
+  return out;
+}
+
+}  // namespace sluice::policy

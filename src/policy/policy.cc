@@ -1,0 +1,274 @@
+#include "policy/policy.h"
+
+#include <map>
+#include <optional>
+
+#include "policy/ip.h"
+#include "policy/path.h"
+
+namespace sluice::policy {
+namespace {
+
+struct Segment {
+  std::string text;  // normalised literal; unused for a parameter
+  bool param = false;
+};
+
+struct CompiledRoute {
+  std::string method;  // upper-case; unused when any_method
+  bool any_method = false;
+  // A pattern without parameters or wildcard compares as one string.
+  bool exact = false;
+  std::string exact_path;
+  std::vector<Segment> segments;
+  bool wildcard = false;  // the pattern ended in "/*"
+  // One per limit, "policy:<name>|" or "route:<route name>#<i>|": the store
+  // key is this plus the client key.
+  std::vector<std::string> scopes;
+};
+
+bool is_param(std::string_view segment) {
+  return segment.size() >= 3 && segment.front() == '{' && segment.back() == '}';
+}
+
+std::vector<std::string> scopes_of(const Route& route) {
+  std::vector<std::string> scopes;
+  scopes.reserve(route.limits.size());
+  for (const RouteLimit& limit : route.limits) {
+    scopes.push_back((limit.named_policy ? "policy:" : "route:") + limit.name + "|");
+  }
+  return scopes;
+}
+
+CompiledRoute compile(const Route& route, bool case_insensitive) {
+  CompiledRoute c;
+  c.any_method = route.method == "*";
+  c.method = route.method;
+  c.scopes = scopes_of(route);
+
+  std::string_view pattern = route.pattern;
+  if (pattern == "*" || pattern == "/*") {
+    c.wildcard = true;
+    return c;
+  }
+  if (pattern.size() >= 2 && pattern.substr(pattern.size() - 2) == "/*") {
+    c.wildcard = true;
+    pattern.remove_suffix(2);
+  }
+  // Literal segments get the request's normalisation (decoding, escapes,
+  // lower case), so "/API/%7Euser/" and "/api/~user" name the same route when
+  // paths are case-insensitive; parameters are kept as they are.
+  bool has_param = false;
+  while (!pattern.empty()) {
+    const size_t slash = pattern.find('/');
+    const std::string_view piece = pattern.substr(0, slash);
+    pattern = slash == std::string_view::npos ? std::string_view() : pattern.substr(slash + 1);
+    if (is_param(piece)) {
+      has_param = true;
+      c.segments.push_back({"", true});
+      continue;
+    }
+    std::string literal = normalize_path("/" + std::string(piece), case_insensitive);
+    if (literal == "/") {
+      // "", "." or "..": a ".." removes the segment before it, as in requests.
+      if (piece == ".." && !c.segments.empty()) c.segments.pop_back();
+      continue;
+    }
+    c.segments.push_back({literal.substr(1), false});
+  }
+  if (!has_param && !c.wildcard) {
+    c.exact = true;
+    c.exact_path = "/";
+    for (size_t i = 0; i < c.segments.size(); ++i) {
+      if (i > 0) c.exact_path += '/';
+      c.exact_path += c.segments[i].text;
+    }
+  }
+  return c;
+}
+
+// No allocation: walks the path's segments in place.
+bool path_matches(const CompiledRoute& route, std::string_view path) {
+  if (route.exact) return path == route.exact_path;
+  std::string_view rest = path.empty() ? path : path.substr(1);  // after the leading '/'
+  bool more = !rest.empty();
+  for (const Segment& segment : route.segments) {
+    if (!more) return false;
+    const size_t slash = rest.find('/');
+    const std::string_view piece = rest.substr(0, slash);
+    if (slash == std::string_view::npos) {
+      more = false;
+      rest = {};
+    } else {
+      rest = rest.substr(slash + 1);
+    }
+    if (segment.param ? piece.empty() : piece != segment.text) return false;
+  }
+  return route.wildcard || !more;
+}
+
+bool is_key_char(unsigned char c) {
+  return c > 0x20 && c < 0x7f && c != '%' && c != '+' && c != '|';
+}
+
+// Header values are escaped so that no value can contain the part separator
+// '+' or the scope separator '|': a client key then splits into its parts in
+// exactly one way, and different values always give different keys.
+void append_escaped(std::string& out, std::string_view value) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  for (char ch : value) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    if (is_key_char(c)) {
+      out.push_back(ch);
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 0xf]);
+    }
+  }
+}
+
+bool is_trusted(const ClientIpConfig& config, const IpAddress& peer) {
+  for (const Cidr& cidr : config.trusted_proxies) {
+    if (cidr_contains(cidr, peer)) return true;
+  }
+  return false;
+}
+
+constexpr size_t kDefaultRoute = static_cast<size_t>(-1);
+
+}  // namespace
+
+struct Policy::Compiled {
+  std::vector<CompiledRoute> routes;  // parallel to config_.routes
+  std::vector<std::string> default_scopes;
+  std::map<std::string, size_t, std::less<>> policies;  // name -> index in config_.policies
+};
+
+Policy::Policy(Config config) : config_(std::move(config)) {
+  auto compiled = std::make_shared<Compiled>();
+  compiled->routes.reserve(config_.routes.size());
+  for (const Route& route : config_.routes) {
+    compiled->routes.push_back(compile(route, config_.case_insensitive_paths));
+  }
+  if (config_.default_route) compiled->default_scopes = scopes_of(*config_.default_route);
+  policy_limits_.reserve(config_.policies.size());
+  for (size_t i = 0; i < config_.policies.size(); ++i) {
+    const NamedPolicy& p = config_.policies[i];
+    policy_limits_.push_back(RouteLimit{p.name, true, p.limit});
+    compiled->policies.emplace(p.name, i);  // the first of duplicate names wins
+  }
+  compiled_ = std::move(compiled);
+}
+
+const Route* Policy::match_index(std::string_view method, std::string_view normalized_path,
+                                 size_t* index) const {
+  const std::vector<CompiledRoute>& routes = compiled_->routes;
+  for (size_t i = 0; i < routes.size(); ++i) {
+    const CompiledRoute& route = routes[i];
+    if (!route.any_method && route.method != method) continue;
+    if (!path_matches(route, normalized_path)) continue;
+    *index = i;
+    return &config_.routes[i];
+  }
+  *index = kDefaultRoute;
+  return config_.default_route ? &*config_.default_route : nullptr;
+}
+
+const Route* Policy::match(std::string_view method, std::string_view normalized_path) const {
+  size_t index = 0;
+  return match_index(method, normalized_path, &index);
+}
+
+const NamedPolicy* Policy::find_policy(std::string_view name) const {
+  const auto it = compiled_->policies.find(name);
+  return it == compiled_->policies.end() ? nullptr : &config_.policies[it->second];
+}
+
+const RouteLimit* Policy::find_policy_limit(std::string_view name) const {
+  const auto it = compiled_->policies.find(name);
+  return it == compiled_->policies.end() ? nullptr : &policy_limits_[it->second];
+}
+
+Plan Policy::plan(const RequestInfo& request) const {
+  Plan plan;
+  plan.normalized_path = normalize_path(request.target, config_.case_insensitive_paths);
+  size_t index = kDefaultRoute;
+  plan.route = match_index(request.method, plan.normalized_path, &index);
+
+  // Forwarding headers are read only from trusted peers; anyone else is keyed
+  // by the TCP address whatever it writes.
+  const ClientIpConfig& ip_config = config_.client_ip;
+  plan.client = request.peer;
+  if (request.headers != nullptr && is_trusted(ip_config, request.peer)) {
+    const std::string xff = request.headers->get_all("x-forwarded-for");
+    std::string_view real_ip;
+    if (xff.empty()) real_ip = request.headers->get("x-real-ip").value_or(std::string_view());
+    plan.client = client_ip(ip_config, request.peer, xff, real_ip);
+  }
+  if (plan.route == nullptr) return plan;
+
+  const KeySpec& spec = plan.route->key;
+  const std::string ip_part = "ip:" + client_key_text(plan.client, ip_config.ipv6_prefix);
+  std::string& key = plan.client_key;
+  if (spec.parts.empty()) key = ip_part;
+  for (size_t i = 0; i < spec.parts.size(); ++i) {
+    const KeyPart& part = spec.parts[i];
+    if (i > 0) key += '+';
+    switch (part.kind) {
+      case KeyPart::Kind::kIp:
+        key += ip_part;
+        break;
+      case KeyPart::Kind::kGlobal:
+        key += "global";
+        break;
+      case KeyPart::Kind::kHeader: {
+        std::optional<std::string_view> value;
+        if (request.headers != nullptr) value = request.headers->get(part.header);
+        // A request without a usable key falls back to its client address.
+        if (!value || value->empty()) {
+          key += ip_part;
+        } else {
+          key += "h:";
+          key += part.header;
+          key += '=';
+          append_escaped(key, *value);
+        }
+        break;
+      }
+    }
+  }
+
+  const std::vector<std::string>& scopes =
+      index == kDefaultRoute ? compiled_->default_scopes : compiled_->routes[index].scopes;
+  plan.limits.reserve(plan.route->limits.size());
+  for (size_t i = 0; i < plan.route->limits.size(); ++i) {
+    PlannedLimit& planned = plan.limits.emplace_back();
+    planned.limit = &plan.route->limits[i];
+    planned.store_key.reserve(scopes[i].size() + key.size());
+    planned.store_key = scopes[i];
+    planned.store_key += key;
+  }
+  return plan;
+}
+
+Plan Policy::plan_policy(std::string_view policy_name, std::string_view key) const {
+  Plan plan;
+  plan.client_key = std::string(key);
+  const RouteLimit* limit = find_policy_limit(policy_name);
+  if (limit == nullptr) return plan;
+  plan.limits.push_back(PlannedLimit{limit, policy_store_key(policy_name, key)});
+  return plan;
+}
+
+std::string Policy::policy_store_key(std::string_view policy_name, std::string_view key) {
+  std::string out;
+  out.reserve(7 + policy_name.size() + 1 + key.size());
+  out += "policy:";
+  out += policy_name;
+  out += '|';
+  out += key;
+  return out;
+}
+
+}  // namespace sluice::policy

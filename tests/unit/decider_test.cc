@@ -1,0 +1,238 @@
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+
+#include "policy/decider.h"
+#include "sluice/memory_store.h"
+
+namespace sluice::policy {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Fails every call with `code`, charging nothing.
+class FailingStore final : public Store {
+ public:
+  explicit FailingStore(ErrorCode code) : code_(code) {}
+  Status acquire(std::span<const AcquireRequest>, Nanos, std::span<Decision>) override {
+    ++calls;
+    return Error{code_, "redis: connection refused"};
+  }
+  Result<bool> reset(const Limit&, std::string_view) override { return false; }
+  size_t size() const override { return 0; }
+  int calls = 0;
+
+ private:
+  ErrorCode code_;
+};
+
+// Counts calls through to a MemoryStore (decide() must call the store once).
+class CountingStore final : public Store {
+ public:
+  Status acquire(std::span<const AcquireRequest> requests, Nanos now,
+                 std::span<Decision> out) override {
+    ++calls;
+    last_batch = requests.size();
+    return inner.acquire(requests, now, out);
+  }
+  Result<bool> reset(const Limit& limit, std::string_view key) override {
+    return inner.reset(limit, key);
+  }
+  size_t size() const override { return inner.size(); }
+  MemoryStore inner{MemoryStoreOptions{.seed = 7}};
+  int calls = 0;
+  size_t last_batch = 0;
+};
+
+struct Fixture {
+  // a: 5 tokens, 1/s; b: 2 tokens, 1 per 10 s.
+  RouteLimit a{"r#0", false, Limit::token_bucket(5, 1, 1s).value()};
+  RouteLimit b{"r#1", false, Limit::token_bucket(2, 1, 10s).value()};
+  Plan plan_of(std::initializer_list<const RouteLimit*> limits, std::string key = "ip:1.2.3.4") {
+    Plan p;
+    for (const RouteLimit* l : limits) p.limits.push_back({l, l->name + "|" + key});
+    return p;
+  }
+};
+
+const Nanos kNow = 1'000'000s;
+
+TEST(Decide, PlanWithoutLimitsIsNotLimited) {
+  CountingStore store;
+  const Verdict v = decide(store, Plan{}, kNow, true);
+  EXPECT_FALSE(v.limited);
+  EXPECT_TRUE(v.allowed);
+  EXPECT_EQ(v.reported, nullptr);
+  EXPECT_TRUE(v.outcomes.empty());
+  EXPECT_EQ(store.calls, 0);
+}
+
+TEST(Decide, OneLimitAllowsCapacityThenDenies) {
+  Fixture f;
+  CountingStore store;
+  const Plan plan = f.plan_of({&f.a});
+  for (uint64_t i = 0; i < 5; ++i) {
+    const Verdict v = decide(store, plan, kNow, true);
+    EXPECT_TRUE(v.limited);
+    EXPECT_TRUE(v.allowed);
+    EXPECT_EQ(v.decision.remaining, 4 - i);  // 5 -> 0 tokens
+    EXPECT_EQ(v.reported, &f.a);
+  }
+  const Verdict denied = decide(store, plan, kNow, true);
+  EXPECT_FALSE(denied.allowed);
+  EXPECT_FALSE(denied.decision.allowed);
+  EXPECT_EQ(denied.decision.retry_after, 1s);
+  EXPECT_EQ(denied.reported, &f.a);
+  EXPECT_FALSE(denied.store_failed);
+  EXPECT_TRUE(denied.error.empty());
+  // Waiting exactly retry_after is enough.
+  EXPECT_TRUE(decide(store, plan, kNow + 1s, true).allowed);
+}
+
+TEST(Decide, AllLimitsInOneStoreCall) {
+  Fixture f;
+  CountingStore store;
+  const Verdict v = decide(store, f.plan_of({&f.a, &f.b}), kNow, true);
+  EXPECT_EQ(store.calls, 1);
+  EXPECT_EQ(store.last_batch, 2u);
+  ASSERT_EQ(v.outcomes.size(), 2u);
+  EXPECT_EQ(v.outcomes[0].limit, &f.a);
+  EXPECT_EQ(v.outcomes[1].limit, &f.b);
+  EXPECT_EQ(v.outcomes[0].decision.remaining, 4u);
+  EXPECT_EQ(v.outcomes[1].decision.remaining, 1u);
+}
+
+TEST(Decide, AllowedReportsTheLimitWithLeastRemaining) {
+  Fixture f;
+  CountingStore store;
+  const Verdict v = decide(store, f.plan_of({&f.a, &f.b}), kNow, true);
+  EXPECT_EQ(v.reported, &f.b);
+  EXPECT_EQ(v.decision.limit, 2u);
+  EXPECT_EQ(v.decision.remaining, 1u);
+  EXPECT_EQ(v.decision.reset_after, 10s);
+}
+
+TEST(Decide, SeveralLimitsAreAllOrNothing) {
+  Fixture f;
+  CountingStore store;
+  const Plan both = f.plan_of({&f.a, &f.b});
+  EXPECT_TRUE(decide(store, both, kNow, true).allowed);  // a 5 -> 4, b 2 -> 1
+  EXPECT_TRUE(decide(store, both, kNow, true).allowed);  // a 4 -> 3, b 1 -> 0
+  for (int i = 0; i < 3; ++i) {
+    const Verdict v = decide(store, both, kNow, true);  // b denies; a is not charged
+    EXPECT_FALSE(v.allowed);
+    EXPECT_EQ(v.reported, &f.b);
+    EXPECT_EQ(v.decision.retry_after, 10s);
+    ASSERT_EQ(v.outcomes.size(), 2u);
+    EXPECT_TRUE(v.outcomes[0].decision.allowed);
+    // Nothing was charged: a still holds 3 and says so.
+    EXPECT_EQ(v.outcomes[0].decision.remaining, 3u);
+    EXPECT_FALSE(v.outcomes[1].decision.allowed);
+    EXPECT_EQ(v.outcomes[1].decision.remaining, 0u);
+  }
+  // a alone (same store key): 3 -> 2, proving the denials charged nothing.
+  const Verdict a_only = decide(store, f.plan_of({&f.a}), kNow, true);
+  EXPECT_TRUE(a_only.allowed);
+  EXPECT_EQ(a_only.decision.remaining, 2u);
+}
+
+TEST(Decide, DeniedReportsTheLongestRetry) {
+  Fixture f;
+  CountingStore store;
+  const Plan both = f.plan_of({&f.a, &f.b});
+  const Plan a_only = f.plan_of({&f.a});
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(decide(store, a_only, kNow, true).allowed);
+  ASSERT_TRUE(decide(store, f.plan_of({&f.b}), kNow, true).allowed);
+  ASSERT_TRUE(decide(store, f.plan_of({&f.b}), kNow, true).allowed);
+  const Verdict v = decide(store, both, kNow, true);  // a: retry 1 s, b: retry 10 s
+  EXPECT_FALSE(v.allowed);
+  EXPECT_FALSE(v.outcomes[0].decision.allowed);
+  EXPECT_FALSE(v.outcomes[1].decision.allowed);
+  EXPECT_EQ(v.reported, &f.b);
+  EXPECT_EQ(v.decision.retry_after, 10s);
+}
+
+TEST(Decide, WeightedCost) {
+  Fixture f;
+  CountingStore store;
+  const Plan plan = f.plan_of({&f.a});
+  const Verdict v = decide(store, plan, kNow, true, 3);
+  EXPECT_TRUE(v.allowed);
+  EXPECT_EQ(v.decision.remaining, 2u);  // 5 -> 2
+  const Verdict denied = decide(store, plan, kNow, true, 3);
+  EXPECT_FALSE(denied.allowed);
+  EXPECT_EQ(denied.decision.retry_after, 1s);  // 2 -> 3 tokens takes 1 s
+}
+
+TEST(Decide, CostAboveALimitIsAnInvalidRequestNotAStoreFailure) {
+  Fixture f;
+  CountingStore store;
+  const Verdict v = decide(store, f.plan_of({&f.a, &f.b}), kNow, true, 3);  // b holds 2
+  EXPECT_TRUE(v.limited);
+  EXPECT_FALSE(v.allowed);
+  EXPECT_TRUE(v.invalid);
+  EXPECT_FALSE(v.store_failed);
+  EXPECT_FALSE(v.error.empty());
+  EXPECT_EQ(v.decision.retry_after, 0ns);
+}
+
+TEST(Decide, StoreFailureFailsOpenWhenConfigured) {
+  Fixture f;
+  FailingStore store(ErrorCode::kStoreUnavailable);
+  const Verdict v = decide(store, f.plan_of({&f.a, &f.b}), kNow, /*on_failure_allow=*/true);
+  EXPECT_EQ(store.calls, 1);
+  EXPECT_TRUE(v.limited);
+  EXPECT_TRUE(v.allowed);
+  EXPECT_TRUE(v.store_failed);
+  EXPECT_FALSE(v.invalid);
+  EXPECT_EQ(v.error, "redis: connection refused");
+  EXPECT_TRUE(v.decision.allowed);
+  EXPECT_EQ(v.decision.limit, 5u);
+  EXPECT_EQ(v.decision.retry_after, 0ns);
+  EXPECT_EQ(v.reported, &f.a);
+  ASSERT_EQ(v.outcomes.size(), 2u);
+  EXPECT_EQ(v.outcomes[1].limit, &f.b);
+  EXPECT_EQ(v.outcomes[1].decision.limit, 2u);
+  EXPECT_TRUE(v.outcomes[1].decision.allowed);
+}
+
+TEST(Decide, StoreFailureFailsClosedWhenConfigured) {
+  Fixture f;
+  FailingStore store(ErrorCode::kStoreUnavailable);
+  const Verdict v = decide(store, f.plan_of({&f.a}), kNow, /*on_failure_allow=*/false);
+  EXPECT_TRUE(v.limited);
+  EXPECT_FALSE(v.allowed);
+  EXPECT_TRUE(v.store_failed);
+  EXPECT_FALSE(v.decision.allowed);
+  EXPECT_EQ(v.decision.retry_after, 1s);
+  EXPECT_EQ(v.error, "redis: connection refused");
+}
+
+TEST(Decide, InternalStoreErrorsFollowOnFailure) {
+  Fixture f;
+  FailingStore store(ErrorCode::kInternal);
+  const Verdict v = decide(store, f.plan_of({&f.a}), kNow, false);
+  EXPECT_TRUE(v.store_failed);
+  EXPECT_FALSE(v.allowed);
+}
+
+TEST(Decide, ManyLimitsBeyondTheInlineArray) {
+  CountingStore store;
+  std::vector<RouteLimit> limits;
+  for (int i = 0; i < 20; ++i) {
+    limits.push_back(RouteLimit{"r#" + std::to_string(i), false,
+                                Limit::fixed_window(static_cast<uint64_t>(100 - i), 60s).value()});
+  }
+  Plan plan;
+  for (const RouteLimit& l : limits) plan.limits.push_back({&l, l.name + "|k"});
+  const Verdict v = decide(store, plan, kNow, true);
+  EXPECT_TRUE(v.allowed);
+  EXPECT_EQ(store.last_batch, 20u);
+  ASSERT_EQ(v.outcomes.size(), 20u);
+  EXPECT_EQ(v.reported, &limits[19]);
+  EXPECT_EQ(v.decision.remaining, 80u);  // 81 - 1
+}
+
+}  // namespace
+}  // namespace sluice::policy

@@ -1,0 +1,187 @@
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+
+#include "policy/path.h"
+
+namespace sluice::policy {
+namespace {
+
+std::string norm(std::string_view target) {
+  return normalize_path(target, false);
+}
+std::string norm_ci(std::string_view target) {
+  return normalize_path(target, true);
+}
+
+TEST(NormalizePath, PlainPathsAreUnchanged) {
+  EXPECT_EQ(norm("/"), "/");
+  EXPECT_EQ(norm("/api/users"), "/api/users");
+  EXPECT_EQ(norm("/api/users/42"), "/api/users/42");
+}
+
+TEST(NormalizePath, TrailingSlashIsDropped) {
+  EXPECT_EQ(norm("/api/users/"), "/api/users");
+  EXPECT_EQ(norm("/api/users///"), "/api/users");
+}
+
+TEST(NormalizePath, RepeatedSlashesAreMerged) {
+  EXPECT_EQ(norm("//api///users"), "/api/users");
+  EXPECT_EQ(norm("//"), "/");
+  EXPECT_EQ(norm("////"), "/");
+}
+
+TEST(NormalizePath, DotSegmentsVanish) {
+  EXPECT_EQ(norm("/api/./users"), "/api/users");
+  EXPECT_EQ(norm("/./api/."), "/api");
+  EXPECT_EQ(norm("/."), "/");
+}
+
+TEST(NormalizePath, DotDotRemovesTheParent) {
+  EXPECT_EQ(norm("/api/x/../users"), "/api/users");
+  EXPECT_EQ(norm("/api/x/y/../../users"), "/api/users");
+  EXPECT_EQ(norm("/api/.."), "/");
+  EXPECT_EQ(norm("/api/users/.."), "/api");
+}
+
+TEST(NormalizePath, DotDotNeverGoesAboveTheRoot) {
+  EXPECT_EQ(norm("/.."), "/");
+  EXPECT_EQ(norm("/../../api"), "/api");
+  EXPECT_EQ(norm("/a/b/../../../../c"), "/c");
+}
+
+TEST(NormalizePath, OtherDotSpellingsAreOrdinarySegments) {
+  EXPECT_EQ(norm("/a/.../b"), "/a/.../b");
+  EXPECT_EQ(norm("/a/..b/c."), "/a/..b/c.");
+  EXPECT_EQ(norm("/a/.hidden"), "/a/.hidden");
+}
+
+TEST(NormalizePath, UnreservedEscapesAreDecoded) {
+  EXPECT_EQ(norm("/api/%75sers"), "/api/users");
+  EXPECT_EQ(norm("/%61"), "/a");
+  EXPECT_EQ(norm("/%7E"), "/~");
+  EXPECT_EQ(norm("/%7e"), "/~");
+  EXPECT_EQ(norm("/%2D%2e%5F%31%5a"), "/-._1Z");
+}
+
+TEST(NormalizePath, EncodedDotsAreDotSegments) {
+  EXPECT_EQ(norm("/api/%2e%2E/users"), "/users");
+  EXPECT_EQ(norm("/api/%2E/users"), "/api/users");
+  EXPECT_EQ(norm("/api/.%2e/users"), "/users");
+}
+
+TEST(NormalizePath, OtherEscapesAreUpperCasedNotDecoded) {
+  EXPECT_EQ(norm("/a%2fb"), "/a%2Fb");
+  EXPECT_EQ(norm("/a%2Fb"), "/a%2Fb");
+  EXPECT_NE(norm("/a%2Fb"), norm("/a/b"));  // an encoded slash is not a separator
+  EXPECT_EQ(norm("/%c3%a9"), "/%C3%A9");
+  EXPECT_EQ(norm("/a%3fb"), "/a%3Fb");
+  EXPECT_EQ(norm("/100%25"), "/100%25");
+}
+
+TEST(NormalizePath, QueryAndFragmentAreDropped) {
+  EXPECT_EQ(norm("/api/users?x=1"), "/api/users");
+  EXPECT_EQ(norm("/api/users#top"), "/api/users");
+  EXPECT_EQ(norm("/api/users/?a=/../b#c"), "/api/users");
+  EXPECT_EQ(norm("/api/users?"), "/api/users");
+  EXPECT_EQ(norm("?x=1"), "/");
+  EXPECT_EQ(norm("/a#b?c"), "/a");
+}
+
+TEST(NormalizePath, AbsoluteFormIsReducedToThePath) {
+  EXPECT_EQ(norm("http://example.com/api/users?x=1"), "/api/users");
+  EXPECT_EQ(norm("HTTPS://example.com:8443//api/./users/"), "/api/users");
+  EXPECT_EQ(norm("http://example.com"), "/");
+  EXPECT_EQ(norm("http://example.com?x=/api"), "/");
+  EXPECT_EQ(norm("http://user@example.com#/x"), "/");
+}
+
+TEST(NormalizePath, RawUnsafeBytesBecomeEscapes) {
+  EXPECT_EQ(norm("/a b"), "/a%20b");
+  EXPECT_EQ(norm("/a b"), norm("/a%20b"));
+  EXPECT_EQ(norm(std::string("/a\0b", 4)), "/a%00b");
+  EXPECT_EQ(norm("/a\\b"), "/a%5Cb");
+  EXPECT_EQ(norm("/\xc3\xa9"), "/%C3%A9");
+  EXPECT_EQ(norm("/\xc3\xa9"), norm("/%c3%a9"));
+}
+
+TEST(NormalizePath, SubDelimitersColonAndAtStayRaw) {
+  EXPECT_EQ(norm("/a;b=c,d/e:f@g!$&'()*+"), "/a;b=c,d/e:f@g!$&'()*+");
+}
+
+TEST(NormalizePath, PathIsCaseSensitiveByDefault) {
+  EXPECT_EQ(norm("/API/Users"), "/API/Users");
+  EXPECT_EQ(norm("/%41"), "/A");
+}
+
+TEST(NormalizePath, CaseInsensitiveLowerCasesLettersNotEscapes) {
+  EXPECT_EQ(norm_ci("/API/Users"), "/api/users");
+  EXPECT_EQ(norm_ci("/%41%42c"), "/abc");
+  EXPECT_EQ(norm_ci("/a%2fB"), "/a%2Fb");
+  EXPECT_EQ(norm_ci("/%C3%89"), "/%C3%89");  // É stays É: only ASCII folds
+  EXPECT_EQ(norm_ci("HTTP://Example.COM/X"), "/x");
+}
+
+TEST(NormalizePath, EverySpellingOfOneResourceIsOnePath) {
+  const std::string canonical = "/api/users";
+  for (std::string_view variant :
+       {"/api/users", "/api/users/", "//api//users", "/api/./users", "/api/x/../users",
+        "/api/%75sers", "/%61pi/users", "/api/users?page=2", "/api/users#x",
+        "//api/./x/..//%75sers/?q=1#f", "/./api/%2e/users//", "/../api/users",
+        "http://h/api/users/", "/api/users/.", "/api/users/x/.."}) {
+    EXPECT_EQ(norm(variant), canonical) << variant;
+  }
+  for (std::string_view variant : {"/API/Users", "/Api/%55SERS/", "//api/./X/..//%75sers"}) {
+    EXPECT_EQ(norm_ci(variant), canonical) << variant;
+  }
+}
+
+TEST(NormalizePath, HostileInputsNeverCrash) {
+  EXPECT_EQ(norm(""), "/");
+  EXPECT_EQ(norm("%"), "/%25");
+  EXPECT_EQ(norm("/%"), "/%25");
+  EXPECT_EQ(norm("/%zz"), "/%25zz");
+  EXPECT_EQ(norm("/%4"), "/%254");
+  EXPECT_EQ(norm("/a%"), norm("/a%25"));
+  EXPECT_EQ(norm("*"), "/*");
+  EXPECT_EQ(norm(std::string(5, '\0')), "/%00%00%00%00%00");
+  EXPECT_EQ(norm(std::string(1000, '/')), "/");
+  std::string dots;
+  for (int i = 0; i < 100000; ++i) dots += "/..";
+  EXPECT_EQ(norm(dots + "/x"), "/x");
+  std::string deep;
+  for (int i = 0; i < 100000; ++i) deep += "/a";
+  EXPECT_EQ(norm(deep).size(), deep.size());
+  const std::string escapes(300000, '%');
+  EXPECT_EQ(norm(escapes).size(), 1 + 3 * escapes.size());
+}
+
+// Seeded random targets over a hostile alphabet: the result always starts
+// with '/', has no empty, "." or ".." segment, no trailing slash, no query,
+// and normalising it again changes nothing.
+TEST(NormalizePath, RandomTargetsGiveCanonicalIdempotentPaths) {
+  const std::string alphabet = std::string("/.%?#aA2fF~ \\", 13) + std::string(1, '\0') + "\xff";
+  std::mt19937 rng(12345);
+  for (int round = 0; round < 5000; ++round) {
+    std::string target;
+    const size_t length = rng() % 40;
+    for (size_t i = 0; i < length; ++i) target += alphabet[rng() % alphabet.size()];
+    for (bool ci : {false, true}) {
+      const std::string out = normalize_path(target, ci);
+      ASSERT_FALSE(out.empty());
+      ASSERT_EQ(out.front(), '/') << target;
+      ASSERT_EQ(normalize_path(out, ci), out) << target;
+      if (out != "/") {
+        ASSERT_NE(out.back(), '/') << target;
+      }
+      ASSERT_EQ(out.find("//"), std::string::npos) << target;
+      ASSERT_EQ(out.find_first_of(std::string("?# \\\0", 5)), std::string::npos) << target;
+      ASSERT_EQ((out + "/").find("/./"), std::string::npos) << target;
+      ASSERT_EQ((out + "/").find("/../"), std::string::npos) << target;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sluice::policy

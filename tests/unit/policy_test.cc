@@ -1,0 +1,511 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <set>
+#include <string>
+
+#include "policy/policy.h"
+
+namespace sluice::policy {
+namespace {
+
+using namespace std::chrono_literals;
+
+Limit bucket(uint64_t capacity, uint64_t per_second) {
+  return Limit::token_bucket(capacity, per_second, 1s).value();
+}
+
+// A route with inline limits named "<name>#<i>", as the loader names them.
+Route route(std::string method, std::string pattern, std::vector<Limit> limits = {bucket(10, 1)},
+            KeySpec key = {}) {
+  Route r;
+  r.method = std::move(method);
+  r.pattern = std::move(pattern);
+  r.name = r.method + " " + r.pattern;
+  r.key = std::move(key);
+  for (size_t i = 0; i < limits.size(); ++i) {
+    r.limits.push_back(RouteLimit{r.name + "#" + std::to_string(i), false, limits[i]});
+  }
+  return r;
+}
+
+KeySpec key_spec(std::vector<KeyPart> parts, std::string text) {
+  KeySpec spec;
+  spec.parts = std::move(parts);
+  spec.text = std::move(text);
+  return spec;
+}
+
+KeyPart header_part(std::string name) {
+  return KeyPart{KeyPart::Kind::kHeader, std::move(name)};
+}
+const KeyPart kIpPart{KeyPart::Kind::kIp, ""};
+const KeyPart kGlobalPart{KeyPart::Kind::kGlobal, ""};
+
+class FakeHeaders : public HeaderSource {
+ public:
+  FakeHeaders& add(std::string name, std::string value) {
+    std::transform(name.begin(), name.end(), name.begin(), ::tolower);
+    values_[name].push_back(std::move(value));
+    return *this;
+  }
+  std::optional<std::string_view> get(std::string_view name) const override {
+    const auto it = values_.find(std::string(name));
+    if (it == values_.end()) return std::nullopt;
+    return it->second.front();
+  }
+  std::string get_all(std::string_view name) const override {
+    const auto it = values_.find(std::string(name));
+    if (it == values_.end()) return "";
+    std::string out;
+    for (const std::string& v : it->second) out += (out.empty() ? "" : ", ") + v;
+    return out;
+  }
+
+ private:
+  std::map<std::string, std::vector<std::string>> values_;
+};
+
+IpAddress ip(std::string_view text) {
+  return parse_ip(text).value();
+}
+
+RequestInfo request(std::string_view method, std::string_view target,
+                    const HeaderSource* headers = nullptr, std::string_view peer = "192.0.2.1") {
+  RequestInfo info;
+  info.method = method;
+  info.target = target;
+  info.peer = ip(peer);
+  info.headers = headers;
+  return info;
+}
+
+const std::string& name_of(const Route* r) {
+  static const std::string kNone = "<none>";
+  return r == nullptr ? kNone : r->name;
+}
+
+// --- matching ---
+
+TEST(PolicyMatch, ExactPathAndMethod) {
+  Config config;
+  config.routes = {route("GET", "/api/status"), route("POST", "/api/orders")};
+  const Policy policy(config);
+  EXPECT_EQ(name_of(policy.match("GET", "/api/status")), "GET /api/status");
+  EXPECT_EQ(name_of(policy.match("POST", "/api/orders")), "POST /api/orders");
+  EXPECT_EQ(policy.match("POST", "/api/status"), nullptr);
+  EXPECT_EQ(policy.match("GET", "/api/status/x"), nullptr);
+  EXPECT_EQ(policy.match("GET", "/api"), nullptr);
+}
+
+TEST(PolicyMatch, MethodIsCaseSensitive) {
+  Config config;
+  config.routes = {route("GET", "/a")};
+  const Policy policy(config);
+  EXPECT_EQ(policy.match("get", "/a"), nullptr);
+  EXPECT_EQ(policy.match("HEAD", "/a"), nullptr);
+}
+
+TEST(PolicyMatch, StarMethodMatchesAnyMethod) {
+  Config config;
+  config.routes = {route("*", "/a")};
+  const Policy policy(config);
+  EXPECT_EQ(name_of(policy.match("GET", "/a")), "* /a");
+  EXPECT_EQ(name_of(policy.match("DELETE", "/a")), "* /a");
+  EXPECT_EQ(name_of(policy.match("BREW", "/a")), "* /a");
+}
+
+TEST(PolicyMatch, ParamMatchesExactlyOneNonEmptySegment) {
+  Config config;
+  config.routes = {route("GET", "/api/users/{id}")};
+  const Policy policy(config);
+  EXPECT_NE(policy.match("GET", "/api/users/42"), nullptr);
+  EXPECT_NE(policy.match("GET", "/api/users/%2F"), nullptr);
+  EXPECT_EQ(policy.match("GET", "/api/users"), nullptr);
+  EXPECT_EQ(policy.match("GET", "/api/users/42/orders"), nullptr);
+  EXPECT_EQ(policy.match("GET", "/api/users//"), nullptr);  // not normalised: empty segment
+}
+
+TEST(PolicyMatch, ParamsInTheMiddle) {
+  Config config;
+  config.routes = {route("GET", "/api/users/{id}/orders/{order}")};
+  const Policy policy(config);
+  EXPECT_NE(policy.match("GET", "/api/users/1/orders/2"), nullptr);
+  EXPECT_EQ(policy.match("GET", "/api/users/1/items/2"), nullptr);
+  EXPECT_EQ(policy.match("GET", "/api/users/1/orders"), nullptr);
+}
+
+// Decided: "/static/*" matches "/static" itself and anything below it, since
+// the normalised path of "/static/" is "/static" and both spellings must share a limit.
+TEST(PolicyMatch, TrailingWildcardMatchesThePrefixAndBelow) {
+  Config config;
+  config.routes = {route("GET", "/static/*")};
+  const Policy policy(config);
+  EXPECT_NE(policy.match("GET", "/static"), nullptr);
+  EXPECT_NE(policy.match("GET", "/static/app.js"), nullptr);
+  EXPECT_NE(policy.match("GET", "/static/a/b/c"), nullptr);
+  EXPECT_EQ(policy.match("GET", "/staticfiles"), nullptr);
+  EXPECT_EQ(policy.match("GET", "/stati"), nullptr);
+  EXPECT_EQ(policy.match("GET", "/"), nullptr);
+}
+
+TEST(PolicyMatch, RootWildcardMatchesEverything) {
+  Config config;
+  config.routes = {route("*", "/*")};
+  const Policy policy(config);
+  EXPECT_NE(policy.match("GET", "/"), nullptr);
+  EXPECT_NE(policy.match("GET", "/a/b"), nullptr);
+}
+
+TEST(PolicyMatch, ParamThenWildcard) {
+  Config config;
+  config.routes = {route("GET", "/u/{id}/*")};
+  const Policy policy(config);
+  EXPECT_NE(policy.match("GET", "/u/1"), nullptr);
+  EXPECT_NE(policy.match("GET", "/u/1/x/y"), nullptr);
+  EXPECT_EQ(policy.match("GET", "/u"), nullptr);
+}
+
+TEST(PolicyMatch, RootPath) {
+  Config config;
+  config.routes = {route("GET", "/")};
+  const Policy policy(config);
+  EXPECT_NE(policy.match("GET", "/"), nullptr);
+  EXPECT_EQ(policy.match("GET", "/a"), nullptr);
+}
+
+TEST(PolicyMatch, FirstMatchWins) {
+  Config config;
+  config.routes = {route("GET", "/api/users/me"), route("GET", "/api/users/{id}"),
+                   route("*", "/api/*")};
+  const Policy policy(config);
+  EXPECT_EQ(name_of(policy.match("GET", "/api/users/me")), "GET /api/users/me");
+  EXPECT_EQ(name_of(policy.match("GET", "/api/users/7")), "GET /api/users/{id}");
+  EXPECT_EQ(name_of(policy.match("POST", "/api/users/7")), "* /api/*");
+}
+
+TEST(PolicyMatch, DefaultRouteWhenNothingMatches) {
+  Config config;
+  config.routes = {route("GET", "/a")};
+  Route fallback = route("*", "/*");
+  fallback.name = "default";
+  config.default_route = fallback;
+  const Policy policy(config);
+  EXPECT_EQ(name_of(policy.match("GET", "/a")), "GET /a");
+  EXPECT_EQ(name_of(policy.match("GET", "/b")), "default");
+}
+
+TEST(PolicyMatch, NoRouteAndNoDefaultIsNull) {
+  const Policy policy(Config{});
+  EXPECT_EQ(policy.match("GET", "/"), nullptr);
+}
+
+TEST(PolicyMatch, PatternsAreNormalisedLikeRequests) {
+  Config config;
+  config.routes = {route("GET", "/api//status/"), route("GET", "/%7Euser/{id}")};
+  const Policy policy(config);
+  EXPECT_NE(policy.match("GET", "/api/status"), nullptr);
+  EXPECT_NE(policy.match("GET", "/~user/1"), nullptr);
+}
+
+TEST(PolicyMatch, CaseInsensitivePathsCompareThePatternLowerCased) {
+  Config config;
+  config.case_insensitive_paths = true;
+  config.routes = {route("GET", "/API/Status"), route("GET", "/Users/{Id}/*")};
+  const Policy policy(config);
+  EXPECT_NE(policy.match("GET", "/api/status"), nullptr);
+  EXPECT_NE(policy.match("GET", "/users/1/x"), nullptr);
+  EXPECT_EQ(name_of(policy.plan(request("GET", "/API/STATUS")).route), "GET /API/Status");
+  EXPECT_EQ(name_of(policy.plan(request("GET", "/api/status/")).route), "GET /API/Status");
+}
+
+TEST(PolicyMatch, CaseSensitiveByDefault) {
+  Config config;
+  config.routes = {route("GET", "/api/status")};
+  const Policy policy(config);
+  EXPECT_EQ(policy.plan(request("GET", "/API/status")).route, nullptr);
+}
+
+// --- plan: every spelling shares one limit ---
+
+TEST(PolicyPlan, PathVariantsShareOneStoreKey) {
+  Config config;
+  config.routes = {route("GET", "/api/search")};
+  const Policy policy(config);
+  const Plan canonical = policy.plan(request("GET", "/api/search"));
+  ASSERT_EQ(canonical.limits.size(), 1u);
+  EXPECT_EQ(canonical.limits[0].store_key, "route:GET /api/search#0|ip:192.0.2.1");
+  for (std::string_view variant :
+       {"/api/search/", "//api//search", "/api/./search", "/api/x/../search", "/api/%73earch",
+        "/api/search?q=cats", "/api/search/?q=/../x#f", "http://example.com/api/search"}) {
+    const Plan p = policy.plan(request("GET", variant));
+    ASSERT_EQ(p.route, canonical.route) << variant;
+    ASSERT_EQ(p.limits.size(), 1u);
+    EXPECT_EQ(p.limits[0].store_key, canonical.limits[0].store_key) << variant;
+    EXPECT_EQ(p.normalized_path, "/api/search");
+  }
+}
+
+TEST(PolicyPlan, NoRouteNoLimits) {
+  const Policy policy(Config{});
+  const Plan p = policy.plan(request("GET", "/x"));
+  EXPECT_EQ(p.route, nullptr);
+  EXPECT_TRUE(p.limits.empty());
+  EXPECT_EQ(p.normalized_path, "/x");
+  EXPECT_EQ(p.client, ip("192.0.2.1"));
+}
+
+// --- keys ---
+
+TEST(PolicyKey, IpKey) {
+  Config config;
+  config.routes = {route("GET", "/a")};
+  const Policy policy(config);
+  EXPECT_EQ(policy.plan(request("GET", "/a")).client_key, "ip:192.0.2.1");
+}
+
+TEST(PolicyKey, Ipv6KeyedBySlash64ByDefault) {
+  Config config;
+  config.routes = {route("GET", "/a")};
+  const Policy policy(config);
+  const Plan p1 = policy.plan(request("GET", "/a", nullptr, "2001:db8:1:2::1"));
+  const Plan p2 = policy.plan(request("GET", "/a", nullptr, "2001:db8:1:2:ffff::9"));
+  const Plan p3 = policy.plan(request("GET", "/a", nullptr, "2001:db8:1:3::1"));
+  EXPECT_EQ(p1.client_key, "ip:2001:db8:1:2::/64");
+  EXPECT_EQ(p1.limits[0].store_key, p2.limits[0].store_key);
+  EXPECT_NE(p1.limits[0].store_key, p3.limits[0].store_key);
+}
+
+TEST(PolicyKey, Ipv6PrefixFromConfig) {
+  Config config;
+  config.client_ip.ipv6_prefix = 48;
+  config.routes = {route("GET", "/a")};
+  const Policy policy(config);
+  EXPECT_EQ(policy.plan(request("GET", "/a", nullptr, "2001:db8:1:2::1")).client_key,
+            "ip:2001:db8:1::/48");
+}
+
+TEST(PolicyKey, MappedPeerIsKeyedAsIpv4) {
+  Config config;
+  config.routes = {route("GET", "/a")};
+  const Policy policy(config);
+  EXPECT_EQ(policy.plan(request("GET", "/a", nullptr, "::ffff:192.0.2.1")).client_key,
+            "ip:192.0.2.1");
+}
+
+TEST(PolicyKey, HeaderKey) {
+  Config config;
+  config.routes = {route("POST", "/orders", {bucket(10, 2)},
+                         key_spec({header_part("x-api-key")}, "header:x-api-key"))};
+  const Policy policy(config);
+  FakeHeaders headers;
+  headers.add("X-Api-Key", "abc");
+  const Plan p = policy.plan(request("POST", "/orders", &headers));
+  EXPECT_EQ(p.client_key, "h:x-api-key=abc");
+  EXPECT_EQ(p.limits[0].store_key, "route:POST /orders#0|h:x-api-key=abc");
+}
+
+TEST(PolicyKey, MissingOrEmptyHeaderFallsBackToTheIp) {
+  Config config;
+  config.routes = {route("POST", "/orders", {bucket(10, 2)},
+                         key_spec({header_part("x-api-key")}, "header:x-api-key"))};
+  const Policy policy(config);
+  EXPECT_EQ(policy.plan(request("POST", "/orders")).client_key, "ip:192.0.2.1");
+  FakeHeaders none;
+  EXPECT_EQ(policy.plan(request("POST", "/orders", &none)).client_key, "ip:192.0.2.1");
+  FakeHeaders empty;
+  empty.add("x-api-key", "");
+  EXPECT_EQ(policy.plan(request("POST", "/orders", &empty)).client_key, "ip:192.0.2.1");
+}
+
+TEST(PolicyKey, GlobalKey) {
+  Config config;
+  config.routes = {route("GET", "/a", {bucket(10, 1)}, key_spec({kGlobalPart}, "global"))};
+  const Policy policy(config);
+  const Plan p1 = policy.plan(request("GET", "/a", nullptr, "192.0.2.1"));
+  const Plan p2 = policy.plan(request("GET", "/a", nullptr, "198.51.100.1"));
+  EXPECT_EQ(p1.client_key, "global");
+  EXPECT_EQ(p1.limits[0].store_key, p2.limits[0].store_key);
+}
+
+TEST(PolicyKey, CombinationsJoinedByPlus) {
+  Config config;
+  config.routes = {route("GET", "/a", {bucket(10, 1)},
+                         key_spec({kIpPart, header_part("x-user")}, "ip+header:x-user"))};
+  const Policy policy(config);
+  FakeHeaders headers;
+  headers.add("x-user", "42");
+  EXPECT_EQ(policy.plan(request("GET", "/a", &headers)).client_key, "ip:192.0.2.1+h:x-user=42");
+  EXPECT_EQ(policy.plan(request("GET", "/a")).client_key, "ip:192.0.2.1+ip:192.0.2.1");
+}
+
+TEST(PolicyKey, HeaderValuesAreEscaped) {
+  Config config;
+  config.routes = {
+      route("GET", "/a", {bucket(10, 1)}, key_spec({header_part("x-k")}, "header:x-k"))};
+  const Policy policy(config);
+  FakeHeaders headers;
+  headers.add("x-k", "a+b|c%d e\x01\xff");
+  EXPECT_EQ(policy.plan(request("GET", "/a", &headers)).client_key,
+            "h:x-k=a%2Bb%7Cc%25d%20e%01%FF");
+}
+
+// Without escaping, {a: "1+h:b=2", b: "3"} and {a: "1", b: "2+h:b=3"} would both
+// read "h:a=1+h:b=2+h:b=3"; a header could also impersonate the ip part or
+// another scope. Every distinct pair of values must give a distinct key.
+TEST(PolicyKey, HeaderValuesCannotForgeAnotherKey) {
+  Config config;
+  config.routes = {route("GET", "/a", {bucket(10, 1)},
+                         key_spec({header_part("a"), header_part("b")}, "header:a+header:b"))};
+  const Policy policy(config);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"1+h:b=2", "3"},     {"1", "2+h:b=3"}, {"1+ip:192.0.2.1", "3"},
+      {"1", "3"},           {"1%2B", "3"},    {"1|route:x", "3"},
+      {"1", "3|x"},         {"", ""},  // both missing: ip+ip
+      {"ip:192.0.2.1", ""}, {"1", ""},
+  };
+  std::set<std::string> keys;
+  for (const auto& [a, b] : cases) {
+    FakeHeaders headers;
+    if (!a.empty()) headers.add("a", a);
+    if (!b.empty()) headers.add("b", b);
+    const Plan p = policy.plan(request("GET", "/a", &headers));
+    EXPECT_EQ(p.client_key.find('|'), std::string::npos) << p.client_key;
+    EXPECT_EQ(std::count(p.client_key.begin(), p.client_key.end(), '+'), 1) << p.client_key;
+    keys.insert(p.limits[0].store_key);
+  }
+  EXPECT_EQ(keys.size(), cases.size());
+}
+
+TEST(PolicyKey, ForgedIpInAHeaderDoesNotMatchTheIpKey) {
+  Config config;
+  config.routes = {
+      route("GET", "/a", {bucket(10, 1)}, key_spec({header_part("x-k")}, "header:x-k"))};
+  const Policy policy(config);
+  FakeHeaders forged;
+  forged.add("x-k", "x+ip:198.51.100.1");
+  const Plan attacker = policy.plan(request("GET", "/a", &forged, "192.0.2.1"));
+  const Plan victim = policy.plan(request("GET", "/a", nullptr, "198.51.100.1"));
+  EXPECT_NE(attacker.limits[0].store_key, victim.limits[0].store_key);
+  EXPECT_EQ(attacker.client_key, "h:x-k=x%2Bip:198.51.100.1");
+}
+
+// --- client address through plan() ---
+
+TEST(PolicyClientIp, ForwardedForIgnoredFromAnUntrustedPeer) {
+  Config config;
+  config.client_ip.trusted_proxies = {parse_cidr("127.0.0.1/32").value()};
+  config.routes = {route("GET", "/a")};
+  const Policy policy(config);
+  FakeHeaders headers;
+  headers.add("X-Forwarded-For", "198.51.100.1");
+  headers.add("X-Real-IP", "198.51.100.2");
+  const Plan p = policy.plan(request("GET", "/a", &headers, "203.0.113.5"));
+  EXPECT_EQ(p.client, ip("203.0.113.5"));
+  EXPECT_EQ(p.client_key, "ip:203.0.113.5");
+}
+
+TEST(PolicyClientIp, ForwardedForHonouredFromATrustedPeer) {
+  Config config;
+  config.client_ip.trusted_proxies = {parse_cidr("127.0.0.1/32").value(),
+                                      parse_cidr("10.0.0.0/8").value()};
+  config.routes = {route("GET", "/a")};
+  const Policy policy(config);
+  FakeHeaders headers;
+  headers.add("X-Forwarded-For", "6.6.6.6, 198.51.100.1");  // two header lines,
+  headers.add("X-Forwarded-For", "10.1.1.1");               // joined by get_all
+  const Plan p = policy.plan(request("GET", "/a", &headers, "127.0.0.1"));
+  EXPECT_EQ(p.client_key, "ip:198.51.100.1");
+}
+
+TEST(PolicyClientIp, RealIpFromATrustedPeerWithoutForwardedFor) {
+  Config config;
+  config.client_ip.trusted_proxies = {parse_cidr("127.0.0.1/32").value()};
+  config.routes = {route("GET", "/a")};
+  const Policy policy(config);
+  FakeHeaders headers;
+  headers.add("X-Real-IP", "2001:db8:5:6::1");
+  EXPECT_EQ(policy.plan(request("GET", "/a", &headers, "127.0.0.1")).client_key,
+            "ip:2001:db8:5:6::/64");
+}
+
+// --- store keys and named policies ---
+
+Config login_config() {
+  Config config;
+  config.policies = {NamedPolicy{"login", bucket(5, 1)}};
+  Route login = route("POST", "/api/auth/login", {});
+  login.limits = {
+      RouteLimit{"login", true, bucket(5, 1)},
+      RouteLimit{"POST /api/auth/login#1", false, Limit::fixed_window(100, 3600s).value()}};
+  Route other = route("POST", "/api/auth/token", {});
+  other.limits = {RouteLimit{"login", true, bucket(5, 1)}};
+  config.routes = {login, other};
+  return config;
+}
+
+TEST(PolicyStoreKey, NamedPolicyIsSharedAndInlineLimitsAreNot) {
+  const Policy policy(login_config());
+  const Plan login = policy.plan(request("POST", "/api/auth/login"));
+  const Plan token = policy.plan(request("POST", "/api/auth/token"));
+  ASSERT_EQ(login.limits.size(), 2u);
+  ASSERT_EQ(token.limits.size(), 1u);
+  EXPECT_EQ(login.limits[0].store_key, "policy:login|ip:192.0.2.1");
+  EXPECT_EQ(login.limits[1].store_key, "route:POST /api/auth/login#1|ip:192.0.2.1");
+  EXPECT_EQ(token.limits[0].store_key, login.limits[0].store_key);
+  EXPECT_EQ(login.limits[0].limit, &login.route->limits[0]);
+  EXPECT_EQ(login.limits[1].limit, &login.route->limits[1]);
+}
+
+TEST(PolicyStoreKey, EqualInlineLimitsOnDifferentRoutesDoNotShare) {
+  Config config;
+  config.routes = {route("GET", "/a"), route("GET", "/b")};
+  const Policy policy(config);
+  EXPECT_NE(policy.plan(request("GET", "/a")).limits[0].store_key,
+            policy.plan(request("GET", "/b")).limits[0].store_key);
+}
+
+TEST(PolicyStoreKey, DefaultRouteLimits) {
+  Config config;
+  Route fallback = route("*", "/*", {});
+  fallback.name = "default";
+  fallback.limits = {RouteLimit{"default#0", false, bucket(100, 20)}};
+  config.default_route = fallback;
+  const Policy policy(config);
+  const Plan p = policy.plan(request("GET", "/anything"));
+  ASSERT_EQ(p.limits.size(), 1u);
+  EXPECT_EQ(p.limits[0].store_key, "route:default#0|ip:192.0.2.1");
+}
+
+TEST(PolicyNamed, FindPolicyAndPlanPolicy) {
+  const Policy policy(login_config());
+  ASSERT_NE(policy.find_policy("login"), nullptr);
+  EXPECT_EQ(policy.find_policy("login")->limit.size(), 5u);
+  EXPECT_EQ(policy.find_policy("nope"), nullptr);
+  ASSERT_NE(policy.find_policy_limit("login"), nullptr);
+  EXPECT_EQ(policy.find_policy_limit("login")->name, "login");
+  EXPECT_TRUE(policy.find_policy_limit("login")->named_policy);
+  EXPECT_EQ(policy.find_policy_limit("nope"), nullptr);
+
+  const Plan p = policy.plan_policy("login", "user:42");
+  ASSERT_EQ(p.limits.size(), 1u);
+  EXPECT_EQ(p.route, nullptr);
+  EXPECT_EQ(p.limits[0].store_key, "policy:login|user:42");
+  EXPECT_EQ(p.limits[0].limit, policy.find_policy_limit("login"));
+  EXPECT_TRUE(policy.plan_policy("nope", "user:42").limits.empty());
+  EXPECT_EQ(Policy::policy_store_key("login", "ip:192.0.2.1"), "policy:login|ip:192.0.2.1");
+}
+
+TEST(PolicyCopy, ACopyMatchesIntoItsOwnConfig) {
+  const Policy original(login_config());
+  const Policy copy = original;
+  const Route* r = copy.match("POST", "/api/auth/login");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r, &copy.config().routes[0]);
+  EXPECT_NE(r, original.match("POST", "/api/auth/login"));
+}
+
+}  // namespace
+}  // namespace sluice::policy
