@@ -39,6 +39,7 @@ bool glob_match(std::span<const std::string> parts, std::string_view value) {
 namespace {
 
 void append_entry(std::string* out, std::string_view key, std::string_view value) {
+  if (out == nullptr) return;
   out->push_back('.');
   out->append(key);
   if (!value.empty()) {
@@ -49,14 +50,17 @@ void append_entry(std::string* out, std::string_view key, std::string_view value
 
 }  // namespace
 
-std::optional<Match> match_descriptor(const Domain& domain, std::span<const EntryView> entries) {
+std::optional<Match> match_descriptor(const Domain& domain, std::span<const EntryView> entries,
+                                      bool with_stat_key) {
   const DescriptorLevel* level = &domain.root;
   const DescriptorNode* found = nullptr;
-  std::vector<const std::string*> shared(entries.size(), nullptr);
+  std::vector<const std::string*> shared;  // sized on the first shared pattern
   // The metric name as it grows level by level: a value appears when it was
   // matched exactly or value_to_metric asks for it; a wildcard shows its
   // pattern (share_threshold or not) unless value_to_metric asks for the value.
-  std::string stat_key = domain.name;
+  std::string stat_key;
+  if (with_stat_key) stat_key = domain.name;
+  std::string* stat = with_stat_key ? &stat_key : nullptr;
 
   for (size_t i = 0; i < entries.size(); ++i) {
     const EntryView& e = entries[i];
@@ -80,18 +84,21 @@ std::optional<Match> match_descriptor(const Domain& domain, std::span<const Entr
 
     switch (how) {
       case How::kNone:
-        append_entry(&stat_key, e.key, {});
+        append_entry(stat, e.key, {});
         break;
       case How::kValue:
-        append_entry(&stat_key, e.key, e.value);
+        append_entry(stat, e.key, e.value);
         break;
       case How::kWildcard:
-        if (node->share_threshold) shared[i] = &node->value;
-        append_entry(&stat_key, e.key,
+        if (node->share_threshold) {
+          if (shared.empty()) shared.resize(entries.size(), nullptr);
+          shared[i] = &node->value;
+        }
+        append_entry(stat, e.key,
                      node->value_to_metric && !node->share_threshold ? e.value : node->value);
         break;
       case How::kDefault:
-        append_entry(&stat_key, e.key, node->value_to_metric ? e.value : std::string_view{});
+        append_entry(stat, e.key, node->value_to_metric ? e.value : std::string_view{});
         break;
     }
 
@@ -103,12 +110,13 @@ std::optional<Match> match_descriptor(const Domain& domain, std::span<const Entr
   if (found == nullptr) return std::nullopt;
   Match match;
   match.node = found;
-  if (found->detailed_metric) {
+  if (found->detailed_metric && with_stat_key) {
     // Every entry with its own value, except the shared wildcard patterns.
     stat_key = domain.name;
     for (size_t i = 0; i < entries.size(); ++i) {
+      const bool is_shared = !shared.empty() && shared[i] != nullptr;
       append_entry(&stat_key, entries[i].key,
-                   shared[i] != nullptr ? std::string_view(*shared[i]) : entries[i].value);
+                   is_shared ? std::string_view(*shared[i]) : entries[i].value);
     }
   }
   match.stat_key = std::move(stat_key);

@@ -31,19 +31,22 @@ struct EntryView {
 
 struct Match {
   const DescriptorNode* node = nullptr;  // the node whose rule applies
-  // One per request entry: the wildcard pattern that stands for the entry's
-  // value in the store key when the entry matched a share_threshold wildcard
-  // (so that every value matching it shares one counter), else nullptr.
+  // Empty when no entry matched a share_threshold wildcard. Else one per
+  // request entry: the wildcard pattern that stands for the entry's value in
+  // the store key (so that every value matching it shares one counter), or
+  // nullptr for an entry that keeps its value.
   std::vector<const std::string*> shared_patterns;
   // The metric name, as envoyproxy/ratelimit builds it with detailed_metric,
-  // value_to_metric and share_threshold.
+  // value_to_metric and share_threshold; only built when asked for.
   std::string stat_key;
 
   const RateLimitRule& rule() const { return *node->rule; }
 };
 
-// The rule that applies to `entries` in `domain`, or nothing.
-std::optional<Match> match_descriptor(const Domain& domain, std::span<const EntryView> entries);
+// The rule that applies to `entries` in `domain`, or nothing. Fills
+// Match::stat_key when `with_stat_key`.
+std::optional<Match> match_descriptor(const Domain& domain, std::span<const EntryView> entries,
+                                      bool with_stat_key = true);
 
 // `pattern` split at each '*' ("a*b*" -> {"a", "b", ""}); one part when there is no '*'.
 std::vector<std::string> split_glob(std::string_view pattern);

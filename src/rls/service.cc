@@ -3,10 +3,10 @@
 #include <google/protobuf/struct.pb.h>
 
 #include <algorithm>
+#include <charconv>
 #include <limits>
 #include <optional>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 #include "rls/matcher.h"
@@ -31,14 +31,14 @@ struct Item {
   const DescriptorNode* node = nullptr;  // the matched config node; null for an override
   const Limit* limit = nullptr;          // the limit the store applies
   std::optional<Limit> override_limit;   // owns the limit of a `limit` override
-  std::string name;                      // rate_limit.name
+  std::string_view name;                 // rate_limit.name (the config outlives the call)
   uint32_t requests_per_unit = 0;
   Unit unit = Unit::kUnknown;
   Nanos window{0};
   bool window_aligned = true;  // fixed windows end on multiples of `window`
   bool shadow_mode = false;
   bool quota_mode = false;
-  std::string stat_key;
+  std::string stat_key;  // only for draft-10 headers
   std::string store_key;
   uint64_t hits = 1;
   Decision decision;
@@ -64,7 +64,9 @@ int64_t ceil_seconds(Nanos d) {
 }
 
 void append_field(std::string* out, std::string_view s) {
-  out->append(std::to_string(s.size()));
+  char digits[24];
+  const auto end = std::to_chars(digits, digits + sizeof digits, s.size()).ptr;
+  out->append(digits, end);
   out->push_back(':');
   out->append(s);
 }
@@ -80,7 +82,8 @@ std::string store_key(
   append_field(&key, domain);
   for (int i = 0; i < entries.size(); ++i) {
     append_field(&key, entries[i].key());
-    const std::string* pattern = shared != nullptr ? (*shared)[static_cast<size_t>(i)] : nullptr;
+    const std::string* pattern =
+        shared != nullptr && !shared->empty() ? (*shared)[static_cast<size_t>(i)] : nullptr;
     if (pattern != nullptr) {
       key.push_back('*');
       append_field(&key, *pattern);
@@ -197,7 +200,8 @@ void RlsService::decide(const rlspb::RateLimitRequest& request, rlspb::RateLimit
 
   // Pass 1: find each descriptor's rule.
   std::vector<EntryView> entries;
-  std::unordered_set<std::string_view> replaced;
+  std::vector<std::string_view> replaced;  // names; usually none
+  const bool want_stat_key = options_.response_headers == ResponseHeaders::kDraft10;
   for (int i = 0; i < n; ++i) {
     const auto& d = request.descriptors(i);
     Item& item = call->items[static_cast<size_t>(i)];
@@ -213,7 +217,7 @@ void RlsService::decide(const rlspb::RateLimitRequest& request, rlspb::RateLimit
       item.unit = static_cast<Unit>(unit);
       item.requests_per_unit = d.limit().requests_per_unit();
       item.window = unit_length(item.unit);
-      item.stat_key = override_stat_key(request, i);
+      if (want_stat_key) item.stat_key = override_stat_key(request, i);
       item.store_key = store_key(request.domain(), d.entries(), nullptr);
       if (item.requests_per_unit == 0) {
         item.kind = Kind::kBlocked;
@@ -231,7 +235,7 @@ void RlsService::decide(const rlspb::RateLimitRequest& request, rlspb::RateLimit
     }
     entries.clear();
     for (const auto& e : d.entries()) entries.push_back(EntryView{e.key(), e.value()});
-    std::optional<Match> match = match_descriptor(*domain, entries);
+    std::optional<Match> match = match_descriptor(*domain, entries, want_stat_key);
     if (!match) continue;
     const RateLimitRule& rule = match->rule();
     item.node = match->node;
@@ -243,7 +247,7 @@ void RlsService::decide(const rlspb::RateLimitRequest& request, rlspb::RateLimit
     item.shadow_mode = match->node->shadow_mode;
     item.quota_mode = match->node->quota_mode;
     item.stat_key = std::move(match->stat_key);
-    for (const std::string& r : rule.replaces) replaced.insert(r);
+    for (const std::string& r : rule.replaces) replaced.push_back(r);
     if (rule.unlimited) {
       item.kind = Kind::kUnlimited;
     } else if (!rule.limit) {
@@ -257,7 +261,8 @@ void RlsService::decide(const rlspb::RateLimitRequest& request, rlspb::RateLimit
 
   // Pass 2: drop replaced rules, then ask the store for the rest.
   for (Item& item : call->items) {
-    if (item.node != nullptr && !item.name.empty() && replaced.contains(item.name)) {
+    if (item.node != nullptr && !item.name.empty() &&
+        std::find(replaced.begin(), replaced.end(), item.name) != replaced.end()) {
       item.kind = Kind::kNoLimit;
       item.node = nullptr;
     }
@@ -310,7 +315,7 @@ void RlsService::finish(Call& call) {
       continue;
     }
     auto* current = status->mutable_current_limit();
-    current->set_name(item.name);
+    current->set_name(std::string(item.name));
     current->set_requests_per_unit(item.requests_per_unit);
     current->set_unit(static_cast<rlspb::RateLimitResponse::RateLimit::Unit>(item.unit));
     if (item.kind == Kind::kCheckOnly) continue;
@@ -397,7 +402,8 @@ void RlsService::finish(Call& call) {
       const Item& item = call.items[static_cast<size_t>(i)];
       const auto& s = response.statuses(i);
       if (!s.has_current_limit() || item.kind == Kind::kCheckOnly) continue;
-      const std::string name = sf_string(item.name.empty() ? item.stat_key : item.name);
+      const std::string name =
+          sf_string(item.name.empty() ? std::string_view(item.stat_key) : item.name);
       if (!policy.empty()) {
         policy += ", ";
         state += ", ";
@@ -413,7 +419,24 @@ void RlsService::finish(Call& call) {
     }
   }
 
-  // Dynamic metadata.
+  // Dynamic metadata, when the options or the config ask for it.
+  bool quota_enabled = false;
+  bool with_metadata = false;
+  for (size_t i = 0; i < n; ++i) {
+    const Item& item = call.items[i];
+    quota_enabled = quota_enabled || (item.quota_mode && item.has_limit());
+    with_metadata = with_metadata || (item.node != nullptr && item.node->metadata != nullptr);
+  }
+  if (options_.dynamic_metadata || quota_enabled || with_metadata) {
+    fill_metadata(call, quota_enabled, quota_over, over);
+  }
+
+  call.done(grpc::Status::OK);
+}
+
+void RlsService::fill_metadata(Call& call, bool quota_enabled,
+                               const std::vector<size_t>& quota_over,
+                               const std::vector<bool>& over) const {
   google::protobuf::Struct metadata;
   auto& fields = *metadata.mutable_fields();
   if (options_.dynamic_metadata) {
@@ -426,9 +449,6 @@ void RlsService::finish(Call& call) {
         entries->add_values()->set_string_value(e.key() + "=" + e.value());
     }
   }
-  bool quota_enabled = false;
-  for (const Item& item : call.items)
-    quota_enabled = quota_enabled || (item.quota_mode && item.has_limit());
   if (options_.dynamic_metadata || quota_enabled) {
     fields["quotaModeEnabled"].set_bool_value(quota_enabled);
     if (!quota_over.empty()) {
@@ -437,14 +457,12 @@ void RlsService::finish(Call& call) {
         violations->add_values()->set_number_value(static_cast<double>(i));
     }
   }
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < call.items.size(); ++i) {
     const Item& item = call.items[i];
     if (item.node == nullptr || item.node->metadata == nullptr || over[i]) continue;
     for (const auto& [key, value] : item.node->metadata->fields()) fields.insert({key, value});
   }
-  if (!fields.empty()) *response.mutable_dynamic_metadata() = std::move(metadata);
-
-  call.done(grpc::Status::OK);
+  if (!fields.empty()) *call.response->mutable_dynamic_metadata() = std::move(metadata);
 }
 
 }  // namespace sluice::rls

@@ -40,6 +40,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 #include "rls/config.h"
@@ -115,6 +116,8 @@ class RlsService final : public rlspb::RateLimitService::CallbackService {
  private:
   struct Call;
   void finish(Call& call);
+  void fill_metadata(Call& call, bool quota_enabled, const std::vector<size_t>& quota_over,
+                     const std::vector<bool>& over) const;
 
   Store& store_;
   const Clock& clock_;

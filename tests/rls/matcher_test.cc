@@ -156,7 +156,7 @@ descriptors:
   std::vector<EntryView> docs{{"docs", "docs/x"}};
   m = match_descriptor(*config->find_domain("d"), docs);
   ASSERT_TRUE(m.has_value());
-  EXPECT_EQ(m->shared_patterns[0], nullptr);  // no share_threshold: each value counts alone
+  EXPECT_TRUE(m->shared_patterns.empty());  // no share_threshold: each value counts alone
 }
 
 TEST(Match, StatKeysFollowDetailedMetricAndValueToMetric) {
