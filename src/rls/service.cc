@@ -266,7 +266,9 @@ void RlsService::decide(const rlspb::RateLimitRequest& request, rlspb::RateLimit
       item.kind = Kind::kNoLimit;
       item.node = nullptr;
     }
-    if (item.kind == Kind::kStore && item.hits == 0) item.kind = Kind::kCheckOnly;
+    if ((item.kind == Kind::kStore || item.kind == Kind::kBlocked) && item.hits == 0) {
+      item.kind = Kind::kCheckOnly;
+    }
   }
   for (size_t i = 0; i < call->items.size(); ++i) {
     Item& item = call->items[i];

@@ -250,6 +250,9 @@ TEST(RlsService, HitsAddendFromTheRequestAndOverriddenPerDescriptor) {
     EXPECT_EQ(c.statuses(0).current_limit().requests_per_unit(), 3u);
   }
   EXPECT_EQ(rls.call(one("ip", "4.4.4.4")).statuses(0).limit_remaining(), 0u);
+  pb::RateLimitRequest check_blocked = one("blocked", "x");
+  check_blocked.mutable_descriptors(0)->mutable_hits_addend()->set_value(0);
+  EXPECT_EQ(rls.call(check_blocked).overall_code(), OK);  // 0 hits exceed nothing
 
   // More hits than the limit can ever hold: over, not an error.
   EXPECT_EQ(rls.call(one("ip", "7.7.7.7", 4)).overall_code(), OVER);
