@@ -3,6 +3,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cli/serve.h"
 #include "cli/simulate.h"
 #include "cli/validate.h"
 #include "sluice/version.h"
@@ -12,6 +13,10 @@ namespace {
 constexpr const char* kUsage = R"(sluice - rate limiting for APIs that scale
 
 Usage:
+  sluice serve --config FILE
+                  Run the server: gateway, POST /v1/check, GET /v1/auth on
+                  `listen`; /healthz /metrics /admin/* on `admin`. SIGHUP
+                  reloads, SIGTERM drains and exits. `sluice serve --help`.
   sluice simulate [--scenario NAME | --trace FILE] [--format table|csv|json]
                   Replay traffic against all five algorithms on a simulated
                   clock; print allowed/denied counts and the most requests
@@ -41,6 +46,7 @@ int main(int argc, char** argv) {
   }
   const std::string_view command = args[0];
   const std::span<const std::string_view> rest(args.data() + 1, args.size() - 1);
+  if (command == "serve") return sluice::cli::run_serve(rest);
   if (command == "simulate") return sluice::cli::run_simulate(rest);
   if (command == "validate") return sluice::cli::run_validate(rest);
   std::fprintf(stderr, "sluice: unknown command '%.*s'\n\n%s", static_cast<int>(command.size()),

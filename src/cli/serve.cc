@@ -1,0 +1,103 @@
+#include "cli/serve.h"
+
+#include <cstdio>
+#include <exception>
+#include <memory>
+#include <string>
+
+#include <spdlog/spdlog.h>
+
+#include "http/server.h"
+#include "observe/logging.h"
+#include "policy/config_loader.h"
+#include "sluice/memory_store.h"
+
+namespace sluice::cli {
+
+namespace {
+
+constexpr const char* kServeUsage = R"(Usage: sluice serve --config FILE
+
+Runs the Sluice server described by FILE (docs/CONFIG.md):
+  listen   the gateway (when `upstream` is set), POST /v1/check, GET /v1/auth
+  admin    /healthz /readyz /metrics /admin/stats, POST /admin/reload, POST /admin/reset
+           (127.0.0.1 by default; never expose it)
+
+Signals: SIGHUP reloads FILE (a bad file is refused, the old config stays);
+SIGTERM or SIGINT stops accepting, finishes requests in flight (up to
+server.shutdown_grace) and exits 0.
+
+Exit codes: 0 after a graceful shutdown, 1 when FILE is invalid or a port
+cannot be bound, 2 on bad usage.
+)";
+
+// The store the config asks for. Only the memory store exists so far.
+std::shared_ptr<Store> make_store(const policy::Config& config, std::string* error) {
+  if (config.store.backend == policy::StoreConfig::Backend::kMemory) {
+    MemoryStoreOptions options;
+    options.max_keys = config.store.max_keys;
+    return std::make_shared<MemoryStore>(options);
+  }
+  *error = "store.backend redis is not available in this build";
+  return nullptr;
+}
+
+}  // namespace
+
+int run_serve(std::span<const std::string_view> args) {
+  std::string config_path;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--help" || args[i] == "-h") {
+      std::fputs(kServeUsage, stdout);
+      return 0;
+    }
+    if (args[i] == "--config" && i + 1 < args.size()) {
+      config_path = std::string(args[++i]);
+    } else if (args[i].substr(0, 9) == "--config=") {
+      config_path = std::string(args[i].substr(9));
+    } else {
+      std::fprintf(stderr, "sluice serve: unexpected argument '%.*s'\n\n%s",
+                   static_cast<int>(args[i].size()), args[i].data(), kServeUsage);
+      return 2;
+    }
+  }
+  if (config_path.empty()) {
+    std::fprintf(stderr, "sluice serve: --config FILE is required\n\n%s", kServeUsage);
+    return 2;
+  }
+
+  policy::LoadResult loaded = policy::load_config_file(config_path);
+  if (!loaded.config) {
+    for (const policy::ConfigError& e : loaded.errors) {
+      std::fprintf(stderr, "%s\n", e.text().c_str());
+    }
+    std::fprintf(stderr, "sluice serve: %zu error(s) in %s; not started\n", loaded.errors.size(),
+                 config_path.c_str());
+    return 1;
+  }
+  if (!observe::setup_logging(loaded.config->logging.level)) {
+    spdlog::warn("unknown logging.level \"{}\", using info", loaded.config->logging.level);
+  }
+
+  std::string error;
+  std::shared_ptr<Store> store = make_store(*loaded.config, &error);
+  if (!store) {
+    spdlog::error("{}", error);
+    return 1;
+  }
+  try {
+    http::ServerOptions options;
+    options.config_path = config_path;
+    http::Server server(std::move(*loaded.config), std::move(store), std::move(options));
+    if (Status st = server.start(); !st.ok()) {
+      spdlog::error("{}", st.error().message);
+      return 1;
+    }
+    return server.run();
+  } catch (const std::exception& e) {
+    spdlog::error("sluice serve: {}", e.what());
+    return 1;
+  }
+}
+
+}  // namespace sluice::cli

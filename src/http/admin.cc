@@ -1,0 +1,213 @@
+#include "http/admin.h"
+
+#include <string_view>
+
+#include <spdlog/spdlog.h>
+#include <boost/beast/http/field.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/value.hpp>
+
+#include "policy/policy.h"
+
+namespace sluice::http {
+
+namespace bhttp = boost::beast::http;
+
+namespace {
+
+std::string_view sv(boost::beast::string_view s) {
+  return {s.data(), s.size()};
+}
+
+Response text_response(HttpStatus status, std::string body,
+                       const char* content_type = "text/plain") {
+  Response res{status, 11};
+  res.set(bhttp::field::content_type, content_type);
+  res.body() = std::move(body);
+  return res;
+}
+
+Response method_not_allowed(const char* allow) {
+  Response res = error_response(HttpStatus::method_not_allowed, "METHOD_NOT_ALLOWED",
+                                std::string("use ") + allow);
+  res.set(bhttp::field::allow, allow);
+  return res;
+}
+
+std::string quoted_json(std::string_view s) {
+  return "\"" + json_escape(s) + "\"";
+}
+
+void append_route_stats(std::string& out, const RouteMetrics& m) {
+  out += "{\"route\":" + quoted_json(m.name);
+  out += ",\"allowed\":" + std::to_string(m.allowed->value());
+  out += ",\"denied\":" + std::to_string(m.denied->value());
+  out += ",\"errors\":" + std::to_string(m.error->value()) + "}";
+}
+
+std::string string_field(const boost::json::object& o, std::string_view name, bool* present) {
+  const boost::json::value* v = o.if_contains(name);
+  *present = v != nullptr && v->is_string() && !v->get_string().empty();
+  return *present ? std::string(v->get_string().data(), v->get_string().size()) : std::string();
+}
+
+}  // namespace
+
+AdminHandler::AdminHandler(ServerContext& context, ReloadFunction reload)
+    : context_(context), reload_(std::move(reload)), started_(std::chrono::steady_clock::now()) {}
+
+void AdminHandler::on_header(const std::shared_ptr<Session>& session) {
+  const RequestHeader& req = session->header();
+  std::string_view path = sv(req.target());
+  path = path.substr(0, path.find('?'));
+  const bool get = req.method() == bhttp::verb::get || req.method() == bhttp::verb::head;
+  const bool post = req.method() == bhttp::verb::post;
+
+  if (path == "/healthz") {
+    return session->respond(get ? text_response(HttpStatus::ok, "ok\n")
+                                : method_not_allowed("GET"));
+  }
+  if (path == "/readyz") {
+    if (!get) return session->respond(method_not_allowed("GET"));
+    const bool ready = context_.store.ready();
+    return session->respond(
+        ready ? text_response(HttpStatus::ok, "ready\n")
+              : text_response(HttpStatus::service_unavailable, "store unavailable\n"));
+  }
+  if (path == "/metrics") {
+    if (!get) return session->respond(method_not_allowed("GET"));
+    return session->respond(text_response(HttpStatus::ok, context_.registry.render(),
+                                          "text/plain; version=0.0.4; charset=utf-8"));
+  }
+  if (path == "/admin/stats") {
+    return session->respond(get ? stats() : method_not_allowed("GET"));
+  }
+  if (path == "/admin/reload") {
+    if (!post) return session->respond(method_not_allowed("POST"));
+    // The body (if any) is not used; read it so the connection stays usable.
+    return session->read_body([this, session](std::string) { session->respond(reload()); });
+  }
+  if (path == "/admin/reset") {
+    if (!post) return session->respond(method_not_allowed("POST"));
+    return session->read_body([this, session](std::string body) { session->respond(reset(body)); });
+  }
+  session->respond(
+      error_response(HttpStatus::not_found, "NOT_FOUND", "no admin endpoint " + std::string(path)));
+}
+
+Response AdminHandler::stats() const {
+  const std::shared_ptr<const State> state = context_.state.load();
+  std::string out = "{\"generation\":" + std::to_string(state->generation);
+  out += ",\"uptime_seconds\":" + std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                                                     std::chrono::steady_clock::now() - started_)
+                                                     .count());
+  out += ",\"keys_held\":" + std::to_string(context_.store.size());
+  out += ",\"routes\":[";
+  bool first = true;
+  auto add = [&](const RouteMetrics& m) {
+    if (!first) out += ',';
+    first = false;
+    append_route_stats(out, m);
+  };
+  for (const RouteMetrics& m : state->routes) add(m);
+  if (state->policy.config().default_route) add(state->default_route);
+  out += "],\"policies\":[";
+  first = true;
+  for (const RouteMetrics& m : state->policies) add(m);
+  out += "],\"top_denied_keys\":[";
+  first = true;
+  for (const observe::TopKeys::Entry& e : context_.top_denied.top()) {
+    if (!first) out += ',';
+    first = false;
+    out += "{\"key\":" + quoted_json(e.key) + ",\"count\":" + std::to_string(e.count) +
+           ",\"error\":" + std::to_string(e.error) + "}";
+  }
+  out += "],\"denials_logged\":" + std::to_string(state->denial_log->logged());
+  out += ",\"denials_not_logged\":" + std::to_string(state->denial_log->suppressed_total());
+  out += "}";
+  return json_response(HttpStatus::ok, std::move(out));
+}
+
+Response AdminHandler::reload() {
+  const ReloadOutcome outcome = reload_();
+  if (outcome.ok) {
+    return json_response(HttpStatus::ok, "{\"reloaded\":true,\"generation\":" +
+                                             std::to_string(outcome.generation) + "}");
+  }
+  std::string out = "{\"error\":{\"code\":\"INVALID_CONFIG\",\"message\":" +
+                    quoted_json("the config was refused; the previous one stays in force") +
+                    "},\"generation\":" + std::to_string(outcome.generation) + ",\"errors\":[";
+  for (size_t i = 0; i < outcome.errors.size(); ++i) {
+    if (i > 0) out += ',';
+    out += quoted_json(outcome.errors[i]);
+  }
+  out += "]}";
+  return json_response(HttpStatus::bad_request, std::move(out));
+}
+
+Response AdminHandler::reset(std::string_view body) {
+  auto bad = [](std::string_view message) {
+    return error_response(HttpStatus::bad_request, "BAD_REQUEST", message);
+  };
+  boost::system::error_code ec;
+  const boost::json::value v = boost::json::parse(body, ec);
+  if (ec) return bad("malformed JSON body: " + ec.message());
+  if (!v.is_object()) {
+    return bad(R"(the body must be {"policy":NAME,"key":KEY} or {"route":NAME,"client":KEY})");
+  }
+  const boost::json::object& o = v.get_object();
+  const std::shared_ptr<const State> state = context_.state.load();
+  bool has_policy = false, has_key = false, has_route = false, has_client = false;
+  const std::string policy_name = string_field(o, "policy", &has_policy);
+  const std::string key = string_field(o, "key", &has_key);
+  const std::string route_name = string_field(o, "route", &has_route);
+  const std::string client = string_field(o, "client", &has_client);
+
+  // The (limit, store key) pairs to forget.
+  std::vector<std::pair<const Limit*, std::string>> targets;
+  if (has_policy && has_key && !has_route && !has_client) {
+    const policy::NamedPolicy* named = state->policy.find_policy(policy_name);
+    if (named == nullptr) {
+      return error_response(HttpStatus::not_found, "UNKNOWN_POLICY",
+                            "no policy named \"" + policy_name + "\"");
+    }
+    targets.emplace_back(&named->limit, policy::Policy::policy_store_key(policy_name, key));
+  } else if (has_route && has_client && !has_policy && !has_key) {
+    const policy::Config& config = state->policy.config();
+    const policy::Route* route = nullptr;
+    for (const policy::Route& r : config.routes) {
+      if (r.name == route_name) route = &r;
+    }
+    if (route == nullptr && config.default_route && config.default_route->name == route_name) {
+      route = &*config.default_route;
+    }
+    if (route == nullptr) {
+      return error_response(HttpStatus::not_found, "UNKNOWN_ROUTE",
+                            "no route named \"" + route_name + "\"");
+    }
+    // The store keys of policy::Policy::plan(): "<scope>|<client key>".
+    for (const policy::RouteLimit& limit : route->limits) {
+      targets.emplace_back(&limit.limit,
+                           (limit.named_policy ? "policy:" : "route:") + limit.name + "|" + client);
+    }
+  } else {
+    return bad(R"(expected {"policy":NAME,"key":KEY} or {"route":NAME,"client":KEY})");
+  }
+
+  bool existed = false;
+  for (const auto& [limit, store_key] : targets) {
+    Result<bool> r = context_.store.reset(*limit, store_key);
+    if (!r.ok()) {
+      spdlog::error("admin reset of \"{}\" failed: {}", store_key, r.error().message);
+      return error_response(HttpStatus::service_unavailable, "STORE_UNAVAILABLE",
+                            r.error().message);
+    }
+    existed = existed || r.value();
+  }
+  spdlog::info("admin reset: {} key(s) of {} \"{}\"", targets.size(),
+               has_policy ? "policy" : "route", has_policy ? policy_name : route_name);
+  return json_response(HttpStatus::ok, std::string("{\"reset\":true,\"had_state\":") +
+                                           (existed ? "true" : "false") + "}");
+}
+
+}  // namespace sluice::http

@@ -1,0 +1,50 @@
+// AdminHandler: the requests of the `admin` port. It must never be exposed
+// beyond the host (docs/CONFIG.md): it can reload the config and reset keys.
+//
+//   GET  /healthz        200 "ok" while the process serves
+//   GET  /readyz         200 when the store answers, else 503
+//   GET  /metrics        Prometheus text format
+//   GET  /admin/stats    JSON: per-route allowed/denied/errors, top denied keys
+//   POST /admin/reload   reload the config file; 400 with every error when refused
+//   POST /admin/reset    {"policy":"login","key":"user:42"} or
+//                        {"route":"GET /api/x","client":"ip:192.0.2.1"}: forget one key
+//
+// Thread-safety: runs on the control thread (one io_context), like reloads.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "http/context.h"
+#include "http/session.h"
+
+namespace sluice::http {
+
+struct ReloadOutcome {
+  bool ok = false;
+  uint64_t generation = 0;          // the generation in force afterwards
+  std::vector<std::string> errors;  // "file:line:col: message" when refused
+};
+
+class AdminHandler final : public RequestHandler {
+ public:
+  using ReloadFunction = std::function<ReloadOutcome()>;
+  AdminHandler(ServerContext& context, ReloadFunction reload);
+
+  void on_header(const std::shared_ptr<Session>& session) override;
+
+ private:
+  Response stats() const;
+  Response reset(std::string_view body);
+  Response reload();
+
+  ServerContext& context_;
+  ReloadFunction reload_;
+  std::chrono::steady_clock::time_point started_;
+};
+
+}  // namespace sluice::http

@@ -1,0 +1,45 @@
+// ServerContext: what every connection of one server shares — the current
+// State, the store, the clock, metrics and the denial bookkeeping. Owned by
+// Server; connections hold a reference (the server outlives them).
+//
+// Thread-safety: every member may be used from any thread. `state` is swapped
+// atomically on reload; the other members are set at construction.
+#pragma once
+
+#include <atomic>
+#include <memory>
+
+#include "http/state.h"
+#include "observe/metrics.h"
+#include "observe/top_keys.h"
+#include "sluice/clock.h"
+#include "sluice/store.h"
+
+namespace sluice::http {
+
+struct ServerMetrics {
+  observe::Histogram* store_latency = nullptr;  // sluice_store_latency_seconds
+  observe::Counter* store_errors = nullptr;     // sluice_store_errors_total
+  observe::Counter* reload_success = nullptr;   // sluice_config_reloads_total{result}
+  observe::Counter* reload_failure = nullptr;
+  // sluice_http_rejected_total{reason}: requests refused before any decision.
+  observe::Counter* rejected_bad_request = nullptr;       // malformed HTTP (400)
+  observe::Counter* rejected_header_too_large = nullptr;  // 431
+  observe::Counter* rejected_body_too_large = nullptr;    // 413
+  observe::Counter* rejected_timeout = nullptr;           // 408 / slow client dropped
+};
+
+struct ServerContext {
+  ServerContext(Store& store_ref, const Clock& clock_ref) : store(store_ref), clock(clock_ref) {}
+
+  Store& store;
+  const Clock& clock;
+  std::atomic<std::shared_ptr<const State>> state;
+  observe::Registry registry;
+  ServerMetrics metrics;
+  observe::TopKeys top_denied;
+  std::atomic<bool> draining{false};
+  std::atomic<size_t> open_connections{0};
+};
+
+}  // namespace sluice::http

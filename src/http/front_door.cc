@@ -1,0 +1,307 @@
+#include "http/front_door.h"
+
+#include <chrono>
+#include <string>
+#include <string_view>
+
+#include <spdlog/spdlog.h>
+#include <boost/beast/http/field.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/value.hpp>
+
+#include "http/beast_headers.h"
+#include "http/rate_headers.h"
+#include "policy/request.h"
+
+namespace sluice::http {
+
+namespace bhttp = boost::beast::http;
+
+namespace {
+
+constexpr std::string_view kCheckPath = "/v1/check";
+constexpr std::string_view kAuthPath = "/v1/auth";
+
+std::string_view sv(boost::beast::string_view s) {
+  return {s.data(), s.size()};
+}
+boost::beast::string_view bsv(std::string_view s) {
+  return {s.data(), s.size()};
+}
+
+std::string_view path_of(std::string_view target) {
+  const size_t q = target.find('?');
+  return q == std::string_view::npos ? target : target.substr(0, q);
+}
+
+void add_rate_headers(Response& res, const RateHeaders& headers) {
+  for (const RateHeaders::Field& f : headers) res.set(bsv(f.name), bsv(f.value));
+}
+
+// Milliseconds rounded up: a caller that waits this long is never early.
+uint64_t ms_rounded_up(Nanos d) {
+  if (d.count() <= 0) return 0;
+  return static_cast<uint64_t>((d.count() + 999'999) / 1'000'000);
+}
+
+Response rate_limited_response(const RateHeaders& headers, int status) {
+  Response res{static_cast<bhttp::status>(status), 11};
+  res.set(bhttp::field::content_type, bsv(kRateLimitedContentType));
+  res.body() = std::string(kRateLimitedBody);
+  add_rate_headers(res, headers);
+  return res;
+}
+
+Response bad_request(std::string_view message) {
+  return error_response(HttpStatus::bad_request, "BAD_REQUEST", message);
+}
+
+// The store key of the limit a verdict reports (for the top denied keys).
+std::string_view reported_key(const policy::Plan& plan, const policy::Verdict& verdict) {
+  for (const policy::PlannedLimit& planned : plan.limits) {
+    if (planned.limit == verdict.reported) return planned.store_key;
+  }
+  return plan.limits.empty() ? std::string_view() : plan.limits.front().store_key;
+}
+
+// The parsed body of POST /v1/check, or the message saying what is wrong.
+struct CheckRequest {
+  std::string policy;
+  std::string key;
+  uint64_t cost = 1;
+  std::string error;
+};
+
+CheckRequest parse_check(std::string_view body) {
+  CheckRequest r;
+  boost::system::error_code ec;
+  const boost::json::value v = boost::json::parse(body, ec);
+  if (ec) {
+    r.error = "malformed JSON body: " + ec.message();
+    return r;
+  }
+  if (!v.is_object()) {
+    r.error = R"(the body must be a JSON object like {"policy":"login","key":"user:42","cost":1})";
+    return r;
+  }
+  const boost::json::object& o = v.get_object();
+  for (const auto& member : o) {
+    const std::string_view name(member.key().data(), member.key().size());
+    if (name != "policy" && name != "key" && name != "cost") {
+      r.error = "unknown field \"" + std::string(name) + "\" (expected policy, key and cost)";
+      return r;
+    }
+  }
+  const boost::json::value* policy = o.if_contains("policy");
+  if (policy == nullptr || !policy->is_string() || policy->get_string().empty()) {
+    r.error = "\"policy\" is required and must be a non-empty string";
+    return r;
+  }
+  const boost::json::value* key = o.if_contains("key");
+  if (key == nullptr || !key->is_string() || key->get_string().empty()) {
+    r.error = "\"key\" is required and must be a non-empty string";
+    return r;
+  }
+  r.policy = std::string(policy->get_string().data(), policy->get_string().size());
+  r.key = std::string(key->get_string().data(), key->get_string().size());
+  if (const boost::json::value* cost = o.if_contains("cost")) {
+    if (cost->is_uint64()) {
+      r.cost = cost->get_uint64();
+    } else if (cost->is_int64() && cost->get_int64() >= 0) {
+      r.cost = static_cast<uint64_t>(cost->get_int64());
+    } else {
+      r.error = "\"cost\" must be a positive integer";
+      return r;
+    }
+    if (r.cost == 0) {
+      r.error = "\"cost\" must be at least 1";
+      return r;
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
+FrontDoor::FrontDoor(ServerContext& context, std::unique_ptr<Forwarder> forwarder)
+    : context_(context), forwarder_(std::move(forwarder)) {}
+
+FrontDoor::~FrontDoor() = default;
+
+void FrontDoor::on_header(const std::shared_ptr<Session>& session) {
+  const RequestHeader& req = session->header();
+  const std::string_view path = path_of(sv(req.target()));
+  if (path == kCheckPath) {
+    if (req.method() != bhttp::verb::post) {
+      Response res = error_response(HttpStatus::method_not_allowed, "METHOD_NOT_ALLOWED",
+                                    "/v1/check takes POST with a JSON body");
+      res.set(bhttp::field::allow, "POST");
+      return session->respond(std::move(res));
+    }
+    return session->read_body(
+        [this, session](std::string body) { handle_check(session, std::move(body)); });
+  }
+  if (path == kAuthPath) return handle_auth(session);
+  handle_gateway(session);
+}
+
+policy::Verdict FrontDoor::decide_and_count(const State& state, const policy::Plan& plan,
+                                            const RouteMetrics& metrics, Nanos now, uint64_t cost) {
+  const auto start = std::chrono::steady_clock::now();
+  policy::Verdict verdict = policy::decide(
+      context_.store, plan, now, state.policy.config().store.redis.on_failure_allow, cost);
+  if (!verdict.limited) {
+    metrics.allowed->add();
+    return verdict;
+  }
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  context_.metrics.store_latency->observe_ns(
+      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count()));
+  if (verdict.invalid) return verdict;  // a bad request, answered 400 by the caller
+
+  if (verdict.store_failed) {
+    context_.metrics.store_errors->add();
+    metrics.error->add();
+    for (const RouteMetrics::LimitCounters& c : metrics.limits) c.error->add();
+    observe::DenialLogGate::Admission a = state.denial_log->admit(now);
+    if (a.log) {
+      spdlog::error("store failed on route \"{}\": {}; on_failure={}", metrics.name, verdict.error,
+                    verdict.allowed ? "allow" : "deny");
+    }
+    return verdict;
+  }
+  (verdict.allowed ? metrics.allowed : metrics.denied)->add();
+  for (size_t i = 0; i < verdict.outcomes.size() && i < metrics.limits.size(); ++i) {
+    const RouteMetrics::LimitCounters& c = metrics.limits[i];
+    (verdict.outcomes[i].decision.allowed ? c.allowed : c.denied)->add();
+  }
+  if (!verdict.allowed) {
+    const std::string_view key = reported_key(plan, verdict);
+    context_.top_denied.record(key);
+    const observe::DenialLogGate::Admission a = state.denial_log->admit(now);
+    if (a.log) {
+      const std::string suppressed =
+          a.suppressed_before == 0
+              ? std::string()
+              : " (" + std::to_string(a.suppressed_before) + " denials not logged before this one)";
+      spdlog::info("denied: route \"{}\" key \"{}\" limit \"{}\" retry after {} ms{}", metrics.name,
+                   key, verdict.reported ? verdict.reported->name : std::string(),
+                   ms_rounded_up(verdict.decision.retry_after), suppressed);
+    }
+  }
+  return verdict;
+}
+
+void FrontDoor::handle_check(const std::shared_ptr<Session>& session, std::string body) {
+  const std::shared_ptr<const State>& state = session->state();
+  const CheckRequest request = parse_check(body);
+  if (!request.error.empty()) return session->respond(bad_request(request.error));
+  const policy::NamedPolicy* named = state->policy.find_policy(request.policy);
+  if (named == nullptr) {
+    return session->respond(error_response(HttpStatus::not_found, "UNKNOWN_POLICY",
+                                           "no policy named \"" + request.policy + "\""));
+  }
+  if (request.cost > named->limit.size()) {
+    return session->respond(bad_request("\"cost\" " + std::to_string(request.cost) +
+                                        " is above the size of policy \"" + request.policy +
+                                        "\" (" + std::to_string(named->limit.size()) +
+                                        "): it could never be allowed"));
+  }
+  const long index = state->policy_index(named);
+  const RouteMetrics& metrics =
+      index >= 0 ? state->policies[static_cast<size_t>(index)] : state->unmatched;
+  const policy::Plan plan = state->policy.plan_policy(request.policy, request.key);
+  const Nanos now = context_.clock.now();
+  const policy::Verdict verdict = decide_and_count(*state, plan, metrics, now, request.cost);
+  if (verdict.invalid) return session->respond(bad_request(verdict.error));
+
+  const Decision& d = verdict.decision;
+  std::string json = "{\"allowed\":";
+  json += verdict.allowed ? "true" : "false";
+  json += ",\"limit\":" + std::to_string(d.limit);
+  json += ",\"remaining\":" + std::to_string(d.remaining);
+  json += ",\"reset_after_ms\":" + std::to_string(ms_rounded_up(d.reset_after));
+  json += ",\"retry_after_ms\":" + std::to_string(ms_rounded_up(d.retry_after));
+  json += "}";
+  Response res = json_response(verdict.allowed ? HttpStatus::ok : HttpStatus::too_many_requests,
+                               std::move(json));
+  RateHeaders headers;
+  append_rate_headers(verdict, state->policy.config().headers, now, headers);
+  add_rate_headers(res, headers);
+  session->respond(std::move(res));
+}
+
+void FrontDoor::handle_auth(const std::shared_ptr<Session>& session) {
+  const std::shared_ptr<const State>& state = session->state();
+  const RequestHeader& req = session->header();
+  const auto method = req.find("X-Original-Method");
+  const auto uri = req.find("X-Original-URI");
+  if (method == req.end() || method->value().empty()) {
+    return session->respond(bad_request("/v1/auth needs the X-Original-Method header"));
+  }
+  if (uri == req.end() || uri->value().empty()) {
+    return session->respond(bad_request("/v1/auth needs the X-Original-URI header"));
+  }
+  const BeastHeaders headers(req);
+  policy::RequestInfo info;
+  info.method = sv(method->value());
+  info.target = sv(uri->value());
+  info.peer = session->peer();
+  info.headers = &headers;
+  const policy::Plan plan = state->policy.plan(info);
+  const Nanos now = context_.clock.now();
+  const policy::Verdict verdict =
+      decide_and_count(*state, plan, state->metrics_for(plan.route), now, 1);
+  RateHeaders rate;
+  append_rate_headers(verdict, state->policy.config().headers, now, rate);
+  if (verdict.allowed) {
+    Response res{bhttp::status::no_content, 11};
+    add_rate_headers(res, rate);
+    return session->respond(std::move(res));
+  }
+  session->respond(rate_limited_response(rate, state->policy.config().auth_deny_status));
+}
+
+void FrontDoor::handle_gateway(const std::shared_ptr<Session>& session) {
+  const std::shared_ptr<const State>& state = session->state();
+  const RequestHeader& req = session->header();
+  const BeastHeaders headers(req);
+  policy::RequestInfo info;
+  info.method = sv(req.method_string());
+  info.target = sv(req.target());
+  info.peer = session->peer();
+  info.headers = &headers;
+
+  auto exchange = std::make_shared<GatewayExchange>();
+  exchange->plan = state->policy.plan(info);
+  const Nanos now = context_.clock.now();
+  exchange->verdict =
+      decide_and_count(*state, exchange->plan, state->metrics_for(exchange->plan.route), now, 1);
+  const policy::Verdict& verdict = exchange->verdict;
+  append_rate_headers(verdict, state->policy.config().headers, now, exchange->rate_headers);
+  if (verdict.invalid) {
+    return session->respond(
+        error_response(HttpStatus::internal_server_error, "INTERNAL", verdict.error));
+  }
+  if (!verdict.allowed) {
+    return session->respond(rate_limited_response(exchange->rate_headers, 429));
+  }
+  if (state->policy.config().upstream) {
+    if (forwarder_) {
+      exchange->session = session;
+      exchange->state = state;
+      return forwarder_->forward(std::move(exchange));
+    }
+    // The seam: no proxy in this build yet.
+    Response res = error_response(HttpStatus::bad_gateway, "UPSTREAM_UNAVAILABLE",
+                                  "the upstream cannot be reached");
+    add_rate_headers(res, exchange->rate_headers);
+    return session->respond(std::move(res));
+  }
+  // Decision-only mode (no upstream): every path is a probe of its route.
+  Response res = json_response(HttpStatus::ok, "{\"allowed\":true}");
+  add_rate_headers(res, exchange->rate_headers);
+  session->respond(std::move(res));
+}
+
+}  // namespace sluice::http

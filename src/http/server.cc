@@ -1,0 +1,455 @@
+#include "http/server.h"
+
+#include <exception>
+#include <functional>
+#include <string>
+#include <utility>
+
+#include <spdlog/spdlog.h>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/post.hpp>
+
+#include "observe/logging.h"
+#include "policy/config_loader.h"
+#include "sluice/version.h"
+
+namespace sluice::http {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+// Store latency buckets: 1 µs .. 100 ms (the memory store answers in well
+// under a microsecond; Redis in hundreds of microseconds).
+const std::vector<uint64_t> kLatencyBoundsNs = {1'000,      5'000,      10'000,     50'000,
+                                                100'000,    500'000,    1'000'000,  5'000'000,
+                                                10'000'000, 50'000'000, 100'000'000};
+
+std::string describe_limits(const std::vector<policy::RouteLimit>& limits) {
+  std::string out;
+  for (const policy::RouteLimit& l : limits) {
+    if (!out.empty()) out += "; ";
+    if (l.named_policy) out += "policy " + l.name + " = ";
+    out += l.limit.describe();
+  }
+  return out.empty() ? "no limits" : out;
+}
+
+std::string store_text(const policy::StoreConfig& s) {
+  if (s.backend == policy::StoreConfig::Backend::kMemory) {
+    return "memory (max_keys " + std::to_string(s.max_keys) + ")";
+  }
+  std::string out = s.redis.cluster ? "redis cluster" : "redis";
+  for (const policy::HostPort& a : s.redis.addresses) out += " " + a.text();
+  return out;
+}
+
+bool same_store(const policy::StoreConfig& a, const policy::StoreConfig& b) {
+  if (a.backend != b.backend || a.max_keys != b.max_keys) return false;
+  if (a.redis.addresses.size() != b.redis.addresses.size()) return false;
+  for (size_t i = 0; i < a.redis.addresses.size(); ++i) {
+    if (a.redis.addresses[i].text() != b.redis.addresses[i].text()) return false;
+  }
+  return a.redis.cluster == b.redis.cluster && a.redis.password == b.redis.password &&
+         a.redis.database == b.redis.database;
+}
+
+std::string endpoint_text(const tcp::endpoint& e) {
+  const std::string host = e.address().to_string();
+  return (e.address().is_v6() ? "[" + host + "]" : host) + ":" + std::to_string(e.port());
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- Worker
+
+struct Server::Worker {
+  Worker() : io_context(1), guard(io_context.get_executor()) {}
+  // Destroyed in reverse: the front door (and its forwarder's sockets) before
+  // the io_context, the io_context (and the sessions its handlers own) before
+  // the registry those sessions leave.
+  SessionRegistry registry;
+  asio::io_context io_context;
+  asio::executor_work_guard<asio::io_context::executor_type> guard;
+  std::unique_ptr<FrontDoor> front_door;
+  std::thread thread;
+};
+
+// ---------------------------------------------------------------- Listener
+
+// One acceptor on the control io_context. `place` picks the io_context an
+// accepted socket belongs to and `serve` starts its session (on that io_context).
+class Server::Listener {
+ public:
+  using Place = std::function<asio::io_context&()>;
+  using Serve = std::function<void(tcp::socket)>;
+
+  Listener(asio::io_context& control, std::string name, Place place, Serve serve)
+      : acceptor_(control),
+        retry_timer_(control),
+        name_(std::move(name)),
+        place_(std::move(place)),
+        serve_(std::move(serve)) {}
+
+  Status bind(const policy::HostPort& where) {
+    boost::system::error_code ec;
+    asio::ip::address address = asio::ip::make_address(where.host, ec);
+    if (ec) {
+      tcp::resolver resolver(acceptor_.get_executor());
+      auto results =
+          resolver.resolve(where.host, std::to_string(where.port), tcp::resolver::passive, ec);
+      if (ec || results.empty()) {
+        return Error{ErrorCode::kInvalidArgument,
+                     "cannot resolve " + name_ + " address " + where.text() + ": " +
+                         (ec ? ec.message() : std::string("no address"))};
+      }
+      address = results.begin()->endpoint().address();
+    }
+    const tcp::endpoint endpoint(address, where.port);
+    auto fail = [&](const char* what) {
+      return Status(Error{ErrorCode::kInvalidArgument, "cannot " + std::string(what) + " " + name_ +
+                                                           " address " + where.text() + ": " +
+                                                           ec.message()});
+    };
+    if (acceptor_.open(endpoint.protocol(), ec)) return fail("open");
+    if (acceptor_.set_option(tcp::acceptor::reuse_address(true), ec)) return fail("configure");
+    if (acceptor_.bind(endpoint, ec)) return fail("bind");
+    if (acceptor_.listen(asio::socket_base::max_listen_connections, ec)) return fail("listen on");
+    return {};
+  }
+
+  tcp::endpoint local_endpoint() const {
+    boost::system::error_code ec;
+    return acceptor_.local_endpoint(ec);
+  }
+
+  void start() { do_accept(); }
+
+  void stop() {
+    boost::system::error_code ec;
+    acceptor_.close(ec);
+    retry_timer_.cancel();
+  }
+
+ private:
+  void do_accept() {
+    acceptor_.async_accept(place_(), [this](boost::system::error_code ec, tcp::socket socket) {
+      if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
+      if (ec) {
+        // Out of descriptors or memory: back off instead of spinning; the
+        // pending connections wait in the backlog.
+        spdlog::error("accept on {} failed: {}; retrying in 100 ms", name_, ec.message());
+        retry_timer_.expires_after(std::chrono::milliseconds(100));
+        retry_timer_.async_wait([this](boost::system::error_code e) {
+          if (!e) do_accept();
+        });
+        return;
+      }
+      serve_(std::move(socket));
+      do_accept();
+    });
+  }
+
+  tcp::acceptor acceptor_;
+  asio::steady_timer retry_timer_;
+  std::string name_;
+  Place place_;
+  Serve serve_;
+};
+
+// ---------------------------------------------------------------- Server
+
+Server::Server(policy::Config config, std::shared_ptr<Store> store, ServerOptions options)
+    : options_(std::move(options)),
+      store_(std::move(store)),
+      context_(*store_, SystemClock::instance()),
+      admin_handler_(context_, [this] { return reload(); }),
+      signals_(control_),
+      collect_timer_(control_),
+      drain_timer_(control_) {
+  observe::Registry& r = context_.registry;
+  ServerMetrics& m = context_.metrics;
+  m.store_latency = r.histogram("sluice_store_latency_seconds",
+                                "Time the store took to decide one request.", {}, kLatencyBoundsNs);
+  m.store_errors = r.counter("sluice_store_errors_total",
+                             "Decisions the store could not make (on_failure applied).", {});
+  const char* reloads_help = "Config reloads, by result.";
+  m.reload_success =
+      r.counter("sluice_config_reloads_total", reloads_help, {{"result", "success"}});
+  m.reload_failure =
+      r.counter("sluice_config_reloads_total", reloads_help, {{"result", "failure"}});
+  const char* rejected_help = "Requests refused before any decision, by reason.";
+  const char* rejected = "sluice_http_rejected_total";
+  m.rejected_bad_request = r.counter(rejected, rejected_help, {{"reason", "bad_request"}});
+  m.rejected_header_too_large =
+      r.counter(rejected, rejected_help, {{"reason", "header_too_large"}});
+  m.rejected_body_too_large = r.counter(rejected, rejected_help, {{"reason", "body_too_large"}});
+  m.rejected_timeout = r.counter(rejected, rejected_help, {{"reason", "timeout"}});
+  Store* s = store_.get();
+  r.gauge("sluice_keys_held", "Limit states held by the store.", {},
+          [s] { return static_cast<double>(s->size()); });
+  ServerContext* c = &context_;
+  r.gauge("sluice_open_connections", "Client connections open (listen and admin ports).", {},
+          [c] { return static_cast<double>(c->open_connections.load()); });
+  r.gauge("sluice_config_generation", "Generation of the config in force (1 = as started).", {},
+          [c] { return static_cast<double>(c->state.load()->generation); });
+
+  context_.state.store(build_state(std::move(config), generation_, context_.registry));
+
+  const policy::Config& cfg = context_.state.load()->policy.config();
+  size_t threads = cfg.server.threads;
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  for (size_t i = 0; i < threads; ++i) {
+    auto worker = std::make_unique<Worker>();
+    std::unique_ptr<Forwarder> forwarder;
+    if (options_.make_forwarder) forwarder = options_.make_forwarder(worker->io_context);
+    worker->front_door = std::make_unique<FrontDoor>(context_, std::move(forwarder));
+    workers_.push_back(std::move(worker));
+  }
+}
+
+Server::~Server() {
+  for (auto& w : workers_) {
+    w->io_context.stop();
+    if (w->thread.joinable()) w->thread.join();
+  }
+}
+
+Status Server::start() {
+  const policy::Config& cfg = context_.state.load()->policy.config();
+  // Workers take connections round robin. One accept is pending at a time,
+  // so accept_worker_ names the worker of the socket being accepted.
+  front_listener_ = std::make_unique<Listener>(
+      control_, "listen",
+      [this]() -> asio::io_context& {
+        accept_worker_ = workers_[next_worker_++ % workers_.size()].get();
+        return accept_worker_->io_context;
+      },
+      [this](tcp::socket socket) {
+        Worker* worker = accept_worker_;
+        // The session starts on its worker's thread and lives there.
+        asio::post(worker->io_context, [this, worker, s = std::move(socket)]() mutable {
+          std::make_shared<Session>(std::move(s), context_, *worker->front_door, worker->registry,
+                                    false)
+              ->start();
+        });
+      });
+  if (Status st = front_listener_->bind(cfg.listen); !st.ok()) return st;
+  admin_listener_ = std::make_unique<Listener>(
+      control_, "admin", [this]() -> asio::io_context& { return control_; },
+      [this](tcp::socket socket) {
+        std::make_shared<Session>(std::move(socket), context_, admin_handler_, admin_sessions_,
+                                  true)
+            ->start();
+      });
+  if (Status st = admin_listener_->bind(cfg.admin); !st.ok()) return st;
+  return {};
+}
+
+int Server::run() {
+  signals_.add(SIGINT);
+  signals_.add(SIGTERM);
+  signals_.add(SIGHUP);
+  do_signal_wait();
+  schedule_collect();
+  for (auto& w : workers_) {
+    Worker* worker = w.get();
+    worker->thread = std::thread([worker] {
+      for (;;) {
+        try {
+          worker->io_context.run();
+          return;
+        } catch (const std::exception& e) {
+          spdlog::error("worker thread: unexpected exception: {}", e.what());
+        }
+      }
+    });
+  }
+  front_listener_->start();
+  admin_listener_->start();
+  log_startup();
+  for (;;) {
+    try {
+      control_.run();
+      break;
+    } catch (const std::exception& e) {
+      spdlog::error("control thread: unexpected exception: {}", e.what());
+    }
+  }
+  for (auto& w : workers_) {
+    w->io_context.stop();
+    if (w->thread.joinable()) w->thread.join();
+  }
+  spdlog::info("stopped");
+  return 0;
+}
+
+void Server::log_startup() const {
+  const std::shared_ptr<const State> state = context_.state.load();
+  const policy::Config& c = state->policy.config();
+  spdlog::info("sluice {} serving, config {}", kVersion, c.source);
+  const std::string listen = endpoint_text(front_listener_->local_endpoint());
+  if (c.upstream) {
+    spdlog::info("listening on http://{} (gateway to {}, /v1/check, /v1/auth)", listen,
+                 c.upstream->url);
+  } else {
+    spdlog::info(
+        "listening on http://{} (decision API: /v1/check, /v1/auth; other paths "
+        "answer {{\"allowed\":true}} or 429)",
+        listen);
+  }
+  spdlog::info("admin on http://{} (/healthz /readyz /metrics /admin/*; never expose it)",
+               endpoint_text(admin_listener_->local_endpoint()));
+  spdlog::info("{} worker thread(s), store {}", workers_.size(), store_text(c.store));
+  for (const policy::Route& r : c.routes) {
+    spdlog::info("route \"{}\" key {}: {}", r.name, r.key.text, describe_limits(r.limits));
+  }
+  if (c.default_route) {
+    spdlog::info("default key {}: {}", c.default_route->key.text,
+                 describe_limits(c.default_route->limits));
+  } else {
+    spdlog::info("no default route: requests matching no route are not limited");
+  }
+  for (const policy::NamedPolicy& p : c.policies) {
+    spdlog::info("policy \"{}\": {}", p.name, p.limit.describe());
+  }
+}
+
+void Server::do_signal_wait() {
+  signals_.async_wait([this](boost::system::error_code ec, int signal) {
+    if (ec) return;
+    if (signal == SIGHUP) {
+      spdlog::info("SIGHUP: reloading {}", options_.config_path);
+      (void)reload();
+    } else if (shutting_down_) {
+      spdlog::warn("second {}: stopping now", signal == SIGINT ? "SIGINT" : "SIGTERM");
+      for (auto& w : workers_) w->io_context.stop();
+      control_.stop();
+      return;
+    } else {
+      begin_shutdown(signal == SIGINT ? "SIGINT" : "SIGTERM");
+    }
+    do_signal_wait();
+  });
+}
+
+void Server::schedule_collect() {
+  collect_timer_.expires_after(options_.collect_interval);
+  collect_timer_.async_wait([this](boost::system::error_code ec) {
+    if (ec) return;
+    if (auto* memory = dynamic_cast<MemoryStore*>(store_.get())) {
+      memory->collect_expired(context_.clock.now());
+    }
+    schedule_collect();
+  });
+}
+
+ReloadOutcome Server::reload() {
+  ReloadOutcome outcome;
+  policy::LoadResult loaded;
+  try {
+    loaded = policy::load_config_file(options_.config_path);
+  } catch (const std::exception& e) {
+    loaded.config.reset();
+    loaded.errors.push_back(policy::ConfigError{options_.config_path, 0, 0, e.what()});
+  }
+  if (!loaded.config) {
+    for (const policy::ConfigError& e : loaded.errors) {
+      outcome.errors.push_back(e.text());
+      spdlog::error("reload: {}", e.text());
+    }
+    context_.metrics.reload_failure->add();
+    outcome.generation = generation_;
+    spdlog::error("reload refused ({} error(s)); generation {} stays in force",
+                  loaded.errors.size(), generation_);
+    return outcome;
+  }
+  const std::shared_ptr<const State> old = context_.state.load();
+  const policy::Config& before = old->policy.config();
+  const policy::Config& after = *loaded.config;
+  auto restart_needed = [](const char* what, const std::string& from, const std::string& to) {
+    if (from != to) {
+      spdlog::warn("reload: {} changed from {} to {}; this takes effect only after a restart", what,
+                   from, to);
+    }
+  };
+  restart_needed("listen", before.listen.text(), after.listen.text());
+  restart_needed("admin", before.admin.text(), after.admin.text());
+  restart_needed("grpc", before.grpc ? before.grpc->text() : "none",
+                 after.grpc ? after.grpc->text() : "none");
+  restart_needed("server.threads", std::to_string(before.server.threads),
+                 std::to_string(after.server.threads));
+  if (!same_store(before.store, after.store)) {
+    restart_needed("store", store_text(before.store),
+                   store_text(after.store) + " (or its options)");
+  }
+  std::shared_ptr<const State> next =
+      build_state(std::move(*loaded.config), generation_ + 1, context_.registry);
+  ++generation_;
+  context_.state.store(next);
+  if (!observe::set_log_level(next->policy.config().logging.level)) {
+    spdlog::warn("reload: unknown logging.level \"{}\", using info",
+                 next->policy.config().logging.level);
+  }
+  context_.metrics.reload_success->add();
+  const policy::Config& c = next->policy.config();
+  spdlog::info("reloaded {}: generation {}, {} route(s){}, {} named polic{}", c.source, generation_,
+               c.routes.size(), c.default_route ? " + default" : "", c.policies.size(),
+               c.policies.size() == 1 ? "y" : "ies");
+  for (const policy::Route& r : c.routes) {
+    spdlog::info("route \"{}\" key {}: {}", r.name, r.key.text, describe_limits(r.limits));
+  }
+  outcome.ok = true;
+  outcome.generation = generation_;
+  return outcome;
+}
+
+void Server::begin_shutdown(const char* why) {
+  if (shutting_down_) return;
+  shutting_down_ = true;
+  const auto grace = context_.state.load()->policy.config().server.shutdown_grace;
+  spdlog::info("{}: no longer accepting; draining {} connection(s) for up to {} ms", why,
+               context_.open_connections.load(), grace.count());
+  if (front_listener_) front_listener_->stop();
+  if (admin_listener_) admin_listener_->stop();
+  collect_timer_.cancel();
+  context_.draining.store(true);
+  for (auto& w : workers_) {
+    Worker* worker = w.get();
+    asio::post(worker->io_context, [worker] {
+      const std::vector<Session*> sessions(worker->registry.sessions.begin(),
+                                           worker->registry.sessions.end());
+      for (Session* s : sessions) s->drain();
+    });
+  }
+  {
+    const std::vector<Session*> sessions(admin_sessions_.sessions.begin(),
+                                         admin_sessions_.sessions.end());
+    for (Session* s : sessions) s->drain();
+  }
+  drain_deadline_ = std::chrono::steady_clock::now() + grace;
+  on_drain_tick();
+}
+
+void Server::on_drain_tick() {
+  const size_t open = context_.open_connections.load();
+  const bool late = std::chrono::steady_clock::now() >= drain_deadline_;
+  if (open == 0 || late) {
+    if (open > 0) {
+      spdlog::warn("shutdown grace over: closing {} connection(s) still open", open);
+    } else {
+      spdlog::info("all connections drained");
+    }
+    for (auto& w : workers_) w->io_context.stop();
+    signals_.cancel();
+    control_.stop();
+    return;
+  }
+  drain_timer_.expires_after(std::chrono::milliseconds(10));
+  drain_timer_.async_wait([this](boost::system::error_code ec) {
+    if (!ec) on_drain_tick();
+  });
+}
+
+}  // namespace sluice::http

@@ -1,0 +1,102 @@
+// Server: `sluice serve`. Owns the threads, the listeners, the store and the
+// current State; reloads and shuts down.
+//
+// Threads: one worker thread per core (server.threads, 0 = hardware
+// concurrency), each running its own io_context with the sessions it was
+// given; and the control thread (the caller of run()) running an io_context
+// with the acceptors, the admin port, signals, reloads and periodic store
+// upkeep. Accepted front-door sockets are handed to the workers round robin:
+// one acceptor, so two servers can never share a port by accident (as
+// SO_REUSEPORT would allow). No lock is held across I/O: sessions of a worker
+// touch only their own io_context's data, and the config is one
+// atomic<shared_ptr<const State>> swapped by reloads.
+//
+// Signals: SIGHUP reloads; SIGTERM and SIGINT stop accepting, let requests in
+// flight finish (up to server.shutdown_grace), then run() returns 0.
+//
+// Thread-safety: construct, start() and run() from one thread; reload() and
+// begin_shutdown() are called on the control thread (by signals and the admin port).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "http/admin.h"
+#include "http/context.h"
+#include "http/forwarder.h"
+#include "http/front_door.h"
+#include "http/session.h"
+#include "policy/config.h"
+#include "sluice/memory_store.h"
+#include "sluice/result.h"
+#include "sluice/store.h"
+
+namespace sluice::http {
+
+struct ServerOptions {
+  std::string config_path;  // reloaded on SIGHUP and POST /admin/reload
+  // Builds each worker's gateway proxy; unset: allowed gateway requests get 502.
+  ForwarderFactory make_forwarder;
+  // How often idle keys are dropped from the memory store.
+  std::chrono::milliseconds collect_interval{1000};
+};
+
+class Server {
+ public:
+  // `store` holds the limit states for the process lifetime (reloads keep it).
+  Server(policy::Config config, std::shared_ptr<Store> store, ServerOptions options);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Binds the listen and admin ports. Errors name the address and the reason.
+  Status start();
+  // Serves until SIGTERM/SIGINT (or begin_shutdown()) and the drain; returns
+  // the process exit code (0).
+  int run();
+
+  ReloadOutcome reload();
+  void begin_shutdown(const char* why);
+
+ private:
+  struct Worker;
+  class Listener;
+
+  void log_startup() const;
+  void do_signal_wait();
+  void schedule_collect();
+  void on_drain_tick();
+
+  ServerOptions options_;
+  std::shared_ptr<Store> store_;
+  ServerContext context_;
+  SessionRegistry admin_sessions_;
+  // Workers are declared before the control io_context: the control context's
+  // pending accepts hold sockets of worker io_contexts, so it must go first.
+  std::vector<std::unique_ptr<Worker>> workers_;
+  Worker* accept_worker_ = nullptr;  // the worker of the pending accept
+  size_t next_worker_ = 0;
+  boost::asio::io_context control_{1};
+  AdminHandler admin_handler_;
+  std::unique_ptr<Listener> front_listener_;
+  std::unique_ptr<Listener> admin_listener_;
+  boost::asio::signal_set signals_;
+  boost::asio::steady_timer collect_timer_;
+  boost::asio::steady_timer drain_timer_;
+  std::chrono::steady_clock::time_point drain_deadline_;
+  bool shutting_down_ = false;
+  uint64_t generation_ = 1;
+};
+
+}  // namespace sluice::http

@@ -1,0 +1,168 @@
+// Session: one HTTP/1.1 connection, in the shape of Beast's async examples.
+//
+//   wait for bytes (idle_timeout) -> read header (header_timeout, max_header_bytes)
+//     -> handler.on_header() -> [read body (max_body_bytes)] -> respond -> write
+//     -> next request (keep-alive) or close
+//
+// A Session runs on the one thread of its io_context (one per worker), so its
+// members need no lock. The handler decides what to do with a request once its
+// header is read: answer at once, read a bounded body first, or take the
+// connection over (the gateway proxy streams the body itself and gives the
+// connection back with resume()). A handler may finish later, from another
+// thread: respond() and resume() post themselves onto the session's thread.
+//
+// Protocol errors are answered, then the connection closes: malformed HTTP 400,
+// header too large 431, body too large 413, header or body too slow 408 (an
+// idle keep-alive connection is simply closed). Closing is "lingering": the
+// write side is shut down and unread input is drained for a moment, so the
+// client reads the error instead of a reset.
+//
+// Draining (graceful shutdown): an idle connection closes at once; a request
+// whose header has been read is finished and answered with Connection: close.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_set>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+#include "http/context.h"
+#include "http/responses.h"
+#include "policy/ip.h"
+
+namespace sluice::http {
+
+class Session;
+using HeaderParser = boost::beast::http::request_parser<boost::beast::http::empty_body>;
+using BodyParser = boost::beast::http::request_parser<boost::beast::http::string_body>;
+using RequestHeader = boost::beast::http::request_header<>;
+
+// The code that answers the requests of a connection. Called on the session's thread.
+class RequestHandler {
+ public:
+  virtual ~RequestHandler() = default;
+  // The header of a request has been read; its body (if any) has not. The
+  // handler must eventually call exactly one of session->respond(),
+  // session->read_body() (whose callback then responds) or take the connection
+  // over and call session->resume().
+  virtual void on_header(const std::shared_ptr<Session>& session) = 0;
+};
+
+// Limits and timeouts for reading requests.
+struct SessionLimits {
+  size_t max_header_bytes = 16 * 1024;
+  size_t max_body_bytes = 1024 * 1024;
+  std::chrono::milliseconds header_timeout{10000};  // also bounds reading a body and writing
+  std::chrono::milliseconds idle_timeout{60000};
+};
+
+// The sessions of one io_context, for draining. Touched only on its thread.
+struct SessionRegistry {
+  std::unordered_set<Session*> sessions;
+};
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  // `admin`: the admin port (fixed limits, no access log); otherwise limits
+  // come from the current State's `server` section.
+  Session(boost::asio::ip::tcp::socket socket, ServerContext& context, RequestHandler& handler,
+          SessionRegistry& registry, bool admin);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  void start();
+  // Graceful shutdown: close when idle, else finish the current request and close.
+  void drain();
+
+  // --- For handlers, valid from on_header() until the response is written ---
+  const RequestHeader& header() const;
+  // True when the request has a body that has not been read.
+  bool body_pending() const;
+  const policy::IpAddress& peer() const { return peer_; }
+  // The State this request is decided with (front door only; null on admin).
+  const std::shared_ptr<const State>& state() const { return state_; }
+  ServerContext& context() { return context_; }
+  bool draining() const { return draining_; }
+  std::chrono::steady_clock::time_point started() const { return started_; }
+
+  // Reads the whole body (at most max_body_bytes, else 413 and close; "100
+  // Continue" is sent first if the client asked for it), then calls `then`.
+  void read_body(std::function<void(std::string body)> then);
+  // Sends `response`. A request body that was not read is read and dropped
+  // first when it is small (Content-Length <= max_body_bytes); otherwise the
+  // connection closes after the response. Callable from any thread.
+  void respond(Response response);
+
+  // --- For a handler that takes the connection over (the gateway proxy) ---
+  boost::beast::tcp_stream& stream() { return stream_; }
+  boost::beast::flat_buffer& buffer() { return buffer_; }
+  HeaderParser& header_parser() { return *header_parser_; }
+  // The exchange is over; `keep_alive` reads the next request, else the
+  // connection closes. Callable from any thread.
+  void resume(bool keep_alive);
+  // Records an access log line for a response the handler wrote itself.
+  void log_access(unsigned status, size_t body_bytes);
+
+ private:
+  enum class Phase { kIdle, kReadingHeader, kInRequest, kWriting, kClosing, kClosed };
+
+  void do_wait();
+  void on_first_bytes(boost::beast::error_code ec, size_t n);
+  void do_read_header();
+  void on_header(boost::beast::error_code ec);
+  void do_read_body(std::function<void(std::string body)> then);
+  void on_body(boost::beast::error_code ec, std::function<void(std::string body)> then);
+  bool should_discard_body() const;
+  void do_write();
+  void on_write(boost::beast::error_code ec, size_t n);
+  void finish_request(bool keep_alive);
+  void arm_timer();
+  void on_timer(boost::beast::error_code ec, uint64_t seq);
+  // Answers a protocol error and closes.
+  void reject(HttpStatus status, std::string_view code, std::string_view message);
+  void linger_close();
+  void do_linger();
+  void close_now();
+  void set_limits();
+
+  boost::beast::tcp_stream stream_;
+  boost::beast::flat_buffer buffer_;
+  boost::asio::steady_timer timer_;
+  ServerContext& context_;
+  RequestHandler& handler_;
+  SessionRegistry& registry_;
+  const bool admin_;
+
+  Phase phase_ = Phase::kIdle;
+  policy::IpAddress peer_;
+  std::string peer_text_;
+  SessionLimits limits_;
+  std::shared_ptr<const State> state_;
+  std::optional<HeaderParser> header_parser_;
+  std::optional<BodyParser> body_parser_;
+  std::optional<Response> response_;
+  uint64_t timer_seq_ = 0;
+  bool reading_ = false;  // a header or body read is pending (the timer applies)
+  bool timed_out_ = false;
+  bool draining_ = false;
+  bool body_read_ = false;
+  bool close_after_ = false;
+  std::chrono::steady_clock::time_point started_;
+  std::unique_ptr<char[]> linger_buffer_;
+  size_t lingered_bytes_ = 0;
+};
+
+}  // namespace sluice::http

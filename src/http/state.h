@@ -1,0 +1,70 @@
+// State: one loaded configuration, compiled for serving. The server holds the
+// current State in a std::atomic<std::shared_ptr<const State>>; a request
+// takes one copy of the pointer when its header has been read and uses that
+// State until it is answered, so it sees one whole config even if a reload
+// swaps the pointer meanwhile (DESIGN.md §5: "no request sees half of one").
+//
+// Besides the Policy, a State carries the metric series of its routes and
+// named policies, resolved once at load so the hot path increments counters
+// through pointers and never looks a series up by its label strings.
+//
+// Thread-safety: immutable after build_state(); share it freely.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "observe/denial_log.h"
+#include "observe/metrics.h"
+#include "policy/config.h"
+#include "policy/policy.h"
+
+namespace sluice::http {
+
+// Counters of one route (or named policy, for /v1/check).
+struct RouteMetrics {
+  std::string name;                     // the `route` label
+  observe::Counter* allowed = nullptr;  // sluice_requests_total{result="allowed"}
+  observe::Counter* denied = nullptr;   // {result="denied"}
+  observe::Counter* error = nullptr;    // {result="error"}: the store failed (on_failure applied)
+  // sluice_decisions_total{route,algorithm,result}, one entry per limit of the
+  // route in route order (limits sharing an algorithm share the series).
+  struct LimitCounters {
+    observe::Counter* allowed = nullptr;
+    observe::Counter* denied = nullptr;
+    observe::Counter* error = nullptr;
+  };
+  std::vector<LimitCounters> limits;
+};
+
+struct State {
+  explicit State(policy::Config config) : policy(std::move(config)) {}
+
+  policy::Policy policy;
+  uint64_t generation = 0;  // 1 for the first config, +1 per successful reload
+
+  // Indexed like policy.config().routes; `default_route` for the default.
+  std::vector<RouteMetrics> routes;
+  RouteMetrics default_route;
+  RouteMetrics unmatched;  // no route and no default: counted, never limited
+  // One per named policy (config().policies order): /v1/check decisions.
+  std::vector<RouteMetrics> policies;
+  // Each named policy as a RouteLimit, for building Verdicts of /v1/check.
+  std::vector<policy::RouteLimit> policy_limits;
+  // Denials are logged at most logging.denial_log_per_second (a fresh gate per
+  // config; the pointer is const, the gate is not).
+  std::unique_ptr<observe::DenialLogGate> denial_log;
+
+  // The metrics of the route a Plan matched (nullptr = unmatched).
+  const RouteMetrics& metrics_for(const policy::Route* route) const;
+  // Index of a named policy in config().policies, or -1.
+  long policy_index(const policy::NamedPolicy* p) const;
+};
+
+// Builds the State of `config`, registering its series in `registry`.
+std::shared_ptr<const State> build_state(policy::Config config, uint64_t generation,
+                                         observe::Registry& registry);
+
+}  // namespace sluice::http

@@ -1,0 +1,56 @@
+#include "observe/logging.h"
+
+#include <spdlog/sinks/stdout_sinks.h>
+
+namespace sluice::observe {
+
+namespace {
+
+bool parse_level(const std::string& name, spdlog::level::level_enum* out) {
+  if (name == "trace")
+    *out = spdlog::level::trace;
+  else if (name == "debug")
+    *out = spdlog::level::debug;
+  else if (name == "info")
+    *out = spdlog::level::info;
+  else if (name == "warn" || name == "warning")
+    *out = spdlog::level::warn;
+  else if (name == "error")
+    *out = spdlog::level::err;
+  else
+    return false;
+  return true;
+}
+
+}  // namespace
+
+bool setup_logging(const std::string& level) {
+  std::shared_ptr<spdlog::logger> logger = spdlog::get("sluice");
+  if (!logger) logger = spdlog::stderr_logger_mt("sluice");
+  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %l %v");
+  // Every error and warning reaches the terminal at once, even if the process dies next.
+  logger->flush_on(spdlog::level::info);
+  spdlog::set_default_logger(logger);
+  return set_log_level(level);
+}
+
+bool set_log_level(const std::string& level) {
+  spdlog::level::level_enum parsed = spdlog::level::info;
+  const bool known = parse_level(level, &parsed);
+  spdlog::default_logger()->set_level(parsed);
+  return known;
+}
+
+spdlog::logger& access_logger() {
+  static std::shared_ptr<spdlog::logger> logger = [] {
+    std::shared_ptr<spdlog::logger> l = spdlog::get("access");
+    if (!l) l = spdlog::stdout_logger_mt("access");
+    l->set_pattern("%v");
+    l->set_level(spdlog::level::info);
+    l->flush_on(spdlog::level::info);
+    return l;
+  }();
+  return *logger;
+}
+
+}  // namespace sluice::observe

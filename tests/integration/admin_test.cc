@@ -1,0 +1,183 @@
+// The admin port: health, readiness, Prometheus metrics, stats (DESIGN.md §6).
+#include <chrono>
+#include <csignal>
+#include <thread>
+
+#include "test_support.h"
+
+namespace sluice::test {
+namespace {
+
+const std::string kYaml = R"(
+headers: [legacy]
+policies:
+  login: {capacity: 2, refill_rate: 1/h}
+routes:
+  - match: GET /api/search
+    limits: [{capacity: 3, refill_rate: 1/h}]
+  - match: POST /api/auth/login
+    limits: [login, {algorithm: sliding_window, limit: 10, window: 1h}]
+)";
+
+class Admin : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server_ = SluiceProcess::start(kYaml);
+    ASSERT_NE(server_, nullptr);
+  }
+  std::unique_ptr<SluiceProcess> server_;
+};
+
+TEST_F(Admin, HealthAndReadiness) {
+  const HttpResponse health = server_->admin_get("/healthz");
+  EXPECT_EQ(health.status, 200);
+  EXPECT_EQ(health.body, "ok\n");
+  const HttpResponse ready = server_->admin_get("/readyz");
+  EXPECT_EQ(ready.status, 200);
+  EXPECT_EQ(server_->admin_get("/nope").status, 404);
+}
+
+TEST_F(Admin, MetricsCountRequestsAndDecisionsByRouteAlgorithmAndResult) {
+  EXPECT_EQ(count_allowed(*server_, "GET", "/api/search", 5), 3);
+  EXPECT_EQ(count_allowed(*server_, "POST", "/api/auth/login", 3, {}, "x"), 2);
+  EXPECT_EQ(server_->metric(R"(sluice_requests_total{route="GET /api/search",result="allowed"})"),
+            3);
+  EXPECT_EQ(server_->metric(R"(sluice_requests_total{route="GET /api/search",result="denied"})"),
+            2);
+  EXPECT_EQ(server_->metric(R"(sluice_requests_total{route="GET /api/search",result="error"})"), 0);
+  EXPECT_EQ(
+      server_->metric(
+          R"(sluice_decisions_total{route="GET /api/search",algorithm="token_bucket",result="denied"})"),
+      2);
+  // The login route has two limits; the third request is denied by login
+  // (token_bucket) while the sliding window would have allowed it.
+  const std::string login = R"(route="POST /api/auth/login",algorithm=")";
+  EXPECT_EQ(
+      server_->metric("sluice_decisions_total{" + login + R"(token_bucket",result="allowed"})"), 2);
+  EXPECT_EQ(
+      server_->metric("sluice_decisions_total{" + login + R"(token_bucket",result="denied"})"), 1);
+  EXPECT_EQ(
+      server_->metric("sluice_decisions_total{" + login + R"(sliding_window",result="allowed"})"),
+      3);
+  EXPECT_EQ(
+      server_->metric("sluice_decisions_total{" + login + R"(sliding_window",result="denied"})"),
+      0);
+  // Keys: search/ip, login/ip, the sliding window/ip.
+  EXPECT_EQ(server_->metric("sluice_keys_held"), 3);
+  EXPECT_EQ(server_->metric("sluice_store_latency_seconds_count"), 8);
+  EXPECT_EQ(server_->metric(R"(sluice_store_latency_seconds_bucket{le="+Inf"})"), 8);
+  EXPECT_EQ(server_->metric("sluice_store_errors_total"), 0);
+  const HttpResponse r = server_->admin_get("/metrics");
+  EXPECT_EQ(r.header("Content-Type"), "text/plain; version=0.0.4; charset=utf-8");
+  EXPECT_NE(r.body.find("# TYPE sluice_store_latency_seconds histogram"), std::string::npos);
+  EXPECT_NE(r.body.find("# TYPE sluice_requests_total counter"), std::string::npos);
+}
+
+TEST_F(Admin, MetricsCountRejectedRequests) {
+  auto c = server_->connect();
+  c->send_raw("NOT HTTP\r\n\r\n");
+  EXPECT_EQ(c->read_response().status, 400);
+  EXPECT_EQ(server_->metric(R"(sluice_http_rejected_total{reason="bad_request"})"), 1);
+}
+
+TEST_F(Admin, StatsListRoutesAndTopDeniedKeys) {
+  EXPECT_EQ(count_allowed(*server_, "GET", "/api/search", 6), 3);
+  const HttpResponse r = server_->admin_get("/admin/stats");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.header("Content-Type"), "application/json");
+  EXPECT_NE(r.body.find(R"({"route":"GET /api/search","allowed":3,"denied":3,"errors":0})"),
+            std::string::npos)
+      << r.body;
+  EXPECT_NE(
+      r.body.find(
+          R"("top_denied_keys":[{"key":"route:GET /api/search|ip:127.0.0.1","count":3,"error":0}])"),
+      std::string::npos)
+      << r.body;
+  EXPECT_NE(r.body.find(R"("generation":1)"), std::string::npos);
+}
+
+TEST_F(Admin, DenialsAreLoggedAtABoundedRate) {
+  // 1 line per second by default: a burst of 50 denials logs one line, and
+  // the next logged line (if any) counts the others.
+  EXPECT_EQ(count_allowed(*server_, "GET", "/api/search", 53), 3);
+  const std::string log = server_->log();
+  size_t lines = 0;
+  for (size_t at = log.find("denied: route"); at != std::string::npos;
+       at = log.find("denied: route", at + 1)) {
+    ++lines;
+  }
+  EXPECT_GE(lines, 1u);
+  EXPECT_LE(lines, 3u) << log;  // the burst takes well under 3 s
+  const HttpResponse stats = server_->admin_get("/admin/stats");
+  EXPECT_NE(stats.body.find(R"("denials_logged":)" + std::to_string(lines) + ","),
+            std::string::npos)
+      << stats.body;
+  EXPECT_NE(stats.body.find(R"("denials_not_logged":)" + std::to_string(50 - lines) + "}"),
+            std::string::npos)
+      << stats.body;
+}
+
+TEST(AccessLog, OneLinePerRequestWhenEnabled) {
+  auto server = SluiceProcess::start(R"(
+logging: {access_log: true}
+routes:
+  - match: GET /a
+    limits: [{capacity: 1, refill_rate: 1/h}]
+)");
+  ASSERT_NE(server, nullptr);
+  EXPECT_EQ(server->get("/a?x=1").status, 200);
+  EXPECT_EQ(server->get("/a").status, 429);
+  // A line is written once its response is sent: wait for it, boundedly.
+  // (Two connections may be served by two worker threads: in either order.)
+  const std::string allowed_line = "127.0.0.1 \"GET /a?x=1\" 200 16 ";
+  const std::string denied_line = "127.0.0.1 \"GET /a\" 429 107 ";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  std::string log = server->access_log();
+  while (
+      (log.find(allowed_line) == std::string::npos || log.find(denied_line) == std::string::npos) &&
+      std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    log = server->access_log();
+  }
+  EXPECT_NE(log.find(allowed_line), std::string::npos) << log;
+  EXPECT_NE(log.find(denied_line), std::string::npos) << log;
+}
+
+TEST(AccessLog, OffByDefault) {
+  auto server = SluiceProcess::start("");
+  ASSERT_NE(server, nullptr);
+  EXPECT_EQ(server->get("/a").status, 200);
+  // Once the process has exited, everything it would have written is there.
+  server->send_signal(SIGTERM);
+  ASSERT_EQ(server->wait_exit(std::chrono::seconds(30)), 0);
+  EXPECT_EQ(server->access_log(), "");
+}
+
+TEST(Startup, InvalidConfigPrintsEveryErrorAndExits1) {
+  std::string err;
+  const int code = SluiceProcess::run_and_capture(R"(listen: 127.0.0.1:0
+admin: 127.0.0.1:0
+routes:
+  - match: GET /a
+    limits: [{capacity: 0, refill_rate: 1/s}]
+  - match: GET /b
+    limits: [{capacity: 5, refil_rate: 1/s}]
+)",
+                                                  &err);
+  EXPECT_EQ(code, 1) << err;
+  EXPECT_NE(err.find("sluice.yaml:5:"), std::string::npos) << err;
+  EXPECT_NE(err.find("sluice.yaml:7:"), std::string::npos) << err;
+}
+
+TEST(Startup, PortInUseExits1WithTheAddress) {
+  auto first = SluiceProcess::start("");
+  ASSERT_NE(first, nullptr);
+  std::string err;
+  const int code = SluiceProcess::run_and_capture(
+      "listen: 127.0.0.1:" + std::to_string(first->port()) + "\nadmin: 127.0.0.1:0\n", &err);
+  EXPECT_EQ(code, 1) << err;
+  EXPECT_NE(err.find("127.0.0.1:" + std::to_string(first->port())), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace sluice::test

@@ -1,0 +1,161 @@
+// What a client sends never crashes the server: malformed HTTP gets 400,
+// oversized headers 431, oversized bodies 413, slow headers 408, and the
+// server keeps serving (DESIGN.md §6).
+#include "test_support.h"
+
+namespace sluice::test {
+namespace {
+
+const std::string kYaml = R"(
+headers: [legacy]
+server:
+  max_header_bytes: 2KiB
+  max_body_bytes: 1KiB
+  header_timeout: 1s
+policies:
+  login: {capacity: 5, refill_rate: 1/h}
+routes:
+  - match: GET /api/search
+    limits: [{capacity: 100, refill_rate: 1/h}]
+)";
+
+class Protocol : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server_ = SluiceProcess::start(kYaml);
+    ASSERT_NE(server_, nullptr);
+  }
+  void expect_still_serving() const {
+    const HttpResponse r = server_->get("/api/search");
+    EXPECT_EQ(r.status, 200);
+  }
+  std::unique_ptr<SluiceProcess> server_;
+};
+
+void expect_json_error(const HttpResponse& r, int status, const std::string& code) {
+  EXPECT_EQ(r.status, status) << r.body;
+  EXPECT_EQ(r.header("Content-Type"), "application/json");
+  EXPECT_NE(r.body.find("\"code\":\"" + code + "\""), std::string::npos) << r.body;
+  EXPECT_EQ(r.header("Connection"), "close");
+}
+
+TEST_F(Protocol, MalformedRequestLineGets400ThenTheConnectionCloses) {
+  auto c = server_->connect();
+  c->send_raw("GARBAGE\r\n\r\n");
+  expect_json_error(c->read_response(), 400, "BAD_REQUEST");
+  EXPECT_TRUE(c->closed_by_peer());
+  expect_still_serving();
+}
+
+TEST_F(Protocol, MalformedHeaderLineGets400) {
+  auto c = server_->connect();
+  c->send_raw("GET /api/search HTTP/1.1\r\nHost: x\r\nthis is not a header\r\n\r\n");
+  expect_json_error(c->read_response(), 400, "BAD_REQUEST");
+  EXPECT_TRUE(c->closed_by_peer());
+  expect_still_serving();
+}
+
+TEST_F(Protocol, BadContentLengthGets400) {
+  auto c = server_->connect();
+  c->send_raw("POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Length: banana\r\n\r\n");
+  expect_json_error(c->read_response(), 400, "BAD_REQUEST");
+  expect_still_serving();
+}
+
+TEST_F(Protocol, BinaryNoiseGets400) {
+  auto c = server_->connect();
+  std::string noise;
+  for (int i = 0; i < 512; ++i) noise += static_cast<char>((i * 37 + 11) % 256);
+  c->send_raw(noise + "\r\n\r\n");
+  EXPECT_EQ(c->read_response().status, 400);
+  expect_still_serving();
+}
+
+TEST_F(Protocol, OversizedHeaderGets431) {
+  auto c = server_->connect();
+  c->send_request("GET", "/api/search", {{"X-Padding", std::string(4096, 'a')}});
+  expect_json_error(c->read_response(), 431, "HEADER_TOO_LARGE");
+  EXPECT_TRUE(c->closed_by_peer());
+  expect_still_serving();
+}
+
+TEST_F(Protocol, HeaderJustUnderTheLimitIsServed) {
+  const HttpResponse r = server_->get("/api/search", {{"X-Padding", std::string(1500, 'a')}});
+  EXPECT_EQ(r.status, 200);
+}
+
+TEST_F(Protocol, OversizedBodyGets413) {
+  auto c = server_->connect();
+  const std::string body = R"({"policy":"login","key":")" + std::string(2000, 'k') + "\"}";
+  c->send_request("POST", "/v1/check", {{"Content-Type", "application/json"}}, body);
+  expect_json_error(c->read_response(), 413, "BODY_TOO_LARGE");
+  expect_still_serving();
+}
+
+TEST_F(Protocol, OversizedChunkedBodyGets413) {
+  auto c = server_->connect();
+  std::string chunked = "POST /v1/check HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (int i = 0; i < 4; ++i) chunked += "200\r\n" + std::string(512, 'x') + "\r\n";
+  chunked += "0\r\n\r\n";
+  c->send_raw(chunked);
+  expect_json_error(c->read_response(), 413, "BODY_TOO_LARGE");
+  expect_still_serving();
+}
+
+TEST_F(Protocol, SlowHeaderGets408) {
+  auto c = server_->connect();
+  c->send_raw("GET /api/search HTTP/1.1\r\nHost: x\r\n");  // and never the blank line
+  // header_timeout is 1 s; the answer must come well within 5 s.
+  expect_json_error(c->read_response(std::chrono::seconds(5)), 408, "REQUEST_TIMEOUT");
+  EXPECT_TRUE(c->closed_by_peer());
+  expect_still_serving();
+}
+
+TEST_F(Protocol, KeepAliveServesSeveralRequestsOnOneConnection) {
+  auto c = server_->connect();
+  for (int i = 0; i < 3; ++i) {
+    const HttpResponse r = c->request("GET", "/api/search");
+    EXPECT_EQ(r.status, 200);
+    EXPECT_FALSE(r.has_header("Connection"));
+  }
+  // A POST with a small body that the gateway does not need keeps the connection too.
+  EXPECT_EQ(c->request("POST", "/other", {}, "payload").status, 200);
+  EXPECT_EQ(c->request("GET", "/api/search").status, 200);
+}
+
+TEST_F(Protocol, PipelinedRequestsAreAnsweredInOrder) {
+  auto c = server_->connect();
+  c->send_raw(
+      "GET /api/search HTTP/1.1\r\nHost: x\r\n\r\n"
+      "POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Length: 31\r\n\r\n"
+      R"({"policy":"login","key":"pipe"})"
+      "GET /v1/check HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(c->read_response().status, 200);
+  const HttpResponse check = c->read_response();
+  EXPECT_EQ(check.status, 200);
+  EXPECT_NE(check.body.find(R"("remaining":4)"), std::string::npos) << check.body;
+  EXPECT_EQ(c->read_response().status, 405);
+}
+
+TEST_F(Protocol, Http10ClosesAfterTheResponse) {
+  auto c = server_->connect();
+  c->send_raw("GET /api/search HTTP/1.0\r\n\r\n");
+  const HttpResponse r = c->read_response();
+  EXPECT_EQ(r.status, 200);
+  EXPECT_TRUE(c->closed_by_peer());
+}
+
+TEST_F(Protocol, ClientThatDisconnectsMidRequestDoesNotDisturbOthers) {
+  {
+    auto c = server_->connect();
+    c->send_raw("POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"pol");
+  }  // closed with the body unsent
+  {
+    auto c = server_->connect();
+    c->send_raw("GET /api/sea");
+  }
+  expect_still_serving();
+}
+
+}  // namespace
+}  // namespace sluice::test
