@@ -1,0 +1,152 @@
+// src/observe: metrics and their Prometheus text, the denial log gate, the
+// top denied keys.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "observe/denial_log.h"
+#include "observe/metrics.h"
+#include "observe/top_keys.h"
+
+namespace sluice::observe {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(Counter, IncrementsFromManyThreadsAreAllCounted) {
+  Counter counter;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 100'000; ++i) counter.add();
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(counter.value(), 400'000u);
+}
+
+TEST(Registry, RendersCountersGaugesAndHistogramsInPrometheusText) {
+  Registry r;
+  r.counter("t_requests_total", "Requests.", {{"route", "GET /a"}, {"result", "allowed"}})->add(3);
+  r.counter("t_requests_total", "Requests.", {{"route", "GET /a"}, {"result", "denied"}})->add(1);
+  r.gauge("t_keys", "Keys.", {}, [] { return 7.0; });
+  Histogram* h = r.histogram("t_latency_seconds", "Latency.", {}, {1'000, 5'000'000});
+  h->observe_ns(500);        // <= 1 µs
+  h->observe_ns(1'000);      // <= 1 µs: bounds are inclusive
+  h->observe_ns(2'000);      // <= 5 ms
+  h->observe_ns(7'000'000);  // +Inf
+  EXPECT_EQ(r.render(),
+            "# HELP t_keys Keys.\n"
+            "# TYPE t_keys gauge\n"
+            "t_keys 7\n"
+            "# HELP t_latency_seconds Latency.\n"
+            "# TYPE t_latency_seconds histogram\n"
+            "t_latency_seconds_bucket{le=\"0.000001\"} 2\n"
+            "t_latency_seconds_bucket{le=\"0.005\"} 3\n"
+            "t_latency_seconds_bucket{le=\"+Inf\"} 4\n"
+            "t_latency_seconds_sum 0.0070035\n"
+            "t_latency_seconds_count 4\n"
+            "# HELP t_requests_total Requests.\n"
+            "# TYPE t_requests_total counter\n"
+            "t_requests_total{route=\"GET /a\",result=\"allowed\"} 3\n"
+            "t_requests_total{route=\"GET /a\",result=\"denied\"} 1\n");
+}
+
+TEST(Registry, SameSeriesTwiceIsOneCounter) {
+  Registry r;
+  Counter* a = r.counter("t_total", "T.", {{"route", "x"}});
+  Counter* b = r.counter("t_total", "T.", {{"route", "x"}});
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, r.counter("t_total", "T.", {{"route", "y"}}));
+}
+
+TEST(Registry, LabelValuesAreEscaped) {
+  EXPECT_EQ(render_labels({{"route", "GET /a\"b\\c\nd"}}), R"({route="GET /a\"b\\c\nd"})");
+  EXPECT_EQ(render_labels({}), "");
+}
+
+TEST(DenialLogGate, OneLinePerIntervalWithACountOfTheRest) {
+  DenialLogGate gate(1.0);  // one line per second
+  const Nanos t0 = 1'700'000'000s;
+  EXPECT_TRUE(gate.admit(t0).log);
+  EXPECT_FALSE(gate.admit(t0).log);
+  EXPECT_FALSE(gate.admit(t0 + 500ms).log);
+  EXPECT_FALSE(gate.admit(t0 + 1s - 1ns).log);
+  const DenialLogGate::Admission next = gate.admit(t0 + 1s);
+  EXPECT_TRUE(next.log);
+  EXPECT_EQ(next.suppressed_before, 3u);
+  EXPECT_EQ(gate.logged(), 2u);
+  EXPECT_EQ(gate.suppressed_total(), 3u);
+  // The count restarts after each logged line.
+  EXPECT_FALSE(gate.admit(t0 + 1500ms).log);
+  EXPECT_EQ(gate.admit(t0 + 2s).suppressed_before, 1u);
+}
+
+TEST(DenialLogGate, FractionalRatesAndZero) {
+  DenialLogGate slow(0.1);  // one line per 10 s
+  const Nanos t0 = 1'700'000'000s;
+  EXPECT_TRUE(slow.admit(t0).log);
+  EXPECT_FALSE(slow.admit(t0 + 9s).log);
+  EXPECT_TRUE(slow.admit(t0 + 10s).log);
+
+  DenialLogGate never(0);
+  EXPECT_FALSE(never.admit(t0).log);
+  EXPECT_FALSE(never.admit(t0 + 100s).log);
+  EXPECT_EQ(never.suppressed_total(), 2u);
+}
+
+TEST(DenialLogGate, ManyThreadsLogOneLinePerInterval) {
+  DenialLogGate gate(1.0);
+  const Nanos t0 = 1'700'000'000s;
+  std::atomic<int> logged{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 10'000; ++i) {
+        if (gate.admit(t0 + Nanos{i}).log) logged.fetch_add(1);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(logged.load(), 1);  // all within one second
+  EXPECT_EQ(gate.suppressed_total(), 39'999u);
+}
+
+TEST(TopKeys, CountsKeysAndKeepsAtMostCapacity) {
+  TopKeys top(2);
+  top.record("a");
+  top.record("a");
+  top.record("b");
+  top.record("c");  // replaces b (the least counted): count 1 + 1, error 1
+  const std::vector<TopKeys::Entry> entries = top.top();
+  ASSERT_EQ(entries.size(), 2u);
+  EXPECT_EQ(entries[0].key, "a");
+  EXPECT_EQ(entries[0].count, 2u);
+  EXPECT_EQ(entries[0].error, 0u);
+  EXPECT_EQ(entries[1].key, "c");
+  EXPECT_EQ(entries[1].count, 2u);
+  EXPECT_EQ(entries[1].error, 1u);
+}
+
+TEST(TopKeys, AHeavyKeyStaysOnTopAmongManyLightOnes) {
+  TopKeys top(TopKeys::kDefaultCapacity);
+  for (int i = 0; i < 10'000; ++i) {
+    top.record("attacker");
+    top.record("client-" + std::to_string(i));  // 10,000 distinct keys, one each
+  }
+  const std::vector<TopKeys::Entry> entries = top.top();
+  EXPECT_EQ(entries.size(), TopKeys::kDefaultCapacity);
+  EXPECT_EQ(entries[0].key, "attacker");
+  EXPECT_EQ(entries[0].count, 10'000u);
+}
+
+TEST(TopKeys, LongKeysAreTruncated) {
+  TopKeys top;
+  top.record(std::string(1000, 'k'));
+  EXPECT_EQ(top.top()[0].key.size(), TopKeys::kMaxKeyBytes);
+}
+
+}  // namespace
+}  // namespace sluice::observe
