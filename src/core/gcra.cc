@@ -21,9 +21,13 @@ GcraStep gcra(const Limit& limit, const GcraState& state, Nanos now, uint64_t co
   const i128 ahead = static_cast<i128>(state.tat_ns - now.count()) * rate + state.tat_frac;
   if (ahead > 0) debt = static_cast<int64_t>(ahead);
 
+  // debt + need reaches 2^63 when a full-size request meets an empty bucket of
+  // the largest exact size (full = 2^62): form the sum in 128 bits.
+  const i128 wanted = static_cast<i128>(debt) + need;
+
   GcraStep step;
   step.decision.limit = limit.size();
-  if (debt + need <= full) {
+  if (wanted <= full) {
     const int64_t new_debt = debt + need;
     step.decision.allowed = true;
     step.decision.remaining = static_cast<uint64_t>((full - new_debt) / unit);
@@ -33,7 +37,7 @@ GcraStep gcra(const Limit& limit, const GcraState& state, Nanos now, uint64_t co
     step.decision.allowed = false;
     step.decision.remaining = static_cast<uint64_t>((full - debt) / unit);
     step.decision.reset_after = Nanos{ceil_div(debt, rate)};
-    step.decision.retry_after = Nanos{ceil_div(debt + need - full, rate)};
+    step.decision.retry_after = Nanos{ceil_div(wanted - full, rate)};
     step.next = state;
   }
   return step;

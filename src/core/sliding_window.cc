@@ -67,10 +67,14 @@ SlidingWindowStep sliding_window(const Limit& limit, const SlidingWindowState& s
     }
   }
   // Next window: `current` becomes the previous count and nothing is current.
+  // When only `previous` kept this window from admitting, room can exceed
+  // `current` and the formula goes below 0: the next window admits at its
+  // start, never before it.
   int64_t e_next = 0;
   if (current > 0) {
     const int64_t room = static_cast<int64_t>(limit.size()) - static_cast<int64_t>(cost);
     e_next = window - static_cast<int64_t>(static_cast<i128>(room) * window / current);
+    if (e_next < 0) e_next = 0;
   }
   step.decision.retry_after = Nanos{window_start + window + e_next - now.count()};
   return step;

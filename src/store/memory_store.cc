@@ -215,8 +215,13 @@ class alignas(64) MemoryStore::Shard {
     }
   }
 
+  // Touched by the current batch: lru in [protected_since, tick_], cyclically.
+  // Before the batch's first touch in this shard the range is empty (tick_ is
+  // protected_since - 1), so nothing is protected: a request for a new key
+  // touches nothing before it inserts, and must still be able to evict.
   bool is_protected(const Slot& s, uint32_t protected_since) const {
-    return static_cast<uint32_t>(tick_ - s.lru) <= static_cast<uint32_t>(tick_ - protected_since);
+    const uint32_t batch_ticks = tick_ - protected_since + 1;
+    return static_cast<uint32_t>(s.lru - protected_since) < batch_ticks;
   }
 
   // Approximate LRU, as Redis does: the oldest of a few random occupied slots.
