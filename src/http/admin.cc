@@ -28,21 +28,21 @@ Response text_response(HttpStatus status, std::string body,
 }
 
 Response method_not_allowed(const char* allow) {
-  Response res = error_response(HttpStatus::method_not_allowed, "METHOD_NOT_ALLOWED",
-                                std::string("use ") + allow);
+  Response res =
+      error_response(HttpStatus::method_not_allowed, "METHOD_NOT_ALLOWED", cat({"use ", allow}));
   res.set(bhttp::field::allow, allow);
   return res;
 }
 
 std::string quoted_json(std::string_view s) {
-  return "\"" + json_escape(s) + "\"";
+  return cat({"\"", json_escape(s), "\""});
 }
 
 void append_route_stats(std::string& out, const RouteMetrics& m) {
-  out += "{\"route\":" + quoted_json(m.name);
-  out += ",\"allowed\":" + std::to_string(m.allowed->value());
-  out += ",\"denied\":" + std::to_string(m.denied->value());
-  out += ",\"errors\":" + std::to_string(m.error->value()) + "}";
+  out +=
+      cat({"{\"route\":", quoted_json(m.name), ",\"allowed\":", std::to_string(m.allowed->value()),
+           ",\"denied\":", std::to_string(m.denied->value()),
+           ",\"errors\":", std::to_string(m.error->value()), "}"});
 }
 
 std::string string_field(const boost::json::object& o, std::string_view name, bool* present) {
@@ -92,17 +92,17 @@ void AdminHandler::on_header(const std::shared_ptr<Session>& session) {
     return session->read_body([this, session](std::string body) { session->respond(reset(body)); });
   }
   session->respond(
-      error_response(HttpStatus::not_found, "NOT_FOUND", "no admin endpoint " + std::string(path)));
+      error_response(HttpStatus::not_found, "NOT_FOUND", cat({"no admin endpoint ", path})));
 }
 
 Response AdminHandler::stats() const {
   const std::shared_ptr<const State> state = context_.state.load();
-  std::string out = "{\"generation\":" + std::to_string(state->generation);
-  out += ",\"uptime_seconds\":" + std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
-                                                     std::chrono::steady_clock::now() - started_)
-                                                     .count());
-  out += ",\"keys_held\":" + std::to_string(context_.store.size());
-  out += ",\"routes\":[";
+  const auto uptime =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started_);
+  std::string out =
+      cat({"{\"generation\":", std::to_string(state->generation),
+           ",\"uptime_seconds\":", std::to_string(uptime.count()),
+           ",\"keys_held\":", std::to_string(context_.store.size()), ",\"routes\":["});
   bool first = true;
   auto add = [&](const RouteMetrics& m) {
     if (!first) out += ',';
@@ -119,24 +119,25 @@ Response AdminHandler::stats() const {
   for (const observe::TopKeys::Entry& e : context_.top_denied.top()) {
     if (!first) out += ',';
     first = false;
-    out += "{\"key\":" + quoted_json(e.key) + ",\"count\":" + std::to_string(e.count) +
-           ",\"error\":" + std::to_string(e.error) + "}";
+    out += cat({"{\"key\":", quoted_json(e.key), ",\"count\":", std::to_string(e.count),
+                ",\"error\":", std::to_string(e.error), "}"});
   }
-  out += "],\"denials_logged\":" + std::to_string(state->denial_log->logged());
-  out += ",\"denials_not_logged\":" + std::to_string(state->denial_log->suppressed_total());
-  out += "}";
+  out +=
+      cat({"],\"denials_logged\":", std::to_string(state->denial_log->logged()),
+           ",\"denials_not_logged\":", std::to_string(state->denial_log->suppressed_total()), "}"});
   return json_response(HttpStatus::ok, std::move(out));
 }
 
 Response AdminHandler::reload() {
   const ReloadOutcome outcome = reload_();
   if (outcome.ok) {
-    return json_response(HttpStatus::ok, "{\"reloaded\":true,\"generation\":" +
-                                             std::to_string(outcome.generation) + "}");
+    return json_response(
+        HttpStatus::ok,
+        cat({"{\"reloaded\":true,\"generation\":", std::to_string(outcome.generation), "}"}));
   }
-  std::string out = "{\"error\":{\"code\":\"INVALID_CONFIG\",\"message\":" +
-                    quoted_json("the config was refused; the previous one stays in force") +
-                    "},\"generation\":" + std::to_string(outcome.generation) + ",\"errors\":[";
+  std::string out = cat({"{\"error\":{\"code\":\"INVALID_CONFIG\",\"message\":",
+                         quoted_json("the config was refused; the previous one stays in force"),
+                         "},\"generation\":", std::to_string(outcome.generation), ",\"errors\":["});
   for (size_t i = 0; i < outcome.errors.size(); ++i) {
     if (i > 0) out += ',';
     out += quoted_json(outcome.errors[i]);
@@ -151,7 +152,7 @@ Response AdminHandler::reset(std::string_view body) {
   };
   boost::system::error_code ec;
   const boost::json::value v = boost::json::parse(body, ec);
-  if (ec) return bad("malformed JSON body: " + ec.message());
+  if (ec) return bad(cat({"malformed JSON body: ", ec.message()}));
   if (!v.is_object()) {
     return bad(R"(the body must be {"policy":NAME,"key":KEY} or {"route":NAME,"client":KEY})");
   }
@@ -169,7 +170,7 @@ Response AdminHandler::reset(std::string_view body) {
     const policy::NamedPolicy* named = state->policy.find_policy(policy_name);
     if (named == nullptr) {
       return error_response(HttpStatus::not_found, "UNKNOWN_POLICY",
-                            "no policy named \"" + policy_name + "\"");
+                            cat({"no policy named \"", policy_name, "\""}));
     }
     targets.emplace_back(&named->limit, policy::Policy::policy_store_key(policy_name, key));
   } else if (has_route && has_client && !has_policy && !has_key) {
@@ -183,12 +184,12 @@ Response AdminHandler::reset(std::string_view body) {
     }
     if (route == nullptr) {
       return error_response(HttpStatus::not_found, "UNKNOWN_ROUTE",
-                            "no route named \"" + route_name + "\"");
+                            cat({"no route named \"", route_name, "\""}));
     }
     // The store keys of policy::Policy::plan(): "<scope>|<client key>".
     for (const policy::RouteLimit& limit : route->limits) {
-      targets.emplace_back(&limit.limit,
-                           (limit.named_policy ? "policy:" : "route:") + limit.name + "|" + client);
+      targets.emplace_back(
+          &limit.limit, cat({limit.named_policy ? "policy:" : "route:", limit.name, "|", client}));
     }
   } else {
     return bad(R"(expected {"policy":NAME,"key":KEY} or {"route":NAME,"client":KEY})");
@@ -206,8 +207,8 @@ Response AdminHandler::reset(std::string_view body) {
   }
   spdlog::info("admin reset: {} key(s) of {} \"{}\"", targets.size(),
                has_policy ? "policy" : "route", has_policy ? policy_name : route_name);
-  return json_response(HttpStatus::ok, std::string("{\"reset\":true,\"had_state\":") +
-                                           (existed ? "true" : "false") + "}");
+  return json_response(HttpStatus::ok, existed ? "{\"reset\":true,\"had_state\":true}"
+                                               : "{\"reset\":true,\"had_state\":false}");
 }
 
 }  // namespace sluice::http

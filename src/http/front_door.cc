@@ -77,7 +77,7 @@ CheckRequest parse_check(std::string_view body) {
   boost::system::error_code ec;
   const boost::json::value v = boost::json::parse(body, ec);
   if (ec) {
-    r.error = "malformed JSON body: " + ec.message();
+    r.error = cat({"malformed JSON body: ", ec.message()});
     return r;
   }
   if (!v.is_object()) {
@@ -88,7 +88,7 @@ CheckRequest parse_check(std::string_view body) {
   for (const auto& member : o) {
     const std::string_view name(member.key().data(), member.key().size());
     if (name != "policy" && name != "key" && name != "cost") {
-      r.error = "unknown field \"" + std::string(name) + "\" (expected policy, key and cost)";
+      r.error = cat({"unknown field \"", name, "\" (expected policy, key and cost)"});
       return r;
     }
   }
@@ -180,10 +180,10 @@ policy::Verdict FrontDoor::decide_and_count(const State& state, const policy::Pl
     context_.top_denied.record(key);
     const observe::DenialLogGate::Admission a = state.denial_log->admit(now);
     if (a.log) {
-      const std::string suppressed =
-          a.suppressed_before == 0
-              ? std::string()
-              : " (" + std::to_string(a.suppressed_before) + " denials not logged before this one)";
+      const std::string suppressed = a.suppressed_before == 0
+                                         ? std::string()
+                                         : cat({" (", std::to_string(a.suppressed_before),
+                                                " denials not logged before this one)"});
       spdlog::info("denied: route \"{}\" key \"{}\" limit \"{}\" retry after {} ms{}", metrics.name,
                    key, verdict.reported ? verdict.reported->name : std::string(),
                    ms_rounded_up(verdict.decision.retry_after), suppressed);
@@ -199,13 +199,13 @@ void FrontDoor::handle_check(const std::shared_ptr<Session>& session, std::strin
   const policy::NamedPolicy* named = state->policy.find_policy(request.policy);
   if (named == nullptr) {
     return session->respond(error_response(HttpStatus::not_found, "UNKNOWN_POLICY",
-                                           "no policy named \"" + request.policy + "\""));
+                                           cat({"no policy named \"", request.policy, "\""})));
   }
   if (request.cost > named->limit.size()) {
-    return session->respond(bad_request("\"cost\" " + std::to_string(request.cost) +
-                                        " is above the size of policy \"" + request.policy +
-                                        "\" (" + std::to_string(named->limit.size()) +
-                                        "): it could never be allowed"));
+    return session->respond(
+        bad_request(cat({"\"cost\" ", std::to_string(request.cost),
+                         " is above the size of policy \"", request.policy, "\" (",
+                         std::to_string(named->limit.size()), "): it could never be allowed"})));
   }
   const long index = state->policy_index(named);
   const RouteMetrics& metrics =
@@ -216,13 +216,11 @@ void FrontDoor::handle_check(const std::shared_ptr<Session>& session, std::strin
   if (verdict.invalid) return session->respond(bad_request(verdict.error));
 
   const Decision& d = verdict.decision;
-  std::string json = "{\"allowed\":";
-  json += verdict.allowed ? "true" : "false";
-  json += ",\"limit\":" + std::to_string(d.limit);
-  json += ",\"remaining\":" + std::to_string(d.remaining);
-  json += ",\"reset_after_ms\":" + std::to_string(ms_rounded_up(d.reset_after));
-  json += ",\"retry_after_ms\":" + std::to_string(ms_rounded_up(d.retry_after));
-  json += "}";
+  std::string json =
+      cat({"{\"allowed\":", verdict.allowed ? "true" : "false",
+           ",\"limit\":", std::to_string(d.limit), ",\"remaining\":", std::to_string(d.remaining),
+           ",\"reset_after_ms\":", std::to_string(ms_rounded_up(d.reset_after)),
+           ",\"retry_after_ms\":", std::to_string(ms_rounded_up(d.retry_after)), "}"});
   Response res = json_response(verdict.allowed ? HttpStatus::ok : HttpStatus::too_many_requests,
                                std::move(json));
   RateHeaders headers;

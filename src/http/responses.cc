@@ -6,6 +6,15 @@
 
 namespace sluice::http {
 
+std::string cat(std::initializer_list<std::string_view> parts) {
+  size_t size = 0;
+  for (std::string_view p : parts) size += p.size();
+  std::string out;
+  out.reserve(size);
+  for (std::string_view p : parts) out.append(p);
+  return out;
+}
+
 std::string json_escape(std::string_view text) {
   std::string out;
   out.reserve(text.size());
@@ -47,8 +56,8 @@ Response json_response(HttpStatus status, std::string body) {
 }
 
 std::string error_body(std::string_view code, std::string_view message) {
-  return "{\"error\":{\"code\":\"" + json_escape(code) + "\",\"message\":\"" +
-         json_escape(message) + "\"}}";
+  return cat({"{\"error\":{\"code\":\"", json_escape(code), "\",\"message\":\"",
+              json_escape(message), "\"}}"});
 }
 
 Response error_response(HttpStatus status, std::string_view code, std::string_view message) {

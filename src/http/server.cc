@@ -30,7 +30,7 @@ std::string describe_limits(const std::vector<policy::RouteLimit>& limits) {
   std::string out;
   for (const policy::RouteLimit& l : limits) {
     if (!out.empty()) out += "; ";
-    if (l.named_policy) out += "policy " + l.name + " = ";
+    if (l.named_policy) out += cat({"policy ", l.name, " = "});
     out += l.limit.describe();
   }
   return out.empty() ? "no limits" : out;
@@ -38,10 +38,10 @@ std::string describe_limits(const std::vector<policy::RouteLimit>& limits) {
 
 std::string store_text(const policy::StoreConfig& s) {
   if (s.backend == policy::StoreConfig::Backend::kMemory) {
-    return "memory (max_keys " + std::to_string(s.max_keys) + ")";
+    return cat({"memory (max_keys ", std::to_string(s.max_keys), ")"});
   }
   std::string out = s.redis.cluster ? "redis cluster" : "redis";
-  for (const policy::HostPort& a : s.redis.addresses) out += " " + a.text();
+  for (const policy::HostPort& a : s.redis.addresses) out += cat({" ", a.text()});
   return out;
 }
 
@@ -57,7 +57,8 @@ bool same_store(const policy::StoreConfig& a, const policy::StoreConfig& b) {
 
 std::string endpoint_text(const tcp::endpoint& e) {
   const std::string host = e.address().to_string();
-  return (e.address().is_v6() ? "[" + host + "]" : host) + ":" + std::to_string(e.port());
+  return e.address().is_v6() ? cat({"[", host, "]:", std::to_string(e.port())})
+                             : cat({host, ":", std::to_string(e.port())});
 }
 
 }  // namespace
@@ -101,16 +102,16 @@ class Server::Listener {
           resolver.resolve(where.host, std::to_string(where.port), tcp::resolver::passive, ec);
       if (ec || results.empty()) {
         return Error{ErrorCode::kInvalidArgument,
-                     "cannot resolve " + name_ + " address " + where.text() + ": " +
-                         (ec ? ec.message() : std::string("no address"))};
+                     cat({"cannot resolve ", name_, " address ", where.text(), ": ",
+                          ec ? ec.message() : std::string("no address")})};
       }
       address = results.begin()->endpoint().address();
     }
     const tcp::endpoint endpoint(address, where.port);
     auto fail = [&](const char* what) {
-      return Status(Error{ErrorCode::kInvalidArgument, "cannot " + std::string(what) + " " + name_ +
-                                                           " address " + where.text() + ": " +
-                                                           ec.message()});
+      return Status(
+          Error{ErrorCode::kInvalidArgument,
+                cat({"cannot ", what, " ", name_, " address ", where.text(), ": ", ec.message()})});
     };
     if (acceptor_.open(endpoint.protocol(), ec)) return fail("open");
     if (acceptor_.set_option(tcp::acceptor::reuse_address(true), ec)) return fail("configure");

@@ -173,8 +173,8 @@ void Session::on_header(beast::error_code ec) {
     if (ec == bhttp::error::header_limit) {
       context_.metrics.rejected_header_too_large->add();
       return reject(HttpStatus::request_header_fields_too_large, "HEADER_TOO_LARGE",
-                    "the request header is larger than " +
-                        std::to_string(limits_.max_header_bytes) + " bytes");
+                    cat({"the request header is larger than ",
+                         std::to_string(limits_.max_header_bytes), " bytes"}));
     }
     if (ec == bhttp::error::end_of_stream || ec == bhttp::error::partial_message ||
         !is_http_error(ec)) {
@@ -182,7 +182,7 @@ void Session::on_header(beast::error_code ec) {
     }
     context_.metrics.rejected_bad_request->add();
     return reject(HttpStatus::bad_request, "BAD_REQUEST",
-                  "malformed HTTP request: " + ec.message());
+                  cat({"malformed HTTP request: ", ec.message()}));
   }
   phase_ = Phase::kInRequest;
   handler_.on_header(shared_from_this());
@@ -198,9 +198,9 @@ void Session::read_body(std::function<void(std::string body)> then) {
   const boost::optional<std::uint64_t> length = header_parser_->content_length();
   if (length && *length > limits_.max_body_bytes) {
     context_.metrics.rejected_body_too_large->add();
-    return reject(
-        HttpStatus::payload_too_large, "BODY_TOO_LARGE",
-        "the request body is larger than " + std::to_string(limits_.max_body_bytes) + " bytes");
+    return reject(HttpStatus::payload_too_large, "BODY_TOO_LARGE",
+                  cat({"the request body is larger than ", std::to_string(limits_.max_body_bytes),
+                       " bytes"}));
   }
   body_read_ = true;
   // `then` travels inside the pending operation rather than in a member: a
@@ -247,9 +247,9 @@ void Session::on_body(beast::error_code ec, std::function<void(std::string body)
     }
     if (ec == bhttp::error::body_limit) {
       context_.metrics.rejected_body_too_large->add();
-      return reject(
-          HttpStatus::payload_too_large, "BODY_TOO_LARGE",
-          "the request body is larger than " + std::to_string(limits_.max_body_bytes) + " bytes");
+      return reject(HttpStatus::payload_too_large, "BODY_TOO_LARGE",
+                    cat({"the request body is larger than ", std::to_string(limits_.max_body_bytes),
+                         " bytes"}));
     }
     if (ec == bhttp::error::end_of_stream || ec == bhttp::error::partial_message ||
         !is_http_error(ec)) {
@@ -257,7 +257,7 @@ void Session::on_body(beast::error_code ec, std::function<void(std::string body)
     }
     context_.metrics.rejected_bad_request->add();
     return reject(HttpStatus::bad_request, "BAD_REQUEST",
-                  "malformed HTTP request body: " + ec.message());
+                  cat({"malformed HTTP request body: ", ec.message()}));
   }
   then(std::move(body_parser_->get().body()));
 }

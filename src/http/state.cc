@@ -1,5 +1,7 @@
 #include "http/state.h"
 
+#include "http/responses.h"
+
 #include <string_view>
 
 namespace sluice::http {
@@ -66,7 +68,7 @@ std::shared_ptr<const State> build_state(policy::Config config, uint64_t generat
   state->unmatched = make_metrics(registry, "none", {});
   for (const policy::NamedPolicy& p : c.policies) {
     policy::RouteLimit limit{p.name, true, p.limit};
-    state->policies.push_back(make_metrics(registry, "policy:" + p.name, {limit}));
+    state->policies.push_back(make_metrics(registry, cat({"policy:", p.name}), {limit}));
     state->policy_limits.push_back(std::move(limit));
   }
   return state;

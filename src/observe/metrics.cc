@@ -2,6 +2,7 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <initializer_list>
 #include <stdexcept>
 
 namespace sluice::observe {
@@ -87,6 +88,12 @@ std::string ns_as_seconds(uint64_t ns) {
   return s;
 }
 
+// Appends every part (and avoids "literal" + temporary,
+// which trips GCC 12's false -Wrestrict in optimised builds).
+void append(std::string& out, std::initializer_list<std::string_view> parts) {
+  for (std::string_view p : parts) out.append(p);
+}
+
 Labels with_label(const Labels& labels, std::string name, std::string value) {
   Labels out = labels;
   out.emplace_back(std::move(name), std::move(value));
@@ -117,7 +124,7 @@ Registry::Series& Registry::series_locked(std::string_view name, std::string_vie
     it->second.help = std::string(help);
     it->second.type = type;
   } else if (it->second.type != type) {
-    throw std::logic_error("metric family registered with two types: " + std::string(name));
+    throw std::logic_error(std::string("metric family registered with two types: ").append(name));
   }
   Series& series = it->second.series[render_labels(labels)];
   if (series.labels.empty()) series.labels = labels;
@@ -150,8 +157,7 @@ std::string Registry::render() const {
   std::string out;
   out.reserve(4096);
   for (const auto& [name, family] : families_) {
-    out += "# HELP " + name + " " + family.help + "\n";
-    out += "# TYPE " + name + " ";
+    append(out, {"# HELP ", name, " ", family.help, "\n# TYPE ", name, " "});
     out += family.type == Type::kCounter ? "counter"
            : family.type == Type::kGauge ? "gauge"
                                          : "histogram";
@@ -159,10 +165,11 @@ std::string Registry::render() const {
     for (const auto& [label_text, series] : family.series) {
       switch (family.type) {
         case Type::kCounter:
-          out += name + label_text + " " + std::to_string(series.counter->value()) + "\n";
+          append(out, {name, label_text, " ", std::to_string(series.counter->value()), "\n"});
           break;
         case Type::kGauge:
-          out += name + label_text + " " + format_double(series.gauge ? series.gauge() : 0) + "\n";
+          append(out,
+                 {name, label_text, " ", format_double(series.gauge ? series.gauge() : 0), "\n"});
           break;
         case Type::kHistogram: {
           const Histogram::Snapshot snap = series.histogram->snapshot();
@@ -170,11 +177,11 @@ std::string Registry::render() const {
             const std::string le = i < snap.upper_bounds_ns.size()
                                        ? ns_as_seconds(snap.upper_bounds_ns[i])
                                        : std::string("+Inf");
-            out += name + "_bucket" + render_labels(with_label(series.labels, "le", le)) + " " +
-                   std::to_string(snap.cumulative[i]) + "\n";
+            append(out, {name, "_bucket", render_labels(with_label(series.labels, "le", le)), " ",
+                         std::to_string(snap.cumulative[i]), "\n"});
           }
-          out += name + "_sum" + label_text + " " + ns_as_seconds(snap.sum_ns) + "\n";
-          out += name + "_count" + label_text + " " + std::to_string(snap.count) + "\n";
+          append(out, {name, "_sum", label_text, " ", ns_as_seconds(snap.sum_ns), "\n"});
+          append(out, {name, "_count", label_text, " ", std::to_string(snap.count), "\n"});
           break;
         }
       }

@@ -68,7 +68,11 @@ CompiledRoute compile(const Route& route, bool case_insensitive) {
       c.segments.push_back({"", true});
       continue;
     }
-    std::string literal = normalize_path("/" + std::string(piece), case_insensitive);
+    // Built by appending: `"/" + std::string(...)` trips GCC 12's false
+    // -Wrestrict in Release builds.
+    std::string slashed(1, '/');
+    slashed.append(piece);
+    std::string literal = normalize_path(slashed, case_insensitive);
     if (literal == "/") {
       // "", "." or "..": a ".." removes the segment before it, as in requests.
       if (piece == ".." && !c.segments.empty()) c.segments.pop_back();
@@ -78,7 +82,7 @@ CompiledRoute compile(const Route& route, bool case_insensitive) {
   }
   if (!has_param && !c.wildcard) {
     c.exact = true;
-    c.exact_path = "/";
+    c.exact_path.assign(1, '/');
     for (size_t i = 0; i < c.segments.size(); ++i) {
       if (i > 0) c.exact_path += '/';
       c.exact_path += c.segments[i].text;
