@@ -24,9 +24,9 @@ inline uint64_t load_u64(const char* p) {
   return v;
 }
 
-inline uint64_t load_tail(const char* p, size_t n) {  // n in [1, 7]
-  uint64_t v = 0;
-  std::memcpy(&v, p, n);
+inline uint64_t load_u32(const char* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof v);
   return v;
 }
 
@@ -37,20 +37,33 @@ inline constexpr uint64_t kHashK3 = 0x589965cc75374cc3ULL;
 
 inline uint64_t keyed_hash(std::string_view key, uint64_t seed) {
   const char* p = key.data();
-  size_t n = key.size();
+  const size_t n = key.size();
+  // Depends only on the seed and the length: computed while the key loads.
   uint64_t h = fold_multiply(seed ^ kHashK0, static_cast<uint64_t>(n) ^ kHashK1);
-  while (n >= 16) {
-    h = fold_multiply(load_u64(p) ^ h ^ kHashK2, load_u64(p + 8) ^ kHashK3);
-    p += 16;
-    n -= 16;
-  }
+  // The last (or only) 16 bytes go in as two words a, b. Short keys are read
+  // as two overlapping loads that together cover every byte, so no
+  // variable-length copy (a call to memcpy) is on the path; with the length
+  // mixed in above, distinct keys still give distinct inputs.
   uint64_t a = 0;
   uint64_t b = 0;
-  if (n >= 8) {
+  if (n > 16) {
+    // Whole 16-byte blocks, then the last 16 bytes (overlapping the last
+    // block when n is not a multiple of 16).
+    for (size_t left = n; left > 16; left -= 16, p += 16) {
+      h = fold_multiply(load_u64(p) ^ h ^ kHashK2, load_u64(p + 8) ^ kHashK3);
+    }
+    a = load_u64(key.data() + n - 16);
+    b = load_u64(key.data() + n - 8);
+  } else if (n >= 8) {
     a = load_u64(p);
-    b = n > 8 ? load_tail(p + 8, n - 8) : 0;
+    b = load_u64(p + n - 8);
+  } else if (n >= 4) {
+    a = load_u32(p);
+    b = load_u32(p + n - 4);
   } else if (n > 0) {
-    a = load_tail(p, n);
+    a = static_cast<uint64_t>(static_cast<uint8_t>(p[0])) << 16 |
+        static_cast<uint64_t>(static_cast<uint8_t>(p[n >> 1])) << 8 |
+        static_cast<uint64_t>(static_cast<uint8_t>(p[n - 1]));
   }
   h = fold_multiply(a ^ h ^ kHashK2, b ^ kHashK3 ^ seed);
   return fold_multiply(h ^ kHashK0, kHashK1 ^ (h >> 29));

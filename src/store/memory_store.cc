@@ -28,7 +28,8 @@ constexpr size_t kInitialCapacity = 16;
 constexpr int kEvictionSample = 8;
 constexpr int kSweepPerInsert = 2;
 
-struct Slot {
+// Aligned so that a slot never straddles two cache lines: one miss per probe.
+struct alignas(32) Slot {
   uint64_t fp;
   core::PackedState state;
   uint32_t expires_s;  // seconds since the epoch, rounded up, when the state is full again
@@ -156,6 +157,43 @@ class alignas(64) MemoryStore::Shard {
   }
 
   void account_log_bytes(int64_t delta) { log_bytes_ += delta; }
+
+  // One limit on one key, the common request: one probe, and the state written
+  // back in place. Decides and changes state exactly as the batch path of
+  // MemoryStore::acquire does for a batch of one. Call with `lock` held.
+  Decision acquire_one(const AcquireRequest& r, uint64_t fp, Nanos now) {
+    const uint32_t batch_start = tick_ + 1;
+    size_t slot = find(fp);
+    const bool found = slot != npos;
+    if (found) slots_[slot].lru = touch();
+    if (r.limit->algorithm() == Algorithm::kSlidingLog) {
+      const core::SlidingLog* log = found ? log_of(slots_[slot]) : &empty_log();
+      const core::SlidingLogStep step = core::sliding_log(*r.limit, *log, now, r.cost);
+      if (step.decision.allowed) {
+        // insert() may move slots, but `slot` is only used after it.
+        if (!found) slot = insert(fp, now, batch_start);
+        Slot& s = slots_[slot];
+        core::SlidingLog* held = found ? log_of(s) : new_log(s);
+        const int64_t before = found ? static_cast<int64_t>(held->memory_bytes()) : 0;
+        core::sliding_log_commit(*held, step, now, r.cost);
+        account_log_bytes(static_cast<int64_t>(held->memory_bytes()) - before);
+        s.expires_s = seconds_up(now.count() + step.decision.reset_after.count());
+        s.lru = touch();
+      }
+      return step.decision;
+    }
+    const bool live = found && !expired(slots_[slot], now);
+    const core::PackedState state = live ? slots_[slot].state : core::fresh_state(*r.limit, now);
+    const core::PackedStep step = core::step(*r.limit, state, now, r.cost);
+    if (step.decision.allowed) {
+      if (!found) slot = insert(fp, now, batch_start);
+      Slot& s = slots_[slot];
+      s.state = step.next;
+      s.expires_s = seconds_up(now.count() + step.decision.reset_after.count());
+      s.lru = touch();
+    }
+    return step.decision;
+  }
 
   size_t size() const { return size_atomic_.load(std::memory_order_relaxed); }
   size_t memory_bytes() const { return capacity_ * sizeof(Slot) + static_cast<size_t>(log_bytes_); }
@@ -324,6 +362,18 @@ Status MemoryStore::acquire(std::span<const AcquireRequest> requests, Nanos now,
     return Error{ErrorCode::kInvalidArgument, "acquire: one output decision per request needed"};
   }
   if (n == 0) return {};
+  if (n == 1) {
+    // The common case, without the batch machinery. The checks are those of
+    // the batch path (check_cost() is called only to build its error).
+    const AcquireRequest& r = requests[0];
+    if (r.limit == nullptr) return Error{ErrorCode::kInvalidArgument, "acquire: null limit"};
+    if (r.cost == 0 || r.cost > r.limit->size()) return core::check_cost(*r.limit, r.cost);
+    const uint64_t fp = fingerprint(*r.limit, r.key, seed_);
+    Shard& shard = shards_[static_cast<size_t>(fp >> 40) & shard_mask_];
+    std::lock_guard<store::SpinLock> guard(shard.lock);
+    out[0] = shard.acquire_one(r, fp, now);
+    return {};
+  }
   SmallVector<Pending, 4> pending(n);
   for (size_t i = 0; i < n; ++i) {
     const AcquireRequest& r = requests[i];

@@ -1,0 +1,80 @@
+// MemoryStore::acquire: nanoseconds per decision for each algorithm on 1,
+// 10,000 and 1,000,000 held keys, on one and two threads sharing one store.
+//
+// With UseRealTime, a two-thread run reports wall time divided by the
+// decisions of both threads, so its ns/decision is the inverse of total
+// throughput: half of the one-thread figure would be perfect scaling.
+#include <benchmark/benchmark.h>
+
+#include <string>
+
+#include "bench_env.h"
+
+namespace sluice::bench {
+namespace {
+
+// kShared: every thread cycles through all the keys (from different starting
+// points), so a key's state moves between cores' caches, as when any thread
+// may serve any client. kOwn: thread t uses only its own slice of the keys, as
+// when each client's connection stays on one thread.
+enum class KeyMode { kShared, kOwn };
+
+void BM_StoreAcquire(benchmark::State& state, Algorithm algorithm, size_t key_count,
+                     ClockKind clock, KeyMode mode) {
+  Env& e = env(algorithm, key_count, clock);
+  const std::vector<std::string>& all_keys = *e.keys;
+  size_t begin = 0;
+  size_t end = all_keys.size();
+  if (mode == KeyMode::kOwn) {
+    begin = first_key(state, all_keys.size());
+    end = begin + all_keys.size() / static_cast<size_t>(state.threads());
+  }
+  const std::string* keys = all_keys.data() + begin;
+  const size_t n = end - begin;
+  size_t i = mode == KeyMode::kOwn ? 0 : first_key(state, n);
+  int64_t now = e.now_ns.load();
+  int64_t allowed = 0;
+  AcquireRequest request{&e.limit, {}, 1};
+  Decision out[1];
+  for (auto _ : state) {
+    request.key = keys[i];
+    if (++i == n) i = 0;
+    if (clock == ClockKind::kSystem) {
+      now = SystemClock::instance().now().count();
+    } else {
+      now += kStepNs;
+    }
+    Status s = e.store->acquire({&request, 1}, Nanos{now}, out);
+    benchmark::DoNotOptimize(s);
+    allowed += out[0].allowed;
+  }
+  e.advance_to(now);
+  report(state, e, allowed);
+}
+
+const bool kRegistered = [] {
+  for (Algorithm algorithm : kAlgorithms) {
+    for (size_t key_count : kKeyCounts) {
+      const std::string name =
+          "store/" + std::string(algorithm_name(algorithm)) + "/keys:" + std::to_string(key_count);
+      configure(benchmark::RegisterBenchmark(name.c_str(), BM_StoreAcquire, algorithm, key_count,
+                                             ClockKind::kSimulated, KeyMode::kShared),
+                {1, 2});
+    }
+  }
+  // Each thread on its own half of the keys: two-thread scaling when keys
+  // do not move between cores.
+  configure(benchmark::RegisterBenchmark("store/token_bucket/keys:10000/own_keys", BM_StoreAcquire,
+                                         Algorithm::kTokenBucket, size_t{10'000},
+                                         ClockKind::kSimulated, KeyMode::kOwn),
+            {2});
+  // The same with SystemClock read per decision: what reading the clock costs.
+  configure(benchmark::RegisterBenchmark("store/token_bucket/keys:10000/system_clock",
+                                         BM_StoreAcquire, Algorithm::kTokenBucket, size_t{10'000},
+                                         ClockKind::kSystem, KeyMode::kShared),
+            {1, 2});
+  return true;
+}();
+
+}  // namespace
+}  // namespace sluice::bench
