@@ -1,0 +1,213 @@
+// Decisions per second through RedisStore, in process: `--threads` worker
+// threads, each with its own io_context attached to the store, keep
+// `--in-flight` calls outstanding (pipelined on one connection per thread)
+// for `--seconds`. Prints decisions/s and, given `--redis-pid`, Redis CPU
+// time per decision from /proc/<pid>/stat (utime + stime).
+//
+//   redis_throughput --address 127.0.0.1:6379 --seconds 5 --in-flight 256
+//       --keys 10000 --threads 1 --redis-pid 1234 [--time local] [--limits 1..4]
+#include <unistd.h>
+
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "sluice/redis_store.h"
+#include "sluice/sluice.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Args {
+  std::string address = "127.0.0.1:6379";
+  double seconds = 5;
+  int in_flight = 256;
+  int keys = 10'000;
+  int threads = 1;
+  long redis_pid = 0;
+  bool local_time = false;
+  int limits = 1;  // limits per request (all-or-nothing)
+};
+
+// utime + stime of a process, in clock ticks.
+long long cpu_ticks(long pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(f, line);
+  const size_t close = line.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream rest(line.substr(close + 2));
+  std::string field;
+  long long utime = 0;
+  long long stime = 0;
+  // Fields after the command: state is field 3; utime and stime are 14 and 15.
+  for (int i = 3; i <= 15 && rest >> field; ++i) {
+    if (i == 14) utime = std::stoll(field);
+    if (i == 15) stime = std::stoll(field);
+  }
+  return utime + stime;
+}
+
+struct Worker {
+  sluice::RedisStore* store = nullptr;
+  const std::vector<sluice::Limit>* limits = nullptr;
+  const std::vector<std::string>* keys = nullptr;
+  bool local_time = false;
+  boost::asio::io_context io;
+  Clock::time_point stop_at;
+  uint64_t done = 0;
+  uint64_t allowed = 0;
+  uint64_t errors = 0;
+  uint64_t next_key = 0;
+  int outstanding = 0;
+
+  struct Slot {
+    sluice::AcquireRequest requests[4];
+    sluice::Decision out[4];
+  };
+  std::vector<Slot> slots;
+
+  void issue(size_t s) {
+    Slot& slot = slots[s];
+    const std::string& key = (*keys)[next_key++ % keys->size()];
+    const size_t n = limits->size();
+    for (size_t i = 0; i < n; ++i) slot.requests[i] = {&(*limits)[i], key, 1};
+    ++outstanding;
+    const sluice::Nanos now = local_time ? sluice::SystemClock::instance().now() : sluice::Nanos{0};
+    store->acquire_async({slot.requests, n}, now, {slot.out, n}, [this, s](sluice::Status st) {
+      --outstanding;
+      ++done;
+      if (!st.ok()) {
+        ++errors;
+      } else if (slots[s].out[0].allowed) {
+        ++allowed;
+      }
+      // Re-issue from a fresh handler so that a synchronous failure cannot recurse.
+      if (Clock::now() < stop_at) boost::asio::post(io, [this, s] { issue(s); });
+    });
+  }
+
+  void run(int in_flight) {
+    store->attach(io);
+    slots.resize(static_cast<size_t>(in_flight));
+    for (int s = 0; s < in_flight; ++s) issue(static_cast<size_t>(s));
+    while (outstanding > 0 || Clock::now() < stop_at) io.run_one_for(std::chrono::milliseconds(50));
+    store->detach();
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    const char* v = argv[i + 1];
+    if (flag == "--address")
+      a.address = v;
+    else if (flag == "--seconds")
+      a.seconds = std::atof(v);
+    else if (flag == "--in-flight")
+      a.in_flight = std::atoi(v);
+    else if (flag == "--keys")
+      a.keys = std::atoi(v);
+    else if (flag == "--threads")
+      a.threads = std::atoi(v);
+    else if (flag == "--redis-pid")
+      a.redis_pid = std::atol(v);
+    else if (flag == "--time")
+      a.local_time = std::strcmp(v, "local") == 0;
+    else if (flag == "--limits")
+      a.limits = std::atoi(v);
+    else {
+      std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
+      return 2;
+    }
+  }
+  if (a.limits < 1 || a.limits > 4) {
+    std::fprintf(stderr, "--limits must be 1..4\n");
+    return 2;
+  }
+  sluice::RedisStoreOptions o;
+  o.addresses = {a.address};
+  o.timeout = std::chrono::milliseconds(1'000);
+  o.time_source = a.local_time ? sluice::RedisTimeSource::kLocal : sluice::RedisTimeSource::kRedis;
+  auto created = sluice::RedisStore::create(o);
+  if (!created.ok()) {
+    std::fprintf(stderr, "%s\n", created.error().message.c_str());
+    return 1;
+  }
+  auto store = *created;
+  if (!store->wait_ready(std::chrono::seconds(5))) {
+    std::fprintf(stderr, "redis at %s is not ready\n", a.address.c_str());
+    return 1;
+  }
+  // The seed's tiers: 100 per bucket refilled at 20/s (plus more limits on request).
+  std::vector<sluice::Limit> limits;
+  limits.push_back(sluice::Limit::token_bucket(100, 20, std::chrono::seconds(1)).value());
+  if (a.limits > 1)
+    limits.push_back(sluice::Limit::fixed_window(1'000, std::chrono::minutes(1)).value());
+  if (a.limits > 2)
+    limits.push_back(sluice::Limit::sliding_window(500, std::chrono::minutes(1)).value());
+  if (a.limits > 3) limits.push_back(sluice::Limit::gcra(50, 10, std::chrono::seconds(1)).value());
+  std::vector<std::string> keys;
+  for (int k = 0; k < a.keys; ++k) keys.push_back("bench|client:" + std::to_string(k));
+
+  std::vector<std::unique_ptr<Worker>> workers;
+  for (int t = 0; t < a.threads; ++t) {
+    auto w = std::make_unique<Worker>();
+    w->store = store.get();
+    w->limits = &limits;
+    w->keys = &keys;
+    w->local_time = a.local_time;
+    w->next_key = static_cast<uint64_t>(t) * 7919;
+    workers.push_back(std::move(w));
+  }
+  // Warm-up: connect and load the script.
+  {
+    sluice::AcquireRequest r{&limits[0], "bench|warm-up", 1};
+    sluice::Decision d;
+    (void)store->acquire({&r, 1}, sluice::SystemClock::instance().now(), {&d, 1});
+  }
+  const long long cpu_before = a.redis_pid > 0 ? cpu_ticks(a.redis_pid) : 0;
+  const auto start = Clock::now();
+  const auto stop_at =
+      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(a.seconds));
+  std::vector<std::thread> threads;
+  for (auto& w : workers) {
+    w->stop_at = stop_at;
+    threads.emplace_back([&a, w = w.get()] { w->run(a.in_flight); });
+  }
+  for (auto& t : threads) t.join();
+  const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  const long long cpu_after = a.redis_pid > 0 ? cpu_ticks(a.redis_pid) : 0;
+
+  uint64_t done = 0, allowed = 0, errors = 0;
+  for (auto& w : workers) {
+    done += w->done;
+    allowed += w->allowed;
+    errors += w->errors;
+  }
+  std::printf("threads=%d in_flight=%d keys=%d limits=%d time=%s\n", a.threads, a.in_flight, a.keys,
+              a.limits, a.local_time ? "local" : "redis");
+  std::printf("decisions=%llu allowed=%llu errors=%llu seconds=%.2f decisions_per_s=%.0f\n",
+              static_cast<unsigned long long>(done), static_cast<unsigned long long>(allowed),
+              static_cast<unsigned long long>(errors), elapsed, done / elapsed);
+  if (a.redis_pid > 0 && done > 0) {
+    const double ticks_per_s = static_cast<double>(sysconf(_SC_CLK_TCK));
+    const double cpu_s = (cpu_after - cpu_before) / ticks_per_s;
+    std::printf("redis_cpu_s=%.2f redis_cpu_us_per_decision=%.2f\n", cpu_s, cpu_s * 1e6 / done);
+  }
+  return errors == 0 ? 0 : 1;
+}

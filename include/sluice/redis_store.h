@@ -1,0 +1,180 @@
+// RedisStore: limit state in Redis or a Redis Cluster, shared by every Sluice
+// instance that points at it, so that instances stay stateless.
+//
+// Each acquire() is one Lua script call (EVALSHA) that decides every limit of
+// the request and writes all of them or none (all-or-nothing). The scripts
+// compute exactly the memory store's algorithms in integer microseconds: for
+// times that are whole microseconds the decisions (allowed, limit, remaining)
+// are identical, and reset_after / retry_after are the memory store's rounded
+// up to a whole microsecond. Keys expire (PEXPIRE) when their state is back to
+// "full", so idle keys disappear from Redis.
+//
+// Threads and event loops. The client is hiredis, async, driven by Asio:
+//   - A server gives every worker thread its own io_context (one per core).
+//     Each worker thread calls attach(io) once, on that thread, before its
+//     first acquire_async(). The store then keeps one connection per attached
+//     thread (per Redis node in a cluster), driven by that thread's loop;
+//     everything issued in one loop turn goes out in one write (pipelining),
+//     and `done` runs on that thread.
+//   - acquire() (synchronous, for embedding) runs the call on an internal I/O
+//     thread and waits. acquire_async() from a thread that never called
+//     attach() also runs there, and then `done` runs on the internal thread.
+//   - Shutdown: stop the attached io_contexts (or call detach() on each worker
+//     thread), then destroy the store, then the io_contexts. The store must not
+//     outlive an io_context it was attached to.
+//
+// Failure. A call that Redis does not answer within `timeout` completes with
+// kStoreUnavailable (its late reply is ignored); so does a call made while the
+// connection is down (reconnection runs in the background with backoff) or
+// while `max_in_flight` calls already wait on the connection (no unbounded
+// queue). The caller applies its on_failure policy to kStoreUnavailable.
+// Errors are counted by kind (stats()) and logged at most once per second per
+// kind through spdlog.
+//
+// Limits. Every quantity must stay exact in the doubles of Redis Lua (below
+// 2^53). Window algorithms always fit. token_bucket and gcra need
+// 2 * capacity * unit + rate <= 2^53, where unit / rate is refill_period_us /
+// refill_tokens reduced by their gcd; check_limit() says whether a limit fits
+// and acquire() refuses one that does not with kInvalidArgument.
+//
+// Thread-safety: all methods may be called from any thread, with the rules on
+// attach()/detach() above.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sluice/store.h"
+
+namespace boost::asio {
+class io_context;
+}
+
+namespace sluice {
+
+enum class RedisTimeSource {
+  kRedis,  // the script reads Redis TIME (default): instances with skewed clocks agree
+  kLocal,  // the caller's `now` is passed to the script (tests, simulations)
+};
+
+struct RedisStoreOptions {
+  // "host:port" or "redis://[[user]:password@]host[:port][/database]". With
+  // cluster == false the first address is used; with cluster == true these
+  // are the seeds from which the slot map is read.
+  std::vector<std::string> addresses{"127.0.0.1:6379"};
+  bool cluster = false;
+  // Per call, from issue to reply, including redirects and retries.
+  std::chrono::milliseconds timeout{5};
+  // AUTH and SELECT on every connection; an address's URL may override them.
+  std::string username;
+  std::string password;
+  int database = 0;
+  RedisTimeSource time_source = RedisTimeSource::kRedis;
+  // Prepended to every Redis key (see redis_key()).
+  std::string key_prefix = "sluice:";
+  // Added to every key's TTL. With time_source kLocal the caller's clock and
+  // Redis's may differ: set this to at least the possible skew so a key never
+  // expires before its state is full again by the caller's clock.
+  std::chrono::milliseconds ttl_extra{0};
+  // Calls waiting for replies on one connection; more fail at once.
+  size_t max_in_flight = 10'000;
+  // The calls issued in one event-loop turn to one node (and cluster slot)
+  // travel in one script call, up to this many: Redis pays a script call's
+  // fixed cost once per batch. Each request is still decided on its own,
+  // all-or-nothing, in issue order. 1 sends every call alone.
+  size_t max_batch = 64;
+  std::chrono::milliseconds connect_timeout{1'000};
+  // Reconnection backoff: doubles from min to max after each failed attempt.
+  std::chrono::milliseconds reconnect_min{20};
+  std::chrono::milliseconds reconnect_max{500};
+  // A connection whose oldest call waits longer than this is dropped and
+  // reconnected (a Redis that stopped answering without closing the socket).
+  std::chrono::milliseconds stall_timeout{2'000};
+  // How often the internal thread PINGs Redis for ready().
+  std::chrono::milliseconds health_interval{500};
+  // Cluster: how often the slot map is re-read (it is also re-read after
+  // MOVED and after a node's connection fails).
+  std::chrono::milliseconds topology_refresh{5'000};
+};
+
+// Error counters since the store was created.
+struct RedisStoreStats {
+  uint64_t timeouts = 0;            // calls not answered within the timeout
+  uint64_t connection_errors = 0;   // connect failures, lost connections, calls made while down
+  uint64_t script_errors = 0;       // error replies to the script, unexpected replies
+  uint64_t server_errors = 0;       // LOADING, BUSY, OOM, CLUSTERDOWN, NOAUTH... refusals
+  uint64_t overloaded = 0;          // calls refused because max_in_flight were waiting
+  uint64_t script_loads = 0;        // NOSCRIPT answered by sending the script again
+  uint64_t moved = 0;               // cluster MOVED redirections followed
+  uint64_t ask = 0;                 // cluster ASK redirections followed
+  uint64_t tryagain = 0;            // cluster TRYAGAIN retries
+  uint64_t reconnects = 0;          // connections (re)established
+  uint64_t topology_refreshes = 0;  // slot maps read
+};
+
+class RedisStore final : public Store {
+ public:
+  // Parses the options and starts the internal I/O thread, which connects in
+  // the background: a store is returned even when Redis is down (ready() says
+  // so). Errors: kInvalidArgument for bad addresses or options.
+  static Result<std::shared_ptr<RedisStore>> create(RedisStoreOptions options);
+  ~RedisStore() override;
+  RedisStore(const RedisStore&) = delete;
+  RedisStore& operator=(const RedisStore&) = delete;
+
+  // Whether `limit` can be computed exactly by the Redis scripts (see above);
+  // the error explains why not.
+  static Status check_limit(const Limit& limit);
+
+  // Binds the calling thread to `io`, which this thread runs: later
+  // acquire_async() calls from this thread use a connection driven by `io`.
+  // Idempotent for the same io_context.
+  void attach(boost::asio::io_context& io);
+  // Closes the calling thread's connections; calls in flight complete with
+  // kStoreUnavailable. Call on the attached thread, or after its loop stopped.
+  void detach();
+
+  Status acquire(std::span<const AcquireRequest> requests, Nanos now,
+                 std::span<Decision> out) override;
+  void acquire_async(std::span<const AcquireRequest> requests, Nanos now, std::span<Decision> out,
+                     Done done) override;
+
+  // True while the internal thread's last health check (PING of every master)
+  // was answered in time and, in a cluster, the slot map covers every slot.
+  bool ready() const override;
+
+  // DEL of the key's state (synchronous, through the internal thread).
+  Result<bool> reset(const Limit& limit, std::string_view key) override;
+
+  // Keys in the database (DBSIZE, summed over masters; synchronous): this
+  // counts every key, so give Sluice a database of its own. 0 if unavailable.
+  size_t size() const override;
+
+  // Blocks until ready() or `timeout` passes; returns ready().
+  bool wait_ready(std::chrono::milliseconds timeout) const;
+
+  RedisStoreStats stats() const;
+  const RedisStoreOptions& options() const;
+
+  // The Redis key holding `key`'s state under `limit`:
+  //   <key_prefix>{<16 hex digits>}<limit fingerprint, 16 hex digits>:<key>
+  // The hash tag is a hash of the part of `key` after its first '|' (the
+  // client key of the server's "<scope>|<client key>" store keys; all of
+  // `key` if it has no '|'), so the limits of one request share a cluster slot.
+  std::string redis_key(const Limit& limit, std::string_view key) const;
+
+  // The cluster slot (CRC16 of the hash tag, mod 16384) of a Redis key.
+  static uint16_t key_slot(std::string_view redis_key);
+
+  class Impl;
+
+ private:
+  explicit RedisStore(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace sluice

@@ -1,0 +1,638 @@
+#include "store/redis/client.h"
+
+#include <boost/asio/post.hpp>
+#include <charconv>
+
+#include "core/step.h"
+#include "store/redis/script_limit.h"
+#include "store/redis/scripts.h"
+
+namespace sluice::redis {
+namespace {
+
+constexpr int kMaxRedirects = 5;
+constexpr std::chrono::milliseconds kTryAgainDelay{2};
+constexpr std::string_view kAsking = "*1\r\n$6\r\nASKING\r\n";
+
+Error unavailable(std::string message) {
+  return Error{ErrorCode::kStoreUnavailable, std::move(message)};
+}
+
+Error invalid(std::string message) {
+  return Error{ErrorCode::kInvalidArgument, std::move(message)};
+}
+
+bool starts_with_word(std::string_view message, std::string_view word) {
+  return message.size() >= word.size() && message.substr(0, word.size()) == word &&
+         (message.size() == word.size() || message[word.size()] == ' ');
+}
+
+// "MOVED 3999 127.0.0.1:6381" -> slot and node.
+bool parse_redirect(std::string_view message, int* slot, std::string_view* node) {
+  const size_t a = message.find(' ');
+  if (a == std::string_view::npos) return false;
+  const size_t b = message.find(' ', a + 1);
+  if (b == std::string_view::npos) return false;
+  const std::string_view slot_text = message.substr(a + 1, b - a - 1);
+  auto [end, ec] = std::from_chars(slot_text.data(), slot_text.data() + slot_text.size(), *slot);
+  if (ec != std::errc() || end != slot_text.data() + slot_text.size() || *slot < 0 ||
+      *slot >= 16384)
+    return false;
+  *node = message.substr(b + 1);
+  return !node->empty();
+}
+
+// Errors that say the server cannot serve now, as opposed to a script error.
+bool is_server_error(std::string_view m) {
+  for (std::string_view word : {"LOADING", "BUSY", "CLUSTERDOWN", "MASTERDOWN", "NOAUTH",
+                                "WRONGPASS", "NOPERM", "READONLY", "OOM", "MISCONF", "TRYAGAIN"}) {
+    if (starts_with_word(m, word)) return true;
+  }
+  return m.starts_with("ERR Protocol error");
+}
+
+}  // namespace
+
+struct Client::Call {
+  bool is_command = false;
+  // acquire
+  std::span<Decision> out;
+  size_t limits = 0;
+  Store::Done done;
+  std::string keys;  // RESP bulks of its state keys
+  std::string args;  // RESP bulks: now, n, 5 per limit
+  // command
+  CommandDone command_done;
+  std::string frame;
+  std::string node;  // fixed target, if any
+  int slot = -1;
+  std::chrono::steady_clock::time_point deadline;
+  int refs = 0;  // the timeout queue, the batch holding it
+  bool completed = false;
+};
+
+struct Client::Batch {
+  std::vector<Call*> calls;
+  Connection* connection = nullptr;  // where it goes (or went)
+  Connection* waiting_on = nullptr;  // whose calls_waiting_ counts its calls
+  int slot = -1;
+  bool is_command = false;
+  bool use_eval = false;  // after NOSCRIPT: send the script itself
+  bool asking = false;    // after ASK: ASKING first
+  int redirects = 0;
+  int refs = 0;  // open or in flight, a pending retry
+  std::unique_ptr<boost::asio::steady_timer> retry_timer;
+};
+
+Client::Client(boost::asio::io_context& io, Shared& shared)
+    : io_(io), shared_(shared), acquire_queue_(io), command_queue_(io) {
+  for (const Endpoint& seed : shared_.seeds) seed_names_.push_back(seed.name());
+}
+
+Client::~Client() {
+  closing_ = true;
+  alive_.reset();
+  acquire_queue_.timer.cancel();
+  command_queue_.timer.cancel();
+  for (TimeoutQueue* q : {&acquire_queue_, &command_queue_}) {
+    for (Call* c : q->calls) {
+      if (!c->completed) complete(c, unavailable("the Redis store is shutting down"));
+    }
+  }
+  for (Batch* b : open_) {
+    for (Call* c : b->calls) {
+      if (!c->completed) complete(c, unavailable("the Redis store is shutting down"));
+    }
+  }
+  for (auto& b : batch_pool_) {
+    if (b->retry_timer) b->retry_timer->cancel();
+  }
+  // Runs the callbacks of commands in flight with a NULL reply.
+  connections_.clear();
+  // The pools free every call and batch, wherever they were.
+}
+
+Client::Call* Client::new_call() {
+  Call* c;
+  if (!free_calls_.empty()) {
+    c = free_calls_.back();
+    free_calls_.pop_back();
+  } else {
+    call_pool_.push_back(std::make_unique<Call>());
+    c = call_pool_.back().get();
+  }
+  c->is_command = false;
+  c->limits = 0;
+  c->keys.clear();
+  c->args.clear();
+  c->frame.clear();
+  c->node.clear();
+  c->slot = -1;
+  c->refs = 0;
+  c->completed = false;
+  return c;
+}
+
+void Client::unref(Call* c) {
+  if (--c->refs > 0) return;
+  c->done = nullptr;
+  c->command_done = nullptr;
+  c->out = {};
+  if (!closing_) free_calls_.push_back(c);
+}
+
+Client::Batch* Client::new_batch() {
+  Batch* b;
+  if (!free_batches_.empty()) {
+    b = free_batches_.back();
+    free_batches_.pop_back();
+  } else {
+    batch_pool_.push_back(std::make_unique<Batch>());
+    b = batch_pool_.back().get();
+  }
+  b->calls.clear();
+  b->connection = nullptr;
+  b->waiting_on = nullptr;
+  b->slot = -1;
+  b->is_command = false;
+  b->use_eval = false;
+  b->asking = false;
+  b->redirects = 0;
+  b->refs = 0;
+  return b;
+}
+
+void Client::unref(Batch* b) {
+  if (--b->refs > 0) return;
+  release_calls(b);
+  if (!closing_) free_batches_.push_back(b);
+}
+
+void Client::release_calls(Batch* b) {
+  if (b->waiting_on != nullptr) {
+    calls_waiting_[b->waiting_on] -= b->calls.size();
+    b->waiting_on = nullptr;
+  }
+  for (Call* c : b->calls) unref(c);
+  b->calls.clear();
+}
+
+void Client::enqueue(TimeoutQueue& q, Call* c) {
+  ++c->refs;
+  q.calls.push_back(c);
+  arm(q);
+}
+
+void Client::arm(TimeoutQueue& q) {
+  if (q.armed || q.calls.empty() || closing_) return;
+  q.armed = true;
+  q.timer.expires_at(q.calls.front()->deadline);
+  q.timer.async_wait(
+      [this, &q, alive = std::weak_ptr<bool>(alive_)](const boost::system::error_code& ec) {
+        if (ec || alive.expired()) return;  // the client is going away
+        q.armed = false;
+        on_timer(q);
+      });
+}
+
+void Client::on_timer(TimeoutQueue& q) {
+  const auto now = std::chrono::steady_clock::now();
+  while (!q.calls.empty()) {
+    Call* c = q.calls.front();
+    if (!c->completed) {
+      if (c->deadline > now) break;
+      if (c->is_command) {
+        complete(c, unavailable("no reply from Redis in time"));
+      } else {
+        fail(c, ErrorKind::kTimeout,
+             "no reply from Redis within " + std::to_string(shared_.options.timeout.count()) +
+                 " ms");
+      }
+    }
+    q.calls.pop_front();
+    unref(c);
+  }
+  for (auto& [name, conn] : connections_) conn->check_stall(now);
+  arm(q);
+}
+
+Connection& Client::connection(const std::string& node) {
+  auto it = connections_.find(node);
+  if (it != connections_.end()) return *it->second;
+  Endpoint endpoint = shared_.endpoint_for(node);
+  // A seed keeps its own settings (a URL's credentials and database).
+  for (const Endpoint& seed : shared_.seeds) {
+    if (seed.name() == node) endpoint = seed;
+  }
+  auto conn = std::make_unique<Connection>(io_, std::move(endpoint), shared_, *this);
+  Connection& ref = *conn;
+  connections_.emplace(node, std::move(conn));
+  return ref;
+}
+
+void Client::sync_map() {
+  const uint64_t v = shared_.topology.version();
+  if (v != map_version_) {
+    map_ = shared_.topology.snapshot();
+    map_version_ = v;
+  }
+}
+
+void Client::patch_map(int slot, std::string_view node) {
+  auto map = map_ ? std::make_shared<SlotMap>(*map_) : std::make_shared<SlotMap>();
+  map->slot_node[static_cast<size_t>(slot)] = static_cast<int16_t>(map->node_index(node));
+  map_ = std::move(map);
+}
+
+Connection& Client::route(int slot, const std::string& node) {
+  if (!node.empty()) return connection(node);
+  if (shared_.options.cluster && slot >= 0) {
+    sync_map();
+    if (map_ != nullptr) {
+      const int16_t n = map_->slot_node[static_cast<size_t>(slot)];
+      if (n >= 0) return connection(map_->nodes[static_cast<size_t>(n)]);
+    }
+    // No map yet (or the slot is not served): try a seed; MOVED corrects it.
+    return connection(seed_names_[next_seed_++ % seed_names_.size()]);
+  }
+  return connection(seed_names_.front());
+}
+
+void Client::acquire(std::span<const AcquireRequest> requests, Nanos now, std::span<Decision> out,
+                     Store::Done done) {
+  if (closing_) {
+    done(unavailable("the Redis store is shutting down"));
+    return;
+  }
+  const size_t n = requests.size();
+  if (out.size() != n) {
+    done(invalid("acquire: one output decision per request needed"));
+    return;
+  }
+  if (n == 0) {
+    done(Status());
+    return;
+  }
+  const bool local_time = shared_.options.time_source == RedisTimeSource::kLocal;
+  if (local_time && now.count() < 0) {
+    done(invalid("acquire: the Redis store needs a time at or after the epoch"));
+    return;
+  }
+
+  Call* c = new_call();
+  const auto reject = [&](Status status) {
+    ++c->refs;
+    unref(c);  // back to the pool: nothing was sent
+    done(std::move(status));
+  };
+  if (keys_.size() < n) keys_.resize(n);
+  int slot = -1;
+  if (local_time) {
+    append_bulk(c->args, static_cast<int64_t>(now.count() / 1'000));
+  } else {
+    append_bulk(c->args, std::string_view());  // the script reads Redis TIME
+  }
+  append_bulk(c->args, static_cast<int64_t>(n));
+  for (size_t i = 0; i < n; ++i) {
+    const AcquireRequest& r = requests[i];
+    if (r.limit == nullptr) return reject(invalid("acquire: null limit"));
+    if (Status s = core::check_cost(*r.limit, r.cost); !s.ok()) return reject(std::move(s));
+    Result<ScriptLimit> sl = script_limit(*r.limit);
+    if (!sl.ok()) return reject(sl.error());
+    keys_[i] = state_key(shared_.options.key_prefix, *r.limit, r.key);
+    for (size_t j = 0; j < i; ++j) {
+      if (keys_[j] == keys_[i]) {
+        return reject(invalid("acquire: the same limit is applied twice to key '" +
+                              std::string(r.key) + "' in one request"));
+      }
+    }
+    if (shared_.options.cluster) {
+      const int s = key_slot(keys_[i]);
+      if (slot >= 0 && s != slot) {
+        return reject(
+            invalid("acquire: in a Redis Cluster the limits of one request must share a client key "
+                    "(the part of the key after its first '|'), so that they live in one slot"));
+      }
+      slot = s;
+    }
+    append_bulk(c->keys, keys_[i]);
+    append_bulk(c->args, sl->algorithm);
+    append_bulk(c->args, static_cast<int64_t>(sl->p1));
+    append_bulk(c->args, static_cast<int64_t>(sl->p2));
+    append_bulk(c->args, static_cast<int64_t>(sl->p3));
+    append_bulk(c->args, static_cast<int64_t>(r.cost));
+  }
+  c->out = out;
+  c->limits = n;
+  c->done = std::move(done);
+  c->slot = slot;
+  c->deadline = std::chrono::steady_clock::now() + shared_.options.timeout;
+  enqueue(acquire_queue_, c);
+  submit(c);
+}
+
+void Client::command(std::string frame, std::string node, int slot,
+                     std::chrono::milliseconds timeout, CommandDone done) {
+  if (closing_) {
+    done(unavailable("the Redis store is shutting down"), nullptr);
+    return;
+  }
+  Call* c = new_call();
+  c->is_command = true;
+  c->frame = std::move(frame);
+  c->node = std::move(node);
+  c->slot = slot;
+  c->command_done = std::move(done);
+  c->deadline = std::chrono::steady_clock::now() + timeout;
+  enqueue(command_queue_, c);
+  submit(c);
+}
+
+// Puts the call in this turn's batch for its node (and slot), opening one if
+// needed; the batches leave at the end of the turn (flush).
+void Client::submit(Call* c) {
+  Connection& conn = route(c->slot, c->node);
+  conn.ensure_connecting();
+  if (!conn.usable()) {
+    fail(c, ErrorKind::kConnection, "not connected to Redis at " + conn.name() + " (reconnecting)");
+    return;
+  }
+  size_t& waiting = calls_waiting_[&conn];
+  if (waiting >= shared_.options.max_in_flight) {
+    fail(c, ErrorKind::kOverloaded,
+         std::to_string(waiting) + " calls already wait for Redis at " + conn.name());
+    return;
+  }
+  Batch* b = nullptr;
+  if (!c->is_command) {
+    // The newest open batch for this connection, if it is for the same slot.
+    for (auto it = open_.rbegin(); it != open_.rend(); ++it) {
+      if ((*it)->connection != &conn || (*it)->is_command) continue;
+      if ((*it)->slot == c->slot && (*it)->calls.size() < shared_.options.max_batch) b = *it;
+      break;
+    }
+  }
+  if (b == nullptr) {
+    b = new_batch();
+    b->connection = &conn;
+    b->waiting_on = &conn;
+    b->slot = c->slot;
+    b->is_command = c->is_command;
+    b->refs = 1;  // released when its reply (or failure) has been handled
+    open_.push_back(b);
+    if (!flush_posted_) {
+      flush_posted_ = true;
+      boost::asio::post(io_, [this, alive = std::weak_ptr<bool>(alive_)] {
+        if (!alive.expired()) flush();
+      });
+    }
+  }
+  b->calls.push_back(c);
+  ++c->refs;
+  ++waiting;
+}
+
+void Client::flush() {
+  flush_posted_ = false;
+  std::vector<Batch*> batches;
+  batches.swap(open_);
+  for (Batch* b : batches) send(b);
+}
+
+void Client::send(Batch* b) {
+  // Calls that timed out meanwhile are not sent (their callers already got
+  // kStoreUnavailable and applied on_failure).
+  size_t kept = 0;
+  for (Call* c : b->calls) {
+    if (c->completed) {
+      if (b->waiting_on != nullptr) --calls_waiting_[b->waiting_on];
+      unref(c);
+    } else {
+      b->calls[kept++] = c;
+    }
+  }
+  b->calls.resize(kept);
+  if (kept == 0) {
+    unref(b);
+    return;
+  }
+  Connection& conn = *b->connection;
+  if (b->waiting_on != &conn) {
+    if (b->waiting_on != nullptr) calls_waiting_[b->waiting_on] -= kept;
+    calls_waiting_[&conn] += kept;
+    b->waiting_on = &conn;
+  }
+  conn.ensure_connecting();
+  std::string_view frame;
+  if (b->is_command) {
+    frame = b->calls.front()->frame;
+  } else {
+    size_t keys = 0;
+    size_t args = 1;  // ttl_extra
+    for (Call* c : b->calls) {
+      keys += c->limits;
+      args += 2 + 5 * c->limits;
+    }
+    frame_.clear();
+    append_array_header(frame_, 3 + keys + args);
+    if (b->use_eval) {
+      append_bulk(frame_, "EVAL");
+      append_bulk(frame_, kLuaScript);
+    } else {
+      append_bulk(frame_, "EVALSHA");
+      append_bulk(frame_, kLuaScriptSha1);
+    }
+    append_bulk(frame_, static_cast<int64_t>(keys));
+    for (Call* c : b->calls) frame_.append(c->keys);
+    append_bulk(frame_, static_cast<int64_t>(shared_.options.ttl_extra.count()));
+    for (Call* c : b->calls) frame_.append(c->args);
+    frame = frame_;
+  }
+  if (b->asking) conn.send_no_reply(kAsking);
+  if (!conn.send(frame, b)) {
+    fail_all(b, ErrorKind::kConnection, "cannot send to Redis at " + conn.name());
+    unref(b);
+    return;
+  }
+}
+
+void Client::on_state(Connection& connection, bool up) {
+  if (!up && shared_.options.cluster && shared_.request_refresh) shared_.request_refresh();
+  if (on_state_change) on_state_change(connection.name(), up);
+}
+
+void Client::on_reply(Connection& connection, redisReply* reply, void* privdata) {
+  Batch* b = static_cast<Batch*>(privdata);
+  // The reference this attempt held is released at the end; a resend made
+  // meanwhile takes its own.
+  if (reply == nullptr) {
+    // The loss itself was counted and logged by the connection.
+    if (!closing_) {
+      for (Call* c : b->calls) {
+        if (!c->completed)
+          complete(c, unavailable("connection to Redis at " + connection.name() + " lost"));
+      }
+    }
+  } else if (reply->type == REDIS_REPLY_ERROR) {
+    on_error(connection, b, std::string_view(reply->str, reply->len));
+  } else if (b->is_command) {
+    Call* c = b->calls.front();
+    if (!c->completed) complete(c, Status(), reply);
+  } else {
+    deliver(b, reply);
+  }
+  unref(b);
+}
+
+void Client::deliver(Batch* b, const redisReply* reply) {
+  size_t expected = 0;
+  for (Call* c : b->calls) expected += 1 + 5 * c->limits;
+  bool ok = reply->type == REDIS_REPLY_ARRAY && reply->elements == expected;
+  for (size_t i = 0; ok && i < reply->elements; ++i) {
+    ok = reply->element[i]->type == REDIS_REPLY_INTEGER && reply->element[i]->integer >= 0;
+  }
+  if (!ok) {
+    fail_all(b, ErrorKind::kScript, "unexpected reply to the rate limit script");
+    return;
+  }
+  redisReply** e = reply->element;
+  for (Call* c : b->calls) {
+    ++e;  // the request's time
+    if (!c->completed) {
+      for (size_t i = 0; i < c->limits; ++i, e += 5) {
+        Decision& d = c->out[i];
+        d.allowed = e[0]->integer == 1;
+        d.limit = static_cast<uint64_t>(e[1]->integer);
+        d.remaining = static_cast<uint64_t>(e[2]->integer);
+        d.reset_after = Nanos{e[3]->integer * 1'000};
+        d.retry_after = Nanos{e[4]->integer * 1'000};
+      }
+      complete(c, Status());
+    } else {
+      e += 5 * c->limits;
+    }
+  }
+}
+
+void Client::on_error(Connection& from, Batch* b, std::string_view message) {
+  if (!b->is_command && !b->use_eval && starts_with_word(message, "NOSCRIPT")) {
+    // The node lost its script cache (restart, SCRIPT FLUSH, failover): EVAL
+    // sends the script itself, which Redis caches again for later EVALSHAs.
+    Counters::add(shared_.counters.script_loads);
+    b->use_eval = true;
+    ++b->refs;
+    send(b);
+    return;
+  }
+  const bool moved = starts_with_word(message, "MOVED");
+  if (moved || starts_with_word(message, "ASK")) {
+    int slot = 0;
+    std::string_view node;
+    if (!parse_redirect(message, &slot, &node)) {
+      fail_all(b, ErrorKind::kServer, "bad redirection from Redis: " + std::string(message));
+      return;
+    }
+    if (++b->redirects > kMaxRedirects) {
+      fail_all(b, ErrorKind::kServer, "too many cluster redirections: " + std::string(message));
+      return;
+    }
+    if (moved) {
+      Counters::add(shared_.counters.moved);
+      patch_map(slot, node);
+      if (shared_.request_refresh) shared_.request_refresh();
+      b->asking = false;
+      b->connection = &route(b->slot, std::string());
+    } else {
+      Counters::add(shared_.counters.ask);
+      b->asking = true;
+      b->connection = &connection(std::string(node));
+    }
+    ++b->refs;
+    send(b);
+    return;
+  }
+  if (starts_with_word(message, "TRYAGAIN")) {
+    // A multi-key call during a slot migration while its keys are split
+    // between the two nodes: retry shortly, within the deadline.
+    Counters::add(shared_.counters.tryagain);
+    b->asking = false;
+    retry_later(b);
+    return;
+  }
+  if (b->is_command) {
+    Call* c = b->calls.front();
+    if (!c->completed) complete(c, Error{ErrorCode::kStoreUnavailable, std::string(message)});
+    return;
+  }
+  if (!from.up()) {
+    // Refused before the handshake finished (a failed AUTH): the connection's fault.
+    fail_all(b, ErrorKind::kConnection,
+             "Redis at " + from.name() + " refused the call: " + std::string(message));
+  } else if (is_server_error(message)) {
+    fail_all(b, ErrorKind::kServer, "Redis refused the call: " + std::string(message));
+  } else {
+    fail_all(b, ErrorKind::kScript, "rate limit script failed: " + std::string(message));
+  }
+}
+
+void Client::retry_later(Batch* b) {
+  if (!b->retry_timer) b->retry_timer = std::make_unique<boost::asio::steady_timer>(io_);
+  ++b->refs;
+  b->retry_timer->expires_after(kTryAgainDelay);
+  b->retry_timer->async_wait(
+      [this, b, alive = std::weak_ptr<bool>(alive_)](const boost::system::error_code& ec) {
+        if (ec || alive.expired()) return;  // the client is going away; its pool frees the batch
+        b->connection = &route(b->slot, std::string());
+        send(b);  // takes over the retry's reference
+      });
+}
+
+void Client::complete(Call* c, Status status, const redisReply* reply) {
+  c->completed = true;
+  if (c->is_command) {
+    CommandDone done = std::move(c->command_done);
+    c->command_done = nullptr;
+    if (done) done(std::move(status), reply);
+  } else {
+    Store::Done done = std::move(c->done);
+    c->done = nullptr;
+    if (done) done(std::move(status));
+  }
+}
+
+void Client::fail(Call* c, ErrorKind kind, std::string message) {
+  switch (kind) {
+    case ErrorKind::kConnection:
+      Counters::add(shared_.counters.connection_errors);
+      break;
+    case ErrorKind::kScript:
+      Counters::add(shared_.counters.script_errors);
+      break;
+    case ErrorKind::kServer:
+      Counters::add(shared_.counters.server_errors);
+      break;
+    case ErrorKind::kOverloaded:
+      Counters::add(shared_.counters.overloaded);
+      break;
+    case ErrorKind::kTimeout:
+      Counters::add(shared_.counters.timeouts);
+      break;
+    case ErrorKind::kCount:
+      break;
+  }
+  if (!c->is_command) shared_.log.log(kind, message);
+  complete(c, unavailable(std::move(message)));
+}
+
+void Client::fail_all(Batch* b, ErrorKind kind, const std::string& message) {
+  for (Call* c : b->calls) {
+    if (c->completed) continue;
+    if (c->is_command) {
+      complete(c, unavailable(message));
+    } else {
+      fail(c, kind, message);
+    }
+  }
+}
+
+}  // namespace sluice::redis

@@ -1,0 +1,126 @@
+// Client: the Redis store's calls on one io_context (one per attached worker
+// thread, plus the store's internal thread).
+//
+// Holds one Connection per Redis node this thread talks to and routes each
+// call (cluster: by the slot of its keys' hash tag, from the shared slot map).
+// The calls issued in one loop turn to one node (and slot) are coalesced into
+// one script call, up to max_batch: Redis then pays the fixed cost of a script
+// call (dispatch, TIME, defining the functions) once per batch rather than
+// once per request. The script still applies the requests one after another,
+// each all-or-nothing, so a batch decides exactly what separate calls would.
+//
+// A batch is sent by EVALSHA, and again in full (EVAL) on NOSCRIPT; MOVED
+// updates the local slot map, asks for a refresh and resends; ASK resends to
+// the named node after ASKING; TRYAGAIN resends shortly, within the deadline.
+//
+// Calls on one client share one timeout, so their deadlines come in issue
+// order: a FIFO and one timer give every call its timeout without a timer
+// per call. A timed-out call completes at once with kStoreUnavailable; its
+// reply, if it ever comes, is dropped.
+//
+// Thread-safety: none; use from the thread that runs the io_context.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "sluice/store.h"
+#include "store/redis/connection.h"
+#include "store/redis/shared.h"
+
+namespace sluice::redis {
+
+class Client final : public Connection::Listener {
+ public:
+  // `reply` is valid only during the callback; nullptr unless the status is OK.
+  using CommandDone = std::function<void(Status, const redisReply*)>;
+
+  Client(boost::asio::io_context& io, Shared& shared);
+  ~Client() override;
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  boost::asio::io_context& io() { return io_; }
+
+  // Store::acquire_async on this thread: `done` may run before this returns
+  // (invalid requests, connection down, too many in flight).
+  void acquire(std::span<const AcquireRequest> requests, Nanos now, std::span<Decision> out,
+               Store::Done done);
+
+  // A command (a RESP frame) to the node named `node`, or else to the node
+  // serving `slot`, or else to the first address. Its timeout is `timeout`.
+  void command(std::string frame, std::string node, int slot, std::chrono::milliseconds timeout,
+               CommandDone done);
+
+  // Called when a connection of this client goes up or down.
+  std::function<void(const std::string& node, bool up)> on_state_change;
+
+ private:
+  struct Call;
+  struct Batch;
+  struct TimeoutQueue {
+    explicit TimeoutQueue(boost::asio::io_context& io) : timer(io) {}
+    std::deque<Call*> calls;
+    boost::asio::steady_timer timer;
+    bool armed = false;
+  };
+
+  void on_reply(Connection& connection, redisReply* reply, void* privdata) override;
+  void on_state(Connection& connection, bool up) override;
+
+  Call* new_call();
+  void unref(Call* call);
+  Batch* new_batch();
+  void unref(Batch* batch);
+  void enqueue(TimeoutQueue& queue, Call* call);
+  void arm(TimeoutQueue& queue);
+  void on_timer(TimeoutQueue& queue);
+
+  Connection& connection(const std::string& node);
+  Connection& route(int slot, const std::string& node);
+  void submit(Call* call);
+  void flush();
+  void send(Batch* batch);
+  void on_error(Connection& from, Batch* batch, std::string_view message);
+  void deliver(Batch* batch, const redisReply* reply);
+  void retry_later(Batch* batch);
+  void release_calls(Batch* batch);
+  void complete(Call* call, Status status, const redisReply* reply = nullptr);
+  void fail(Call* call, ErrorKind kind, std::string message);
+  void fail_all(Batch* batch, ErrorKind kind, const std::string& message);
+  void sync_map();
+  void patch_map(int slot, std::string_view node);
+
+  boost::asio::io_context& io_;
+  Shared& shared_;
+  std::unordered_map<std::string, std::unique_ptr<Connection>> connections_;
+  std::unordered_map<Connection*, size_t> calls_waiting_;  // per connection, for max_in_flight
+  std::vector<std::string> seed_names_;
+  size_t next_seed_ = 0;
+  std::shared_ptr<const SlotMap> map_;
+  uint64_t map_version_ = 0;
+  TimeoutQueue acquire_queue_;
+  TimeoutQueue command_queue_;
+  std::vector<Batch*> open_;  // batches filling during this loop turn
+  bool flush_posted_ = false;
+  std::vector<std::unique_ptr<Call>> call_pool_;
+  std::vector<Call*> free_calls_;
+  std::vector<std::unique_ptr<Batch>> batch_pool_;
+  std::vector<Batch*> free_batches_;
+  std::vector<std::string> keys_;  // scratch
+  std::string frame_;              // scratch
+  bool closing_ = false;
+  // Checked first by handlers that may run after the client is gone.
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace sluice::redis

@@ -1,0 +1,490 @@
+#include "sluice/redis_store.h"
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "store/redis/client.h"
+#include "store/redis/script_limit.h"
+#include "store/redis/shared.h"
+
+namespace sluice {
+namespace {
+
+using redis::Client;
+using redis::Shared;
+
+std::atomic<uint64_t> next_store_id{1};
+
+// Which client each thread uses, per store. Store ids are never reused, so an
+// entry left behind by a destroyed store never matches again.
+struct Binding {
+  uint64_t store_id;
+  Client* client;
+};
+thread_local std::vector<Binding> tls_bindings;
+
+Client* bound_client(uint64_t store_id) {
+  for (const Binding& b : tls_bindings) {
+    if (b.store_id == store_id) return b.client;
+  }
+  return nullptr;
+}
+
+Error invalid(std::string message) {
+  return Error{ErrorCode::kInvalidArgument, std::move(message)};
+}
+
+// Requests copied for a call that runs later on another thread.
+struct OwnedRequests {
+  explicit OwnedRequests(std::span<const AcquireRequest> requests)
+      : keys(requests.size()), list(requests.begin(), requests.end()) {
+    for (size_t i = 0; i < requests.size(); ++i) {
+      keys[i].assign(requests[i].key);
+      list[i].key = keys[i];
+    }
+  }
+  std::vector<std::string> keys;
+  std::vector<AcquireRequest> list;
+};
+
+// CLUSTER SLOTS -> slot map. `asked` names the node that answered, for
+// entries whose host is empty (a node that does not know its own address).
+bool parse_cluster_slots(const redisReply* reply, const std::string& asked, redis::SlotMap* map) {
+  if (reply == nullptr || reply->type != REDIS_REPLY_ARRAY) return false;
+  std::string asked_host;
+  int asked_port = 0;
+  redis::split_host_port(asked, &asked_host, &asked_port);
+  for (size_t i = 0; i < reply->elements; ++i) {
+    const redisReply* range = reply->element[i];
+    if (range->type != REDIS_REPLY_ARRAY || range->elements < 3) return false;
+    const redisReply* first = range->element[0];
+    const redisReply* last = range->element[1];
+    const redisReply* master = range->element[2];
+    if (first->type != REDIS_REPLY_INTEGER || last->type != REDIS_REPLY_INTEGER ||
+        master->type != REDIS_REPLY_ARRAY || master->elements < 2 ||
+        master->element[0]->type != REDIS_REPLY_STRING ||
+        master->element[1]->type != REDIS_REPLY_INTEGER)
+      return false;
+    if (first->integer < 0 || last->integer > 16383 || first->integer > last->integer) return false;
+    redis::Endpoint ep;
+    ep.host.assign(master->element[0]->str, master->element[0]->len);
+    if (ep.host.empty() || ep.host == "?") ep.host = asked_host;
+    ep.port = static_cast<int>(master->element[1]->integer);
+    const int16_t node = static_cast<int16_t>(map->node_index(ep.name()));
+    for (long long s = first->integer; s <= last->integer; ++s)
+      map->slot_node[static_cast<size_t>(s)] = node;
+  }
+  return true;
+}
+
+}  // namespace
+
+class RedisStore::Impl {
+ public:
+  explicit Impl(std::shared_ptr<Shared> shared)
+      : shared_(std::move(shared)),
+        id_(next_store_id.fetch_add(1)),
+        work_(boost::asio::make_work_guard(io_)),
+        health_timer_(io_),
+        refresh_timer_(io_) {}
+
+  ~Impl() { stop(); }
+
+  void start() {
+    shared_->request_refresh = [this] {
+      if (refresh_requested_.exchange(true)) return;
+      boost::asio::post(io_, [this] { refresh_soon(); });
+    };
+    thread_ = std::thread([this] { io_.run(); });
+    boost::asio::post(io_, [this] {
+      internal_ = std::make_unique<Client>(io_, *shared_);
+      internal_->on_state_change = [this](const std::string&, bool up) {
+        if (!up) ready_.store(false, std::memory_order_relaxed);
+        if (up) health_check();  // report ready as soon as a node is back
+      };
+      if (shared_->options.cluster) refresh_topology();
+      health_check();
+      schedule_health();
+      if (shared_->options.cluster) schedule_refresh();
+    });
+  }
+
+  void stop() {
+    if (!thread_.joinable()) return;
+    boost::asio::post(io_, [this] {
+      // Handlers already queued still run: they see stopping_ and re-arm nothing.
+      stopping_ = true;
+      health_timer_.cancel();
+      refresh_timer_.cancel();
+      internal_.reset();
+      work_.reset();
+    });
+    thread_.join();
+    shared_->request_refresh = nullptr;
+    // Attached clients belong to io_contexts that no longer run (documented).
+    std::lock_guard<std::mutex> lock(attached_mutex_);
+    attached_.clear();
+  }
+
+  // Runs `start(client, finish)` on the internal thread and waits for finish().
+  template <class Start>
+  Status run_sync(Start&& start) {
+    if (std::this_thread::get_id() == thread_.get_id())
+      return Error{ErrorCode::kInternal,
+                   "a synchronous Redis store call from the store's own I/O thread would deadlock"};
+    struct Waiter {
+      std::mutex mutex;
+      std::condition_variable cv;
+      bool finished = false;
+      Status status;
+    } waiter;
+    auto finish = [&waiter](Status status) {
+      std::lock_guard<std::mutex> lock(waiter.mutex);
+      waiter.status = std::move(status);
+      waiter.finished = true;
+      waiter.cv.notify_one();
+    };
+    boost::asio::post(io_, [&] {
+      if (internal_ == nullptr) {
+        finish(Error{ErrorCode::kStoreUnavailable, "the Redis store is shutting down"});
+        return;
+      }
+      start(*internal_, finish);
+    });
+    std::unique_lock<std::mutex> lock(waiter.mutex);
+    waiter.cv.wait(lock, [&] { return waiter.finished; });
+    return std::move(waiter.status);
+  }
+
+  // --- attached threads ---
+
+  void attach(boost::asio::io_context& io) {
+    if (Client* c = bound_client(id_)) {
+      if (&c->io() == &io) return;
+      detach();
+    }
+    auto client = std::make_unique<Client>(io, *shared_);
+    tls_bindings.push_back({id_, client.get()});
+    std::lock_guard<std::mutex> lock(attached_mutex_);
+    attached_.push_back(std::move(client));
+  }
+
+  void detach() {
+    Client* c = bound_client(id_);
+    if (c == nullptr) return;
+    std::erase_if(tls_bindings, [&](const Binding& b) { return b.store_id == id_; });
+    std::unique_ptr<Client> owned;
+    {
+      std::lock_guard<std::mutex> lock(attached_mutex_);
+      for (auto& p : attached_) {
+        if (p.get() == c) owned = std::move(p);
+      }
+      std::erase(attached_, nullptr);
+    }
+    owned.reset();  // completes its calls in flight, on this thread
+  }
+
+  Client* client_of_this_thread() const { return bound_client(id_); }
+
+  void post_acquire(std::span<const AcquireRequest> requests, Nanos now, std::span<Decision> out,
+                    Done done) {
+    auto owned = std::make_shared<OwnedRequests>(requests);
+    boost::asio::post(io_, [this, owned, now, out, done = std::move(done)]() mutable {
+      if (internal_ == nullptr) {
+        done(Error{ErrorCode::kStoreUnavailable, "the Redis store is shutting down"});
+        return;
+      }
+      internal_->acquire(owned->list, now, out,
+                         [owned, done = std::move(done)](Status s) { done(std::move(s)); });
+    });
+  }
+
+  // --- health and topology (internal thread) ---
+
+  void schedule_health() {
+    health_timer_.expires_after(shared_->options.health_interval);
+    health_timer_.async_wait([this](const boost::system::error_code& ec) {
+      if (ec || stopping_) return;
+      health_check();
+      schedule_health();
+    });
+  }
+
+  std::chrono::milliseconds health_timeout() const {
+    return std::max<std::chrono::milliseconds>(shared_->options.timeout,
+                                               std::chrono::milliseconds(250));
+  }
+
+  // PING every master; ready iff all answer (and, in a cluster, every slot is
+  // served). A round that finds the map incomplete asks for a refresh.
+  void health_check() {
+    if (internal_ == nullptr) return;
+    std::vector<std::string> nodes;
+    if (shared_->options.cluster) {
+      auto map = shared_->topology.snapshot();
+      if (map == nullptr || !map->covers_all()) {
+        ready_.store(false, std::memory_order_relaxed);
+        if (shared_->request_refresh) shared_->request_refresh();
+        return;
+      }
+      std::vector<bool> used(map->nodes.size(), false);
+      for (int16_t n : map->slot_node) used[static_cast<size_t>(n)] = true;
+      for (size_t i = 0; i < used.size(); ++i) {
+        if (used[i]) nodes.push_back(map->nodes[i]);
+      }
+    } else {
+      nodes.push_back(shared_->seeds.front().name());
+    }
+    struct Round {
+      size_t waiting;
+      bool ok = true;
+    };
+    auto round = std::make_shared<Round>(Round{nodes.size()});
+    const uint64_t generation = ++health_generation_;
+    for (const std::string& node : nodes) {
+      internal_->command(redis::command({"PING"}), node, -1, health_timeout(),
+                         [this, round, generation](Status s, const redisReply* reply) {
+                           if (!s.ok() || reply == nullptr || reply->type != REDIS_REPLY_STATUS)
+                             round->ok = false;
+                           if (--round->waiting == 0 && generation == health_generation_)
+                             ready_.store(round->ok, std::memory_order_relaxed);
+                         });
+    }
+  }
+
+  void schedule_refresh() {
+    refresh_timer_.expires_after(shared_->options.topology_refresh);
+    refresh_timer_.async_wait([this](const boost::system::error_code& ec) {
+      if (ec || stopping_) return;
+      refresh_topology();
+      schedule_refresh();
+    });
+  }
+
+  // Debounced: at most one refresh per 100 ms however many MOVEDs arrive.
+  void refresh_soon() {
+    const auto now = std::chrono::steady_clock::now();
+    const auto due = last_refresh_ + std::chrono::milliseconds(100);
+    if (now >= due) {
+      refresh_requested_.store(false);
+      refresh_topology();
+      return;
+    }
+    auto timer = std::make_shared<boost::asio::steady_timer>(io_, due);
+    timer->async_wait([this, timer](const boost::system::error_code& ec) {
+      if (ec || stopping_) return;
+      refresh_requested_.store(false);
+      refresh_topology();
+    });
+  }
+
+  // Asks the known masters, then the seeds, in turn, until one answers.
+  void refresh_topology() {
+    if (internal_ == nullptr || refreshing_) return;
+    refreshing_ = true;
+    last_refresh_ = std::chrono::steady_clock::now();
+    auto candidates = std::make_shared<std::vector<std::string>>();
+    if (auto map = shared_->topology.snapshot()) *candidates = map->nodes;
+    for (const redis::Endpoint& seed : shared_->seeds) candidates->push_back(seed.name());
+    ask_slots(candidates, 0);
+  }
+
+  void ask_slots(std::shared_ptr<std::vector<std::string>> candidates, size_t i) {
+    if (internal_ == nullptr) return;
+    if (i >= candidates->size()) {
+      refreshing_ = false;
+      shared_->log.log(redis::ErrorKind::kConnection,
+                       "cannot read the cluster slot map from any node");
+      return;
+    }
+    const std::string node = (*candidates)[i];
+    internal_->command(
+        redis::command({"CLUSTER", "SLOTS"}), node, -1, health_timeout(),
+        [this, candidates, i, node](Status s, const redisReply* reply) {
+          auto map = std::make_shared<redis::SlotMap>();
+          if (s.ok() && parse_cluster_slots(reply, node, map.get()) && !map->nodes.empty()) {
+            redis::Counters::add(shared_->counters.topology_refreshes);
+            shared_->topology.publish(std::move(map));
+            refreshing_ = false;
+            return;
+          }
+          ask_slots(candidates, i + 1);
+        });
+  }
+
+  std::shared_ptr<Shared> shared_;
+  const uint64_t id_;
+  boost::asio::io_context io_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
+  std::thread thread_;
+  std::unique_ptr<Client> internal_;  // lives on the internal thread
+  boost::asio::steady_timer health_timer_;
+  boost::asio::steady_timer refresh_timer_;
+  std::atomic<bool> ready_{false};
+  std::atomic<bool> refresh_requested_{false};
+  uint64_t health_generation_ = 0;
+  bool stopping_ = false;  // internal thread only
+  bool refreshing_ = false;
+  std::chrono::steady_clock::time_point last_refresh_{};
+  std::mutex attached_mutex_;
+  std::vector<std::unique_ptr<Client>> attached_;
+};
+
+Result<std::shared_ptr<RedisStore>> RedisStore::create(RedisStoreOptions options) {
+  if (options.addresses.empty()) return invalid("redis store: at least one address is needed");
+  if (options.timeout.count() <= 0) return invalid("redis store: timeout must be greater than 0");
+  if (options.max_in_flight == 0) return invalid("redis store: max_in_flight must be at least 1");
+  if (options.max_batch == 0) return invalid("redis store: max_batch must be at least 1");
+  if (options.database < 0) return invalid("redis store: database must be 0 or more");
+  if (options.key_prefix.find_first_of("{}") != std::string::npos)
+    return invalid("redis store: key_prefix must not contain '{' or '}' (hash tag characters)");
+  if (options.reconnect_min.count() <= 0 || options.reconnect_max < options.reconnect_min)
+    return invalid("redis store: need 0 < reconnect_min <= reconnect_max");
+  if (options.ttl_extra.count() < 0) return invalid("redis store: ttl_extra must be 0 or more");
+  if (options.health_interval.count() <= 0 || options.topology_refresh.count() <= 0 ||
+      options.connect_timeout.count() <= 0 || options.stall_timeout.count() <= 0)
+    return invalid("redis store: intervals and timeouts must be greater than 0");
+
+  auto shared = std::make_shared<Shared>();
+  for (const std::string& address : options.addresses) {
+    Result<redis::Endpoint> ep = redis::parse_address(address);
+    if (!ep.ok()) return ep.error();
+    redis::Endpoint e = std::move(ep).value();
+    if (!e.has_credentials) {
+      e.username = options.username;
+      e.password = options.password;
+    }
+    if (e.database < 0) e.database = options.database;
+    if (options.cluster && e.database != 0)
+      return invalid("redis store: a Redis Cluster has only database 0 (got " +
+                     std::to_string(e.database) + " for " + address + ")");
+    shared->seeds.push_back(std::move(e));
+  }
+  shared->options = std::move(options);
+  auto impl = std::make_unique<Impl>(shared);
+  impl->start();
+  return std::shared_ptr<RedisStore>(new RedisStore(std::move(impl)));
+}
+
+RedisStore::RedisStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+RedisStore::~RedisStore() = default;
+
+Status RedisStore::check_limit(const Limit& limit) {
+  Result<redis::ScriptLimit> r = redis::script_limit(limit);
+  if (!r.ok()) return r.error();
+  return {};
+}
+
+void RedisStore::attach(boost::asio::io_context& io) {
+  impl_->attach(io);
+}
+
+void RedisStore::detach() {
+  impl_->detach();
+}
+
+Status RedisStore::acquire(std::span<const AcquireRequest> requests, Nanos now,
+                           std::span<Decision> out) {
+  return impl_->run_sync(
+      [&](Client& client, auto finish) { client.acquire(requests, now, out, std::move(finish)); });
+}
+
+void RedisStore::acquire_async(std::span<const AcquireRequest> requests, Nanos now,
+                               std::span<Decision> out, Done done) {
+  if (Client* client = impl_->client_of_this_thread()) {
+    client->acquire(requests, now, out, std::move(done));
+    return;
+  }
+  impl_->post_acquire(requests, now, out, std::move(done));
+}
+
+bool RedisStore::ready() const {
+  return impl_->ready_.load(std::memory_order_relaxed);
+}
+
+bool RedisStore::wait_ready(std::chrono::milliseconds timeout) const {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (!ready()) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+Result<bool> RedisStore::reset(const Limit& limit, std::string_view key) {
+  const std::string redis_key = this->redis_key(limit, key);
+  const int slot = impl_->shared_->options.cluster ? key_slot(redis_key) : -1;
+  const auto timeout = impl_->health_timeout();
+  bool existed = false;
+  Status s = impl_->run_sync([&](Client& client, auto finish) {
+    client.command(redis::command({"DEL", redis_key}), std::string(), slot, timeout,
+                   [&existed, finish](Status status, const redisReply* reply) {
+                     if (status.ok() && reply != nullptr && reply->type == REDIS_REPLY_INTEGER)
+                       existed = reply->integer > 0;
+                     finish(std::move(status));
+                   });
+  });
+  if (!s.ok()) return s.error();
+  return existed;
+}
+
+size_t RedisStore::size() const {
+  std::vector<std::string> nodes;
+  if (impl_->shared_->options.cluster) {
+    if (auto map = impl_->shared_->topology.snapshot()) nodes = map->nodes;
+  } else {
+    nodes.push_back(impl_->shared_->seeds.front().name());
+  }
+  const auto timeout = impl_->health_timeout();
+  size_t total = 0;
+  for (const std::string& node : nodes) {
+    Status s = impl_->run_sync([&](Client& client, auto finish) {
+      client.command(redis::command({"DBSIZE"}), node, -1, timeout,
+                     [&total, finish](Status status, const redisReply* reply) {
+                       if (status.ok() && reply != nullptr && reply->type == REDIS_REPLY_INTEGER)
+                         total += static_cast<size_t>(reply->integer);
+                       finish(std::move(status));
+                     });
+    });
+    (void)s;
+  }
+  return total;
+}
+
+RedisStoreStats RedisStore::stats() const {
+  const redis::Counters& c = impl_->shared_->counters;
+  const auto get = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+  RedisStoreStats s;
+  s.timeouts = get(c.timeouts);
+  s.connection_errors = get(c.connection_errors);
+  s.script_errors = get(c.script_errors);
+  s.server_errors = get(c.server_errors);
+  s.overloaded = get(c.overloaded);
+  s.script_loads = get(c.script_loads);
+  s.moved = get(c.moved);
+  s.ask = get(c.ask);
+  s.tryagain = get(c.tryagain);
+  s.reconnects = get(c.reconnects);
+  s.topology_refreshes = get(c.topology_refreshes);
+  return s;
+}
+
+const RedisStoreOptions& RedisStore::options() const {
+  return impl_->shared_->options;
+}
+
+std::string RedisStore::redis_key(const Limit& limit, std::string_view key) const {
+  return redis::state_key(impl_->shared_->options.key_prefix, limit, key);
+}
+
+uint16_t RedisStore::key_slot(std::string_view redis_key) {
+  return redis::key_slot(redis_key);
+}
+
+}  // namespace sluice

@@ -1,0 +1,109 @@
+#include "store/redis/script_limit.h"
+
+#include <array>
+#include <numeric>
+
+namespace sluice::redis {
+namespace {
+
+constexpr int64_t kNanosPerMicro = 1'000;
+
+// FNV-1a, 64 bits: stable across processes and machines, so every instance
+// puts a client key in the same slot. Not keyed: a collision only puts two
+// clients in one slot; their Redis keys stay distinct (the key follows).
+uint64_t fnv1a64(std::string_view s) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+void append_hex16(std::string& out, uint64_t v) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  for (int shift = 60; shift >= 0; shift -= 4) out.push_back(kDigits[(v >> shift) & 0xf]);
+}
+
+constexpr std::array<uint16_t, 256> make_crc16_table() {
+  std::array<uint16_t, 256> table{};
+  for (int i = 0; i < 256; ++i) {
+    uint16_t crc = static_cast<uint16_t>(i << 8);
+    for (int bit = 0; bit < 8; ++bit) {
+      crc = (crc & 0x8000) ? static_cast<uint16_t>((crc << 1) ^ 0x1021)
+                           : static_cast<uint16_t>(crc << 1);
+    }
+    table[i] = crc;
+  }
+  return table;
+}
+
+constexpr std::array<uint16_t, 256> kCrc16Table = make_crc16_table();
+
+}  // namespace
+
+Result<ScriptLimit> script_limit(const Limit& limit) {
+  const LimitSpec& spec = limit.spec();
+  switch (limit.algorithm()) {
+    case Algorithm::kTokenBucket:
+    case Algorithm::kGcra: {
+      const uint64_t period_us = static_cast<uint64_t>(spec.refill_period.count() / kNanosPerMicro);
+      const uint64_t g = std::gcd(spec.refill_tokens, period_us);
+      const uint64_t unit = period_us / g;
+      const uint64_t rate = spec.refill_tokens / g;
+      // capacity <= 2^32 and unit <= 2^49 (10 years in us): the product fits
+      // 128 bits. The scripts form debt + need <= 2 * full and level plus one
+      // step of refill <= full + rate.
+      const unsigned __int128 full = static_cast<unsigned __int128>(spec.capacity) * unit;
+      if (2 * full + rate > kExactLimit) {
+        return Error{ErrorCode::kInvalidArgument,
+                     "the Redis store cannot count " + limit.describe() +
+                         " exactly: capacity x (refill period in microseconds / gcd with "
+                         "refill tokens) must stay below 2^52; use a smaller capacity, a refill "
+                         "amount that divides the period, or the memory store"};
+      }
+      return ScriptLimit{algorithm_name(limit.algorithm()), spec.capacity, unit, rate};
+    }
+    case Algorithm::kFixedWindow:
+    case Algorithm::kSlidingLog:
+    case Algorithm::kSlidingWindow:
+      return ScriptLimit{algorithm_name(limit.algorithm()), spec.limit,
+                         static_cast<uint64_t>(spec.window.count() / kNanosPerMicro), 0};
+  }
+  return Error{ErrorCode::kInvalidArgument, "unknown algorithm"};
+}
+
+std::string state_key(std::string_view prefix, const Limit& limit, std::string_view key) {
+  const size_t bar = key.find('|');
+  const std::string_view client = bar == std::string_view::npos ? key : key.substr(bar + 1);
+  std::string out;
+  out.reserve(prefix.size() + 36 + key.size());
+  out.append(prefix);
+  out.push_back('{');
+  append_hex16(out, fnv1a64(client));
+  out.push_back('}');
+  append_hex16(out, limit.fingerprint());
+  out.push_back(':');
+  out.append(key);
+  return out;
+}
+
+uint16_t crc16(std::string_view data) {
+  uint16_t crc = 0;
+  for (unsigned char c : data) {
+    crc = static_cast<uint16_t>((crc << 8) ^ kCrc16Table[((crc >> 8) ^ c) & 0xff]);
+  }
+  return crc;
+}
+
+uint16_t key_slot(std::string_view key) {
+  const size_t open = key.find('{');
+  if (open != std::string_view::npos) {
+    const size_t close = key.find('}', open + 1);
+    if (close != std::string_view::npos && close > open + 1)
+      return crc16(key.substr(open + 1, close - open - 1)) & 16383;
+  }
+  return crc16(key) & 16383;
+}
+
+}  // namespace sluice::redis

@@ -1,0 +1,12 @@
+// The Lua script RedisStore runs, embedded at build time from scripts/*.lua
+// (see embed_scripts.cmake), and its SHA1 for EVALSHA.
+#pragma once
+
+#include <string_view>
+
+namespace sluice::redis {
+
+extern const std::string_view kLuaScript;
+extern const std::string_view kLuaScriptSha1;  // 40 lower-case hex digits
+
+}  // namespace sluice::redis

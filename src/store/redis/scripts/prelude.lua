@@ -1,0 +1,42 @@
+-- prelude.lua: shared helpers for the algorithm scripts (embedded first).
+--
+-- Redis runs Lua 5.1, whose only number type is a double. Every quantity the
+-- scripts keep or compare is an integer below 2^53, so doubles hold it exactly;
+-- the helpers below divide without rounding (math.fmod is exact) and form
+-- products up to 2^100 as two 50-bit halves where sliding_window needs them.
+-- RedisStore refuses limits whose numbers would not fit (script_limit.cc).
+--
+-- The whole script runs on every call (Redis keeps no Lua state between
+-- calls, and defining a function costs about 0.1 us), so a call defines
+-- only the algorithms its limits use (NEEDED); states are packed doubles
+-- (struct.pack, exact below 2^53); and each algorithm returns its decision
+-- as multiple values rather than a table.
+
+local ALGORITHMS = {}
+local USED = {}
+do
+  -- ARGV (see entry.lua): extra_ms, then per request: now, n, 5 per limit.
+  local j = 2
+  while j <= #ARGV do
+    local n = tonumber(ARGV[j + 1])
+    for i = 0, n - 1 do USED[ARGV[j + 2 + 5 * i]] = true end
+    j = j + 2 + 5 * n
+  end
+end
+local function NEEDED(name)
+  return USED[name] ~= nil
+end
+local spack, sunpack = struct.pack, struct.unpack
+local fmod = math.fmod
+
+-- floor(a / b) for integers a >= 0, b > 0.
+local function idiv(a, b)
+  return (a - fmod(a, b)) / b
+end
+
+-- ceil(a / b) for integers a >= 0, b > 0.
+local function cdiv(a, b)
+  local r = fmod(a, b)
+  if r == 0 then return a / b end
+  return (a - r) / b + 1
+end

@@ -1,0 +1,36 @@
+-- token_bucket.lua: src/core/token_bucket.cc in integer microseconds.
+--
+-- Arguments: key, now (us), capacity, unit, rate, cost, where one token is
+-- `unit` units and one microsecond refills `rate` units (refill_tokens /
+-- refill_period_us reduced by their gcd), so refill never rounds.
+-- State: two packed doubles, the level (units) and when it was computed (us).
+-- A missing key is a full bucket.
+-- Returns allowed (1/0), limit, remaining, reset_after_us, retry_after_us and
+-- the state to write if every limit of the request allows (nil when denied).
+if NEEDED('token_bucket') then
+  ALGORITHMS['token_bucket'] = function(key, now, capacity, unit, rate, cost)
+    local full = capacity * unit
+    local level, last = full, now
+    local raw = redis.call('GET', key)
+    if raw then level, last = sunpack('<dd', raw) end
+
+    -- Refill; time that runs backwards refills nothing. Comparing elapsed with
+    -- ceil(missing / rate) avoids forming elapsed * rate when it would be huge.
+    local elapsed = now - last
+    if elapsed > 0 then
+      if elapsed >= cdiv(full - level, rate) then
+        level = full
+      else
+        level = level + elapsed * rate
+      end
+    end
+    if now > last then last = now end
+
+    local need = cost * unit
+    if level >= need then
+      local left = level - need
+      return 1, capacity, idiv(left, unit), cdiv(full - left, rate), 0, spack('<dd', left, last)
+    end
+    return 0, capacity, idiv(level, unit), cdiv(full - level, rate), cdiv(need - level, rate), nil
+  end
+end

@@ -1,0 +1,98 @@
+// State shared by every client of one RedisStore: options, counters, the
+// rate-limited error log and the cluster slot map.
+//
+// Thread-safety: counters are relaxed atomics; the log and the topology lock
+// internally; options and seeds are immutable after creation.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sluice/redis_store.h"
+#include "store/redis/address.h"
+
+namespace sluice::redis {
+
+enum class ErrorKind { kTimeout, kConnection, kScript, kServer, kOverloaded, kCount };
+
+struct Counters {
+  std::atomic<uint64_t> timeouts{0};
+  std::atomic<uint64_t> connection_errors{0};
+  std::atomic<uint64_t> script_errors{0};
+  std::atomic<uint64_t> server_errors{0};
+  std::atomic<uint64_t> overloaded{0};
+  std::atomic<uint64_t> script_loads{0};
+  std::atomic<uint64_t> moved{0};
+  std::atomic<uint64_t> ask{0};
+  std::atomic<uint64_t> tryagain{0};
+  std::atomic<uint64_t> reconnects{0};
+  std::atomic<uint64_t> topology_refreshes{0};
+
+  static void add(std::atomic<uint64_t>& c) { c.fetch_add(1, std::memory_order_relaxed); }
+};
+
+// At most one log line per kind per second; the lines in between are counted
+// and reported with the next one (no log flood while Redis is down).
+class ErrorLog {
+ public:
+  void log(ErrorKind kind, std::string_view message);
+
+ private:
+  struct Slot {
+    std::atomic<int64_t> last_ms{INT64_MIN / 2};
+    std::atomic<uint64_t> suppressed{0};
+  };
+  std::array<Slot, static_cast<size_t>(ErrorKind::kCount)> slots_;
+};
+
+// A cluster's slot map: which master serves each of the 16384 slots.
+struct SlotMap {
+  std::vector<std::string> nodes;        // "host:port" of each master
+  std::array<int16_t, 16384> slot_node;  // index into nodes; -1: not served
+
+  SlotMap() { slot_node.fill(-1); }
+  bool covers_all() const;
+  int node_index(std::string_view name);  // adds the node if absent
+};
+
+class Topology {
+ public:
+  std::shared_ptr<const SlotMap> snapshot() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return map_;
+  }
+  uint64_t version() const { return version_.load(std::memory_order_acquire); }
+  void publish(std::shared_ptr<const SlotMap> map) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    map_ = std::move(map);
+    version_.fetch_add(1, std::memory_order_release);
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::shared_ptr<const SlotMap> map_;
+  std::atomic<uint64_t> version_{0};
+};
+
+struct Shared {
+  RedisStoreOptions options;
+  std::vector<Endpoint> seeds;  // with credentials and database filled in
+  Counters counters;
+  ErrorLog log;
+  Topology topology;
+  // Asks the internal thread to re-read the slot map soon (debounced there).
+  std::function<void()> request_refresh;
+
+  // An endpoint for a node named in CLUSTER SLOTS / MOVED / ASK, with the
+  // seeds' credentials.
+  Endpoint endpoint_for(std::string_view name) const;
+};
+
+}  // namespace sluice::redis

@@ -1,0 +1,236 @@
+// RedisStore on a 3-master Redis Cluster on loopback: keys spread over every
+// master, CRC16 slots agree with Redis, a slot migrated during the test is
+// followed through ASK and MOVED without losing a count, the limits of one
+// request stay in one slot, and a master that dies fails only its own keys.
+#include "store/redis/script_limit.h"
+#include "test_util.h"
+
+namespace sluice::testing {
+namespace {
+
+class ClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SLUICE_REQUIRE_REDIS();
+    ASSERT_TRUE(cluster_.start());
+    RedisStoreOptions o = local_options(cluster_.node(0).address());
+    o.cluster = true;
+    // Any one seed is enough; the slot map names the rest.
+    o.topology_refresh = 200ms;
+    store_ = make_store(o);
+    ASSERT_NE(store_, nullptr);
+  }
+
+  // A client key whose state key (under `limit`) falls in `slot`.
+  std::string key_in_slot(const Limit& limit, int slot, const std::string& stem) {
+    for (int i = 0; i < 2'000'000; ++i) {
+      std::string key = stem + "|c" + std::to_string(i);
+      if (RedisStore::key_slot(store_->redis_key(limit, key)) == slot) return key;
+    }
+    ADD_FAILURE() << "no key found for slot " << slot;
+    return stem;
+  }
+
+  RedisCluster cluster_;
+  std::shared_ptr<RedisStore> store_;
+};
+
+TEST_F(ClusterTest, SlotsAreComputedAsRedisComputesThem) {
+  EXPECT_EQ(redis::crc16("123456789"), 0x31C3);  // CRC16/XMODEM check value
+  const Limit limit = must(Limit::token_bucket(5, 1, 1s));
+  for (const std::string key : {"ip:192.0.2.1", "policy:login|user:42", "", "{x}", "a}b{c"}) {
+    const std::string redis_key = store_->redis_key(limit, key);
+    EXPECT_EQ(cluster_.node(0).integer({"CLUSTER", "KEYSLOT", redis_key}),
+              RedisStore::key_slot(redis_key))
+        << redis_key;
+  }
+  // Keys with braces of their own: Redis hashes the first {...}.
+  for (const std::string raw : {"plain", "{tag}rest", "pre{tag}", "{}{tag}", "{a", "x{}y"}) {
+    EXPECT_EQ(cluster_.node(0).integer({"CLUSTER", "KEYSLOT", raw}), RedisStore::key_slot(raw))
+        << raw;
+  }
+}
+
+TEST_F(ClusterTest, KeysSpreadOverEveryMasterAndCountExactly) {
+  const Limit limit = must(Limit::token_bucket(2, 1, 1h));
+  std::vector<std::string> keys;
+  for (int i = 0; i < 300; ++i) keys.push_back("route:x#0|ip:10.0.0." + std::to_string(i));
+  AsyncDriver driver(store_);
+  for (int round = 0; round < 3; ++round) {
+    const auto outcomes = driver.calls(limit, keys, us(kEpochUs));
+    for (const auto& o : outcomes) {
+      ASSERT_TRUE(o.status.ok()) << o.status.error().message;
+      EXPECT_EQ(o.decision.allowed, round < 2);
+    }
+  }
+  long long total = 0;
+  for (size_t n = 0; n < cluster_.size(); ++n) {
+    const long long keys_here = cluster_.node(n).integer({"DBSIZE"});
+    EXPECT_GT(keys_here, 50) << "master " << n << " holds too few keys";
+    total += keys_here;
+  }
+  EXPECT_EQ(total, 300);
+  EXPECT_GE(store_->stats().topology_refreshes, 1u);
+}
+
+TEST_F(ClusterTest, LimitsOfOneRequestMustShareTheClientKey) {
+  const Limit a = must(Limit::token_bucket(3, 1, 1h));
+  const Limit b = must(Limit::fixed_window(2, 1h));
+  AcquireRequest same[] = {{&a, "policy:a|user:1", 1}, {&b, "route:r#1|user:1", 1}};
+  Decision out[2];
+  for (int i = 0; i < 3; ++i) {
+    Status s = store_->acquire(same, us(kEpochUs), out);
+    ASSERT_TRUE(s.ok()) << s.error().message;
+    EXPECT_EQ(out[0].allowed && out[1].allowed, i < 2);
+  }
+  AcquireRequest split[] = {{&a, "policy:a|user:1", 1}, {&b, "route:r#1|user:2", 1}};
+  Status s = store_->acquire(split, us(kEpochUs), out);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code, ErrorCode::kInvalidArgument);
+}
+
+TEST_F(ClusterTest, AMigratingSlotIsFollowedThroughAskAndMoved) {
+  // Capacity 10, no refill: exactly 10 are allowed however the slot moves.
+  const Limit limit = must(Limit::token_bucket(10, 1, 24h * 365));
+  const Limit other = must(Limit::token_bucket(10, 1, 24h * 365));  // same definition
+  const int slot = 1234;
+  const std::string existing = key_in_slot(limit, slot, "migrate-existing");
+  const std::string fresh = key_in_slot(limit, slot, "migrate-fresh");
+  const int source = cluster_.owner(slot);
+  ASSERT_GE(source, 0);
+  const int target = (source + 1) % 3;
+  AsyncDriver driver(store_);
+  int allowed = 0;
+  for (int i = 0; i < 4; ++i)
+    allowed += driver.call(limit, existing, us(kEpochUs)).decision.allowed;
+  ASSERT_EQ(allowed, 4);
+
+  // Start migrating: the source still has `existing`; `fresh` is new.
+  RedisServer& src = cluster_.node(static_cast<size_t>(source));
+  RedisServer& dst = cluster_.node(static_cast<size_t>(target));
+  const std::string src_id = cluster_.id(static_cast<size_t>(source));
+  const std::string dst_id = cluster_.id(static_cast<size_t>(target));
+  ASSERT_EQ(dst.text({"CLUSTER", "SETSLOT", std::to_string(slot), "IMPORTING", src_id}), "OK");
+  ASSERT_EQ(src.text({"CLUSTER", "SETSLOT", std::to_string(slot), "MIGRATING", dst_id}), "OK");
+
+  // A key the source does not have is created on the target through ASK.
+  const auto ask_before = store_->stats().ask;
+  auto f = driver.call(limit, fresh, us(kEpochUs));
+  ASSERT_TRUE(f.status.ok()) << f.status.error().message;
+  EXPECT_TRUE(f.decision.allowed);
+  EXPECT_GT(store_->stats().ask, ask_before);
+  const std::string fresh_key = store_->redis_key(limit, fresh);
+  const std::string slot_text = std::to_string(slot);
+  EXPECT_EQ(src.integer({"CLUSTER", "COUNTKEYSINSLOT", slot_text}), 1);  // existing
+  EXPECT_EQ(dst.integer({"CLUSTER", "COUNTKEYSINSLOT", slot_text}), 1);  // fresh
+
+  // The key the source still has is served there.
+  allowed += driver.call(limit, existing, us(kEpochUs)).decision.allowed;
+  ASSERT_EQ(allowed, 5);
+
+  // Move the existing key: now the source answers ASK for it too.
+  const std::string existing_key = store_->redis_key(limit, existing);
+  ASSERT_EQ(src.text({"MIGRATE", "127.0.0.1", std::to_string(dst.port()), "", "0", "5000", "KEYS",
+                      existing_key}),
+            "OK");
+  const auto ask_mid = store_->stats().ask;
+  allowed += driver.call(limit, existing, us(kEpochUs)).decision.allowed;
+  ASSERT_EQ(allowed, 6);
+  EXPECT_GT(store_->stats().ask, ask_mid);
+
+  // Finish: every node assigns the slot to the target; the source says MOVED.
+  for (size_t n = 0; n < cluster_.size(); ++n) {
+    ASSERT_EQ(cluster_.node(n).text({"CLUSTER", "SETSLOT", std::to_string(slot), "NODE", dst_id}),
+              "OK");
+  }
+  const auto moved_before = store_->stats().moved;
+  for (int i = 0; i < 10; ++i) {
+    auto o = driver.call(limit, existing, us(kEpochUs));
+    ASSERT_TRUE(o.status.ok()) << o.status.error().message;
+    allowed += o.decision.allowed;
+  }
+  EXPECT_EQ(allowed, 10) << "a count was lost or doubled while the slot moved";
+  EXPECT_GT(store_->stats().moved, moved_before);
+  EXPECT_EQ(dst.integer({"EXISTS", existing_key}), 1);
+  EXPECT_EQ(dst.integer({"EXISTS", fresh_key}), 1);
+  EXPECT_EQ(src.integer({"CLUSTER", "COUNTKEYSINSLOT", slot_text}), 0);
+  // The fresh key kept its single count on the target.
+  auto again = driver.call(other, fresh, us(kEpochUs));
+  ASSERT_TRUE(again.status.ok());
+  EXPECT_EQ(again.decision.remaining, 8u);
+  // After the refresh, calls go straight to the target: no more MOVED.
+  std::this_thread::sleep_for(300ms);
+  const auto moved_settled = store_->stats().moved;
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(driver.call(limit, existing, us(kEpochUs)).status.ok());
+  EXPECT_EQ(store_->stats().moved, moved_settled);
+}
+
+TEST_F(ClusterTest, ExactlyCapacityAllowedAcrossStoresSharingTheCluster) {
+  const Limit limit = must(Limit::token_bucket(100, 1, 24h * 365));
+  std::vector<std::shared_ptr<RedisStore>> stores;
+  std::vector<std::unique_ptr<AsyncDriver>> drivers;
+  for (size_t s = 0; s < 3; ++s) {
+    RedisStoreOptions o = local_options(cluster_.node(s).address());  // different seeds
+    o.cluster = true;
+    o.time_source = RedisTimeSource::kRedis;
+    o.timeout = 10s;
+    stores.push_back(make_store(o));
+    drivers.push_back(std::make_unique<AsyncDriver>(stores.back()));
+  }
+  std::atomic<int> allowed{0};
+  std::atomic<int> errors{0};
+  std::vector<std::thread> threads;
+  for (auto& d : drivers) {
+    threads.emplace_back([&, driver = d.get()] {
+      std::vector<std::string> keys(1'000, "global");
+      for (const auto& o : driver->calls(limit, keys, us(kEpochUs))) {
+        if (!o.status.ok()) ++errors;
+        if (o.status.ok() && o.decision.allowed) ++allowed;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(allowed.load(), 100);
+}
+
+TEST_F(ClusterTest, ADeadMasterFailsOnlyItsOwnKeys) {
+  const Limit limit = must(Limit::token_bucket(1'000, 1, 1h));
+  RedisStoreOptions o = local_options(cluster_.node(0).address());
+  o.cluster = true;
+  o.timeout = 100ms;
+  o.reconnect_min = 10ms;
+  o.reconnect_max = 100ms;
+  auto store = make_store(o);
+  AsyncDriver driver(store);
+  std::vector<std::string> keys;
+  for (int i = 0; i < 90; ++i) keys.push_back("dead|k" + std::to_string(i));
+  for (const auto& out : driver.calls(limit, keys, us(kEpochUs))) ASSERT_TRUE(out.status.ok());
+  cluster_.node(2).kill();
+  std::this_thread::sleep_for(50ms);
+  size_t failed = 0;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    auto out = driver.call(limit, keys[i], us(kEpochUs));
+    const int owner = cluster_.owner(RedisStore::key_slot(store->redis_key(limit, keys[i])));
+    if (owner == 2) {
+      ++failed;
+      ASSERT_FALSE(out.status.ok());
+      EXPECT_EQ(out.status.error().code, ErrorCode::kStoreUnavailable);
+      EXPECT_LE(out.latency, o.timeout + 50ms);
+    } else {
+      EXPECT_TRUE(out.status.ok()) << "key on a live master failed: " << out.status.error().message;
+    }
+  }
+  EXPECT_GT(failed, 10u);
+  const auto down = std::chrono::steady_clock::now();
+  while (store->ready() && std::chrono::steady_clock::now() - down < 2s)
+    std::this_thread::sleep_for(5ms);
+  EXPECT_FALSE(store->ready());
+  ASSERT_TRUE(cluster_.node(2).start());  // same port and node id (nodes.conf kept)
+  EXPECT_TRUE(store->wait_ready(3s));
+  auto back = driver.call(limit, keys[0], us(kEpochUs));
+  EXPECT_TRUE(back.status.ok());
+}
+
+}  // namespace
+}  // namespace sluice::testing

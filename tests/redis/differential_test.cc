@@ -1,0 +1,210 @@
+// The same seeded random traces through the memory store and the Redis store
+// (time_source local, whole-microsecond times) give identical decisions:
+// allowed, limit and remaining equal; reset_after and retry_after equal to
+// the memory store's rounded up to a whole microsecond.
+#include <random>
+
+#include "test_util.h"
+
+namespace sluice::testing {
+namespace {
+
+Nanos ceil_us(Nanos d) {
+  return Nanos{(d.count() + 999) / 1'000 * 1'000};
+}
+
+struct Config {
+  Limit limit;
+  uint64_t max_cost;
+  int64_t typical_gap_us;  // the trace's time steps scale with this
+};
+
+struct Step {
+  size_t key;
+  bool with_partner;  // also apply the partner limit (all-or-nothing)
+  uint64_t cost;
+  int64_t now_us;
+};
+
+std::vector<Step> make_trace(uint64_t seed, size_t steps, const Config& c, size_t keys) {
+  std::mt19937_64 rng(seed);
+  std::vector<Step> trace;
+  int64_t now = kEpochUs + static_cast<int64_t>(rng() % 1'000'000'000);
+  for (size_t i = 0; i < steps; ++i) {
+    // Mostly bursts at the same or nearby microseconds, sometimes a pause of
+    // about one refill, sometimes long enough for the state to be full again.
+    const uint64_t kind = rng() % 100;
+    int64_t gap = 0;
+    if (kind < 30) {
+      gap = 0;
+    } else if (kind < 70) {
+      gap = static_cast<int64_t>(rng() % 5);
+    } else if (kind < 92) {
+      gap = static_cast<int64_t>(rng() % static_cast<uint64_t>(2 * c.typical_gap_us + 1));
+    } else if (kind < 98) {
+      gap = static_cast<int64_t>(rng() % static_cast<uint64_t>(40 * c.typical_gap_us + 1));
+    } else {
+      gap = static_cast<int64_t>(rng() % static_cast<uint64_t>(400 * c.typical_gap_us + 1));
+    }
+    now += gap;
+    Step s;
+    s.key = static_cast<size_t>(rng() % keys);
+    s.with_partner = rng() % 5 == 0;
+    // Costs are mostly small, sometimes up to the maximum.
+    s.cost =
+        rng() % 4 == 0 ? 1 + rng() % c.max_cost : 1 + rng() % std::min<uint64_t>(3, c.max_cost);
+    s.now_us = now;
+    trace.push_back(s);
+  }
+  return trace;
+}
+
+class DifferentialTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SLUICE_REQUIRE_REDIS();
+    ASSERT_TRUE(server_.start());
+    RedisStoreOptions o = local_options(server_.address());
+    o.ttl_extra = 600s;  // no key may expire in real time before the trace says
+    store_ = make_store(o);
+    ASSERT_NE(store_, nullptr);
+  }
+
+  // Runs every config's trace; returns the number of steps compared.
+  size_t run(const std::vector<Config>& configs, size_t steps_each, uint64_t seed) {
+    // A partner limit of another algorithm shares each step now and then, so
+    // that all-or-nothing is compared too (a denial by either charges neither).
+    const Limit partner = must(Limit::sliding_window(40, 50ms));
+    size_t compared = 0;
+    size_t allowed = 0;
+    size_t denied = 0;
+    AsyncDriver driver(store_);
+    for (size_t ci = 0; ci < configs.size(); ++ci) {
+      const Config& c = configs[ci];
+      MemoryStore memory(MemoryStoreOptions{.max_keys = 100'000, .shards = 1, .seed = 1});
+      const size_t keys = 8;
+      std::vector<std::string> key_names;
+      for (size_t k = 0; k < keys; ++k)
+        key_names.push_back("diff:" + std::to_string(seed) + ":" + std::to_string(ci) + "|c" +
+                            std::to_string(k));
+      const std::vector<Step> trace = make_trace(seed + ci, steps_each, c, keys);
+
+      // Redis: issue the whole trace in order on one connection, 256 at a
+      // time; Redis runs the calls in order, as the memory store does.
+      struct Slot {
+        AcquireRequest requests[2];
+        Decision out[2];
+        std::string partner_key;
+        Status status;
+      };
+      std::vector<Slot> slots(trace.size());
+      for (size_t begin = 0; begin < trace.size(); begin += 256) {
+        const size_t end = std::min(trace.size(), begin + 256);
+        std::promise<void> batch_done;
+        size_t remaining = end - begin;
+        driver.run([&] {
+          for (size_t i = begin; i < end; ++i) {
+            const Step& s = trace[i];
+            Slot& slot = slots[i];
+            slot.partner_key = "partner:" + std::to_string(seed) + ":" + std::to_string(ci) +
+                               key_names[s.key].substr(key_names[s.key].find('|'));
+            slot.requests[0] = {&c.limit, key_names[s.key], s.cost};
+            slot.requests[1] = {&partner, slot.partner_key, 1};
+            const size_t n = s.with_partner ? 2 : 1;
+            store_->acquire_async({slot.requests, n}, us(s.now_us), {slot.out, n},
+                                  [&, i](Status st) {
+                                    slots[i].status = std::move(st);
+                                    if (--remaining == 0) batch_done.set_value();
+                                  });
+          }
+        });
+        batch_done.get_future().wait();
+      }
+
+      for (size_t i = 0; i < trace.size(); ++i) {
+        const Step& s = trace[i];
+        const size_t n = s.with_partner ? 2 : 1;
+        Decision mem_out[2];
+        Status ms = memory.acquire({slots[i].requests, n}, us(s.now_us), {mem_out, n});
+        EXPECT_TRUE(ms.ok());
+        EXPECT_TRUE(slots[i].status.ok()) << slots[i].status.error().message;
+        if (!ms.ok() || !slots[i].status.ok()) return compared;
+        for (size_t j = 0; j < n; ++j) {
+          const Decision& m = mem_out[j];
+          const Decision& r = slots[i].out[j];
+          const bool same = m.allowed == r.allowed && m.limit == r.limit &&
+                            m.remaining == r.remaining && r.reset_after == ceil_us(m.reset_after) &&
+                            r.retry_after == ceil_us(m.retry_after);
+          EXPECT_TRUE(same) << c.limit.describe() << " step " << i << " limit " << j << " at "
+                            << s.now_us << " us, cost " << s.cost << ": memory {" << m.allowed
+                            << ", " << m.remaining << ", " << m.reset_after.count() << " ns, "
+                            << m.retry_after.count() << " ns} redis {" << r.allowed << ", "
+                            << r.remaining << ", " << r.reset_after.count() << " ns, "
+                            << r.retry_after.count() << " ns}";
+          if (!same) return compared;
+        }
+        ++compared;
+        (mem_out[0].allowed ? allowed : denied) += 1;
+      }
+    }
+    // A trace that never denies (or never allows) would compare little.
+    EXPECT_GT(allowed, compared / 10);
+    EXPECT_GT(denied, compared / 10);
+    return compared;
+  }
+
+  RedisServer server_;
+  std::shared_ptr<RedisStore> store_;
+};
+
+TEST_F(DifferentialTest, TokenBucket) {
+  const std::vector<Config> configs = {
+      {must(Limit::token_bucket(10, 3, 7s)), 10, 2'000'000},
+      {must(Limit::token_bucket(100, 10, 1s)), 40, 50'000},
+      {must(Limit::token_bucket(3, 2, 333'333us)), 3, 100'000},
+      {must(Limit::token_bucket(1'000'000'000, 1'000'000'000, 1s)), 200'000'000, 100'000},
+  };
+  EXPECT_EQ(run(configs, 3'000, 101), 12'000u);
+}
+
+TEST_F(DifferentialTest, Gcra) {
+  const std::vector<Config> configs = {
+      {must(Limit::gcra(10, 3, 7s)), 10, 2'000'000},
+      {must(Limit::gcra(100, 10, 1s)), 40, 50'000},
+      {must(Limit::gcra(3, 2, 333'333us)), 3, 100'000},
+      {must(Limit::gcra(1'000'000'000, 1'000'000'000, 1s)), 200'000'000, 100'000},
+  };
+  EXPECT_EQ(run(configs, 3'000, 202), 12'000u);
+}
+
+TEST_F(DifferentialTest, FixedWindow) {
+  const std::vector<Config> configs = {
+      {must(Limit::fixed_window(10, 1s)), 4, 50'000},
+      {must(Limit::fixed_window(3, 7'003us)), 3, 1'000},
+      {must(Limit::fixed_window(1'000, 1min)), 200, 20'000},
+  };
+  EXPECT_EQ(run(configs, 4'000, 303), 12'000u);
+}
+
+TEST_F(DifferentialTest, SlidingLog) {
+  const std::vector<Config> configs = {
+      {must(Limit::sliding_log(10, 1s)), 4, 50'000},
+      {must(Limit::sliding_log(5, 777us)), 5, 100},
+      {must(Limit::sliding_log(300, 10s)), 60, 20'000},
+  };
+  EXPECT_EQ(run(configs, 4'000, 404), 12'000u);
+}
+
+TEST_F(DifferentialTest, SlidingWindow) {
+  // The last config's products (a million times a day in microseconds) pass
+  // 2^53: the script forms them in two halves.
+  const std::vector<Config> configs = {
+      {must(Limit::sliding_window(10, 1s)), 4, 50'000},
+      {must(Limit::sliding_window(7, 13'001us)), 7, 1'000},
+      {must(Limit::sliding_window(1'000'000, 24h)), 300'000, 3'000'000'000},
+  };
+  EXPECT_EQ(run(configs, 4'000, 505), 12'000u);
+}
+
+}  // namespace
+}  // namespace sluice::testing

@@ -1,0 +1,247 @@
+#include "redis_server.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+namespace sluice::testing {
+namespace {
+
+bool on_path(const char* program) {
+  const char* path = std::getenv("PATH");
+  if (path == nullptr) return false;
+  std::string p(path);
+  size_t start = 0;
+  while (start <= p.size()) {
+    size_t end = p.find(':', start);
+    if (end == std::string::npos) end = p.size();
+    const std::string candidate = p.substr(start, end - start) + "/" + program;
+    if (::access(candidate.c_str(), X_OK) == 0) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+pid_t spawn(const std::vector<std::string>& args, const std::string& log_path) {
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    // Dies with the test process, even if the test aborts before stopping it.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    const int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      ::close(fd);
+    }
+    ::execvp(argv[0], argv.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+}  // namespace
+
+bool redis_installed() {
+  return on_path("redis-server") && on_path("redis-cli");
+}
+
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+RedisServer::RedisServer(std::vector<std::string> extra) : extra_(std::move(extra)) {
+  char tmpl[] = "/tmp/sluice-redis-XXXXXX";
+  const char* d = ::mkdtemp(tmpl);
+  dir_ = d != nullptr ? d : "/tmp";
+}
+
+RedisServer::~RedisServer() {
+  stop();
+  std::error_code ec;
+  if (dir_ != "/tmp") std::filesystem::remove_all(dir_, ec);
+}
+
+bool RedisServer::start() {
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    if (port_ == 0) port_ = free_port();
+    std::vector<std::string> args = {"redis-server",
+                                     "--port",
+                                     std::to_string(port_),
+                                     "--bind",
+                                     "127.0.0.1",
+                                     "--save",
+                                     "",
+                                     "--appendonly",
+                                     "no",
+                                     "--dir",
+                                     dir_,
+                                     "--daemonize",
+                                     "no",
+                                     "--protected-mode",
+                                     "no"};
+    for (const std::string& e : extra_) args.push_back(e);
+    pid_ = spawn(args, dir_ + "/redis.log");
+    if (pid_ > 0 && wait_answering(std::chrono::seconds(5))) {
+      started_ = true;
+      return true;
+    }
+    kill();
+    if (!started_) port_ = 0;  // the port was taken meanwhile: try another
+  }
+  std::fprintf(stderr, "redis-server did not start; see %s/redis.log\n", dir_.c_str());
+  return false;
+}
+
+void RedisServer::stop() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGTERM);
+  int status = 0;
+  ::waitpid(pid_, &status, 0);
+  pid_ = -1;
+}
+
+void RedisServer::kill() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);
+  int status = 0;
+  ::waitpid(pid_, &status, 0);
+  pid_ = -1;
+}
+
+bool RedisServer::wait_answering(std::chrono::milliseconds timeout) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < until) {
+    if (text({"PING"}) == "PONG") return true;
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {  // exited (port taken?)
+      pid_ = -1;
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+Reply RedisServer::command(const std::vector<std::string>& args) const {
+  timeval tv{2, 0};
+  redisContext* c = redisConnectWithTimeout("127.0.0.1", port_, tv);
+  if (c == nullptr) return nullptr;
+  if (c->err != 0) {
+    redisFree(c);
+    return nullptr;
+  }
+  redisSetTimeout(c, tv);
+  std::vector<const char*> argv;
+  std::vector<size_t> lens;
+  for (const std::string& a : args) {
+    argv.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  auto* r = static_cast<redisReply*>(
+      redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data()));
+  redisFree(c);
+  return Reply(r);
+}
+
+long long RedisServer::integer(const std::vector<std::string>& args) const {
+  Reply r = command(args);
+  if (!r || r->type != REDIS_REPLY_INTEGER) return -1000;
+  return r->integer;
+}
+
+std::string RedisServer::text(const std::vector<std::string>& args) const {
+  Reply r = command(args);
+  if (!r) return "";
+  if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS ||
+      r->type == REDIS_REPLY_ERROR)
+    return std::string(r->str, r->len);
+  return "";
+}
+
+RedisCluster::RedisCluster() {
+  for (int i = 0; i < 3; ++i) {
+    nodes_.push_back(std::make_unique<RedisServer>(std::vector<std::string>{
+        "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout",
+        "5000", "--cluster-require-full-coverage", "no"}));
+  }
+}
+
+bool RedisCluster::start() {
+  for (auto& n : nodes_) {
+    if (!n->start()) return false;
+  }
+  std::vector<std::string> args = {"redis-cli", "--cluster", "create"};
+  for (const auto& a : addresses()) args.push_back(a);
+  args.push_back("--cluster-replicas");
+  args.push_back("0");
+  args.push_back("--cluster-yes");
+  const pid_t pid = spawn(args, nodes_[0]->dir() + "/create.log");
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::fprintf(stderr, "redis-cli --cluster create failed; see %s/create.log\n",
+                 nodes_[0]->dir().c_str());
+    return false;
+  }
+  // Every node must agree the cluster is up before the tests start.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < until) {
+    bool ok = true;
+    for (auto& n : nodes_) {
+      ok = ok && n->text({"CLUSTER", "INFO"}).find("cluster_state:ok") != std::string::npos;
+    }
+    if (ok) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::fprintf(stderr, "the cluster did not reach cluster_state:ok\n");
+  return false;
+}
+
+std::vector<std::string> RedisCluster::addresses() const {
+  std::vector<std::string> out;
+  for (const auto& n : nodes_) out.push_back(n->address());
+  return out;
+}
+
+std::string RedisCluster::id(size_t i) const {
+  return nodes_[i]->text({"CLUSTER", "MYID"});
+}
+
+int RedisCluster::owner(int slot) const {
+  Reply r = nodes_[0]->command({"CLUSTER", "SLOTS"});
+  if (!r || r->type != REDIS_REPLY_ARRAY) return -1;
+  for (size_t i = 0; i < r->elements; ++i) {
+    const redisReply* range = r->element[i];
+    if (range->element[0]->integer <= slot && slot <= range->element[1]->integer) {
+      const long long port = range->element[2]->element[1]->integer;
+      for (size_t n = 0; n < nodes_.size(); ++n) {
+        if (nodes_[n]->port() == port) return static_cast<int>(n);
+      }
+    }
+  }
+  return -1;
+}
+
+}  // namespace sluice::testing

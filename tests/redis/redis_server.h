@@ -1,0 +1,80 @@
+// Test support: real redis-server processes on free loopback ports, started
+// and stopped by PID, and a small synchronous client to inspect them.
+#pragma once
+
+#include <hiredis/hiredis.h>
+
+#include <sys/types.h>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sluice::testing {
+
+// Whether redis-server (and redis-cli) can be found on PATH.
+bool redis_installed();
+
+// A reply owned by the test.
+struct ReplyDeleter {
+  void operator()(redisReply* r) const { freeReplyObject(r); }
+};
+using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
+
+class RedisServer {
+ public:
+  // extra: more redis-server arguments (e.g. {"--cluster-enabled", "yes"}).
+  explicit RedisServer(std::vector<std::string> extra = {});
+  ~RedisServer();
+  RedisServer(const RedisServer&) = delete;
+  RedisServer& operator=(const RedisServer&) = delete;
+
+  // Starts on a free port (the same port again after stop()/kill()).
+  // Returns false with a message on stderr if it does not answer in 5 s.
+  bool start();
+  void stop();  // SIGTERM, wait
+  void kill();  // SIGKILL, wait
+
+  int port() const { return port_; }
+  pid_t pid() const { return pid_; }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  const std::string& dir() const { return dir_; }
+
+  // One command on a fresh connection (argv form). Null if unreachable.
+  Reply command(const std::vector<std::string>& args) const;
+  // The reply's integer, or -1000 when it is not an integer.
+  long long integer(const std::vector<std::string>& args) const;
+  // The reply's string/status, or "" otherwise.
+  std::string text(const std::vector<std::string>& args) const;
+
+ private:
+  bool wait_answering(std::chrono::milliseconds timeout);
+
+  std::vector<std::string> extra_;
+  std::string dir_;
+  int port_ = 0;
+  pid_t pid_ = -1;
+  bool started_ = false;  // once started, restarts keep the port
+};
+
+// Three masters with --cluster-enabled, joined by redis-cli --cluster create.
+class RedisCluster {
+ public:
+  RedisCluster();
+  bool start();
+  RedisServer& node(size_t i) { return *nodes_[i]; }
+  size_t size() const { return nodes_.size(); }
+  std::vector<std::string> addresses() const;
+  // The node id (CLUSTER MYID) of node i.
+  std::string id(size_t i) const;
+  // The index of the node serving `slot`, from node 0's CLUSTER SLOTS.
+  int owner(int slot) const;
+
+ private:
+  std::vector<std::unique_ptr<RedisServer>> nodes_;
+};
+
+// A free TCP port on 127.0.0.1 (bound, read, closed).
+int free_port();
+
+}  // namespace sluice::testing

@@ -1,0 +1,144 @@
+// Helpers shared by the Redis store tests.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <chrono>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "redis_server.h"
+#include "sluice/redis_store.h"
+#include "sluice/sluice.h"
+
+namespace sluice::testing {
+
+using namespace std::chrono_literals;
+
+#define SLUICE_REQUIRE_REDIS()                                                                  \
+  do {                                                                                          \
+    if (!::sluice::testing::redis_installed())                                                  \
+      GTEST_SKIP() << "redis-server/redis-cli not installed; scripts/install-deps.sh installs " \
+                      "redis-server and redis-tools";                                           \
+  } while (0)
+
+// 2026-ish in microseconds, not aligned to any window.
+inline constexpr int64_t kEpochUs = 1'780'000'000'123'457;
+inline Nanos us(int64_t v) {
+  return Nanos{v * 1'000};
+}
+
+inline RedisStoreOptions local_options(const std::string& address) {
+  RedisStoreOptions o;
+  o.addresses = {address};
+  o.time_source = RedisTimeSource::kLocal;
+  // Generous: the tests run under sanitizers on a shared machine.
+  o.timeout = 500ms;
+  o.health_interval = 50ms;
+  // Key TTLs run on Redis's real clock while these tests move a made-up
+  // `now`: keep every key for a minute more than its state needs.
+  o.ttl_extra = 60s;
+  return o;
+}
+
+inline std::shared_ptr<RedisStore> make_store(RedisStoreOptions o) {
+  auto store = RedisStore::create(std::move(o));
+  EXPECT_TRUE(store.ok()) << (store.ok() ? "" : store.error().message);
+  if (!store.ok()) return nullptr;
+  EXPECT_TRUE((*store)->wait_ready(5s));
+  return *store;
+}
+
+inline Limit must(Result<Limit> r) {
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+  return std::move(r).value();
+}
+
+// One limit, one key: the decision or the error.
+inline Result<Decision> acquire_one(Store& store, const Limit& limit, std::string_view key,
+                                    Nanos now, uint64_t cost = 1) {
+  AcquireRequest r{&limit, key, cost};
+  Decision d;
+  Status s = store.acquire({&r, 1}, now, {&d, 1});
+  if (!s.ok()) return s.error();
+  return d;
+}
+
+// An io_context run by its own thread, attached to a store: async calls are
+// made from that thread, as a server worker makes them.
+class AsyncDriver {
+ public:
+  explicit AsyncDriver(std::shared_ptr<RedisStore> store)
+      : store_(std::move(store)), work_(boost::asio::make_work_guard(io_)) {
+    thread_ = std::thread([this] { io_.run(); });
+    run([this] { store_->attach(io_); });
+  }
+  ~AsyncDriver() {
+    run([this] { store_->detach(); });
+    work_.reset();
+    thread_.join();
+  }
+
+  boost::asio::io_context& io() { return io_; }
+
+  // Runs f on the loop thread and waits for it.
+  template <class F>
+  void run(F&& f) {
+    std::promise<void> p;
+    boost::asio::post(io_, [&] {
+      f();
+      p.set_value();
+    });
+    p.get_future().wait();
+  }
+
+  struct Outcome {
+    Status status;
+    Decision decision;
+    std::chrono::steady_clock::duration latency{};
+  };
+
+  // One acquire_async issued on the loop thread; waits for its completion.
+  Outcome call(const Limit& limit, std::string key, Nanos now, uint64_t cost = 1) {
+    auto outcomes = calls(limit, {std::move(key)}, now, cost);
+    return outcomes.front();
+  }
+
+  // Many calls issued in one loop turn; waits for all.
+  std::vector<Outcome> calls(const Limit& limit, std::vector<std::string> keys, Nanos now,
+                             uint64_t cost = 1) {
+    const size_t n = keys.size();
+    std::vector<Outcome> out(n);
+    std::vector<AcquireRequest> requests(n);
+    std::promise<void> all_done;
+    size_t remaining = n;
+    run([&] {
+      for (size_t i = 0; i < n; ++i) {
+        requests[i] = {&limit, keys[i], cost};
+        const auto start = std::chrono::steady_clock::now();
+        store_->acquire_async({&requests[i], 1}, now, {&out[i].decision, 1},
+                              [&, i, start](Status s) {
+                                out[i].status = std::move(s);
+                                out[i].latency = std::chrono::steady_clock::now() - start;
+                                if (--remaining == 0) all_done.set_value();
+                              });
+      }
+    });
+    all_done.get_future().wait();
+    return out;
+  }
+
+ private:
+  std::shared_ptr<RedisStore> store_;
+  boost::asio::io_context io_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
+  std::thread thread_;
+};
+
+}  // namespace sluice::testing
