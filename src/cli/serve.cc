@@ -7,6 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "http/proxy.h"
 #include "http/server.h"
 #include "observe/logging.h"
 #include "policy/config_loader.h"
@@ -88,6 +89,7 @@ int run_serve(std::span<const std::string_view> args) {
   try {
     http::ServerOptions options;
     options.config_path = config_path;
+    options.make_forwarder = http::upstream_proxy_factory();  // the gateway proxy
     http::Server server(std::move(*loaded.config), std::move(store), std::move(options));
     if (Status st = server.start(); !st.ok()) {
       spdlog::error("{}", st.error().message);

@@ -1,0 +1,49 @@
+// Header rewriting of the gateway proxy (proxy.h): what crosses Sluice from
+// the client to the upstream and back.
+//
+// Hop-by-hop fields (RFC 9110 §7.6.1) describe one connection and are never
+// forwarded, in either direction: Connection and every field it names,
+// Keep-Alive, Proxy-Connection, TE, Trailer, Transfer-Encoding, Upgrade,
+// Proxy-Authorization, Proxy-Authenticate. Content-Length is not copied
+// either: the proxy re-frames every message itself from what its parser read
+// (Content-Length when the length is known, else chunked), so no header a
+// client or upstream sends (a `Connection: content-length` trick included)
+// can make the two sides disagree on where a message ends. Host is always
+// kept, even when Connection names it.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <boost/beast/http/fields.hpp>
+
+namespace sluice::http::proxy {
+
+// True for a hop-by-hop field name (case-insensitive), Content-Length included
+// (see above). Fields named by a Connection header are checked separately.
+bool is_hop_by_hop(std::string_view name);
+
+// Appends to `to` every field of `from` that is not hop-by-hop and not named
+// in `from`'s Connection header(s), in order, duplicates kept.
+void copy_end_to_end(const boost::beast::http::fields& from, boost::beast::http::fields& to);
+
+// The request target sent upstream: the upstream's base path (no trailing
+// '/', "" when none) before the client's target. An origin-form target
+// ("/a?b") is prefixed; an absolute-form one ("http://h/a?b") is reduced to
+// its path and query first; "*" (OPTIONS *) becomes the base path, or stays "*".
+std::string upstream_target(std::string_view base_path, std::string_view target);
+
+// Adds the forwarding fields to the upstream request `to`, reading what the
+// client sent in `from`:
+//   X-Forwarded-For: the client's values (every X-Forwarded-For field, joined
+//     by ", ") with `peer` (the address the request came from) appended;
+//   X-Forwarded-Proto: http, unless the client sent one (a trusted proxy in
+//     front of Sluice knows better; the upstream decides whom to believe);
+//   X-Forwarded-Host: the client's Host, unless the client sent one.
+// `to` must not hold X-Forwarded-For yet (copy_end_to_end copied the others).
+void add_forwarding_fields(const boost::beast::http::fields& from, std::string_view peer,
+                           boost::beast::http::fields& to);
+
+}  // namespace sluice::http::proxy

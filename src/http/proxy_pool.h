@@ -1,0 +1,79 @@
+// The keep-alive connections of one worker's gateway proxy to its upstream.
+//
+// A connection goes back to the pool after an exchange that left it clean
+// (request and response complete, the upstream did not ask to close) and is
+// taken again, most recently used first, by the next request of the same
+// worker. At most `max_idle` (Upstream::max_idle_connections) connections wait
+// in the pool; beyond that the oldest are closed, as are connections idle for
+// longer than kMaxIdleTime.
+//
+// Idle connections have no read pending, so an upstream that closes one while
+// it waits is noticed only when it is taken: take() peeks at the socket
+// (non-blocking, one system call) and drops connections that reached EOF, got
+// an error, or hold unexpected bytes. A close that races with the request
+// being sent is left to the proxy's retry rule (proxy.cc).
+//
+// Connections to another upstream than the one asked for (the config was
+// reloaded with a new `upstream`) are closed when met.
+//
+// Thread-safety: none; one pool per worker io_context, used on its thread.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+
+namespace sluice::http {
+
+// One connection to the upstream, with what the proxy keeps per connection.
+struct UpstreamConnection {
+  explicit UpstreamConnection(boost::asio::io_context& io_context) : stream(io_context) {}
+
+  boost::beast::tcp_stream stream;
+  boost::beast::flat_buffer buffer;  // bytes read from the upstream, not yet parsed
+  std::string endpoint;              // "host:port" of the upstream (the pool key)
+  uint64_t exchanges = 0;            // requests sent on it (> 0: reused from the pool)
+  std::chrono::steady_clock::time_point idle_since;
+};
+
+class UpstreamPool {
+ public:
+  // Idle connections older than this are closed rather than reused: most
+  // servers close idle keep-alive connections sooner, and a closed one costs a
+  // failed peek; holding descriptors for nothing is not worth it.
+  static constexpr std::chrono::seconds kMaxIdleTime{60};
+
+  // The most recently used idle connection to `endpoint` that still looks
+  // open, or null (then connect a new one).
+  std::unique_ptr<UpstreamConnection> take(std::string_view endpoint,
+                                           std::chrono::steady_clock::time_point now);
+  // Keeps `connection` for reuse (it must be clean: no pending operation, no
+  // unread response bytes), closing the oldest idle ones above `max_idle`.
+  void put(std::unique_ptr<UpstreamConnection> connection, size_t max_idle,
+           std::chrono::steady_clock::time_point now);
+
+  size_t idle() const { return idle_.size(); }
+  // Counters, for tests and logs.
+  uint64_t reused() const { return reused_; }
+  uint64_t dropped_stale() const { return dropped_stale_; }
+
+  // True when the socket of an idle connection is still open with nothing to
+  // read (the peek described above).
+  static bool looks_open(UpstreamConnection& connection);
+
+ private:
+  void expire(std::chrono::steady_clock::time_point now);
+
+  std::vector<std::unique_ptr<UpstreamConnection>> idle_;  // oldest first
+  uint64_t reused_ = 0;
+  uint64_t dropped_stale_ = 0;
+};
+
+}  // namespace sluice::http
