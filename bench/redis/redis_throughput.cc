@@ -6,8 +6,11 @@
 //
 //   redis_throughput --address 127.0.0.1:6379 --seconds 5 --in-flight 256
 //       --keys 10000 --threads 1 --redis-pid 1234 [--time local] [--limits 1..4]
+//       [--max-batch N] [--cluster yes]   (then --address is a seed and --redis-pid may list
+//                          every master's pid, comma-separated)
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -35,9 +38,11 @@ struct Args {
   int in_flight = 256;
   int keys = 10'000;
   int threads = 1;
-  long redis_pid = 0;
+  std::vector<long> redis_pids;
+  bool cluster = false;
   bool local_time = false;
   int limits = 1;  // limits per request (all-or-nothing)
+  int max_batch = 64;
 };
 
 // utime + stime of a process, in clock ticks.
@@ -114,23 +119,32 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const char* v = argv[i + 1];
-    if (flag == "--address")
+    if (flag == "--address") {
       a.address = v;
-    else if (flag == "--seconds")
+    } else if (flag == "--seconds") {
       a.seconds = std::atof(v);
-    else if (flag == "--in-flight")
+    } else if (flag == "--in-flight") {
       a.in_flight = std::atoi(v);
-    else if (flag == "--keys")
+    } else if (flag == "--keys") {
       a.keys = std::atoi(v);
-    else if (flag == "--threads")
+    } else if (flag == "--threads") {
       a.threads = std::atoi(v);
-    else if (flag == "--redis-pid")
-      a.redis_pid = std::atol(v);
-    else if (flag == "--time")
+    } else if (flag == "--redis-pid") {
+      for (const char* p = v; *p != '\0';) {
+        a.redis_pids.push_back(std::strtol(p, nullptr, 10));
+        const char* comma = std::strchr(p, ',');
+        if (comma == nullptr) break;
+        p = comma + 1;
+      }
+    } else if (flag == "--cluster") {
+      a.cluster = std::strcmp(v, "yes") == 0;
+    } else if (flag == "--time") {
       a.local_time = std::strcmp(v, "local") == 0;
-    else if (flag == "--limits")
+    } else if (flag == "--limits") {
       a.limits = std::atoi(v);
-    else {
+    } else if (flag == "--max-batch") {
+      a.max_batch = std::atoi(v);
+    } else {
       std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
       return 2;
     }
@@ -141,6 +155,8 @@ int main(int argc, char** argv) {
   }
   sluice::RedisStoreOptions o;
   o.addresses = {a.address};
+  o.cluster = a.cluster;
+  o.max_batch = static_cast<size_t>(std::max(a.max_batch, 1));
   o.timeout = std::chrono::milliseconds(1'000);
   o.time_source = a.local_time ? sluice::RedisTimeSource::kLocal : sluice::RedisTimeSource::kRedis;
   auto created = sluice::RedisStore::create(o);
@@ -180,7 +196,12 @@ int main(int argc, char** argv) {
     sluice::Decision d;
     (void)store->acquire({&r, 1}, sluice::SystemClock::instance().now(), {&d, 1});
   }
-  const long long cpu_before = a.redis_pid > 0 ? cpu_ticks(a.redis_pid) : 0;
+  const auto total_cpu = [&a] {
+    long long t = 0;
+    for (long pid : a.redis_pids) t += cpu_ticks(pid);
+    return t;
+  };
+  const long long cpu_before = total_cpu();
   const auto start = Clock::now();
   const auto stop_at =
       start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(a.seconds));
@@ -191,7 +212,7 @@ int main(int argc, char** argv) {
   }
   for (auto& t : threads) t.join();
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-  const long long cpu_after = a.redis_pid > 0 ? cpu_ticks(a.redis_pid) : 0;
+  const long long cpu_after = total_cpu();
 
   uint64_t done = 0, allowed = 0, errors = 0;
   for (auto& w : workers) {
@@ -204,7 +225,7 @@ int main(int argc, char** argv) {
   std::printf("decisions=%llu allowed=%llu errors=%llu seconds=%.2f decisions_per_s=%.0f\n",
               static_cast<unsigned long long>(done), static_cast<unsigned long long>(allowed),
               static_cast<unsigned long long>(errors), elapsed, done / elapsed);
-  if (a.redis_pid > 0 && done > 0) {
+  if (!a.redis_pids.empty() && done > 0) {
     const double ticks_per_s = static_cast<double>(sysconf(_SC_CLK_TCK));
     const double cpu_s = (cpu_after - cpu_before) / ticks_per_s;
     std::printf("redis_cpu_s=%.2f redis_cpu_us_per_decision=%.2f\n", cpu_s, cpu_s * 1e6 / done);

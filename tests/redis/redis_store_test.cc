@@ -341,6 +341,28 @@ TEST_F(RedisStoreTest, CallsIssuedInOneLoopTurnShareWrites) {
   EXPECT_LE(used, 20) << "calls issued in one turn did not go out together";
 }
 
+TEST_F(RedisStoreTest, CallsOfOneTurnShareScriptCallsAndKeepTheirOrder) {
+  AsyncDriver driver(store_);
+  const Limit limit = must(Limit::token_bucket(10, 1, 1h));
+  driver.call(limit, "warm-up", us(kEpochUs));
+  const auto evalsha_calls = [&] {
+    const std::string info = server_.text({"INFO", "commandstats"});
+    const size_t at = info.find("cmdstat_evalsha:calls=");
+    return std::stoll(info.substr(at + 22));
+  };
+  const long long before = evalsha_calls();
+  // 100 requests on one hot key in one loop turn: two script calls (64 + 36),
+  // decided one after another in issue order.
+  const auto outcomes = driver.calls(limit, std::vector<std::string>(100, "hot"), us(kEpochUs));
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    ASSERT_TRUE(outcomes[i].status.ok());
+    EXPECT_EQ(outcomes[i].decision.allowed, i < 10) << i;
+    EXPECT_EQ(outcomes[i].decision.remaining, i < 10 ? 9 - i : 0) << i;
+  }
+  // The health check does not use EVALSHA; the warm-up call was before.
+  EXPECT_EQ(evalsha_calls() - before, 2);
+}
+
 TEST_F(RedisStoreTest, ExactlyCapacityAllowedAcrossStoresAndThreads) {
   // Three stores stand for three Sluice instances sharing one Redis; each has
   // two worker threads. 3,000 concurrent requests on one key, no refill.

@@ -112,9 +112,12 @@ if NEEDED('sliding_window') then
       return 0, limit, left, reset, window_start + window - divmod(sh, sl, previous) - now, nil
     end
     -- Next window: `current` becomes the previous count and nothing is current.
+    -- When only `previous` kept this window from admitting, room can reach
+    -- `current` and the formula 0 or less: the next window admits at its start.
     local e_next = 0
-    if current > 0 then
-      local nh, nl = mul(limit - cost, window)
+    local room_next = limit - cost
+    if current > 0 and room_next < current then
+      local nh, nl = mul(room_next, window)
       e_next = window - divmod(nh, nl, current)
     end
     return 0, limit, left, reset, window_start + window + e_next - now, nil
