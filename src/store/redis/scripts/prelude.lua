@@ -2,8 +2,8 @@
 --
 -- Redis runs Lua 5.1, whose only number type is a double. Every quantity the
 -- scripts keep or compare is an integer below 2^53, so doubles hold it exactly;
--- the helpers below divide without rounding (math.fmod is exact) and form
--- products up to 2^100 as two 50-bit halves where sliding_window needs them.
+-- the helpers below divide without rounding (math.fmod is exact), and
+-- sliding_window.lua forms its larger products in two 50-bit halves.
 -- RedisStore refuses limits whose numbers would not fit (script_limit.cc).
 --
 -- The whole script runs on every call (Redis keeps no Lua state between
