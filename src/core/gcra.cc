@@ -35,7 +35,9 @@ GcraStep gcra(const Limit& limit, const GcraState& state, Nanos now, uint64_t co
     step.next = {now.count() + new_debt / rate, new_debt % rate};
   } else {
     step.decision.allowed = false;
-    step.decision.remaining = static_cast<uint64_t>((full - debt) / unit);
+    // A `now` earlier than a previous call's (caller-supplied time running
+    // backwards) can put the debt above `full`: nothing is left then.
+    step.decision.remaining = debt >= full ? 0 : static_cast<uint64_t>((full - debt) / unit);
     step.decision.reset_after = Nanos{ceil_div(debt, rate)};
     step.decision.retry_after = Nanos{ceil_div(wanted - full, rate)};
     step.next = state;

@@ -113,5 +113,16 @@ TEST(Gcra, AnArrivalTimeInThePastMeansAFullBucket) {
   EXPECT_EQ(step.next.tat_ns, (kNoon + 10s).count());
 }
 
+// A caller-supplied `now` before an earlier call's (time running backwards)
+// leaves more debt than a full bucket holds: nothing remains, never a wrap.
+TEST(Gcra, TimeRunningBackwardsLeavesNothingRatherThanWrapping) {
+  const Limit limit = must(Limit::gcra(2, 1, 1s));
+  // Arrival time 3 s ahead of `now`: 3 tokens missing from a bucket of 2.
+  const core::GcraState state{(kNoon + 3s).count(), 0};
+  const core::GcraStep step = core::gcra(limit, state, kNoon, 1);
+  // Allowed once the debt falls to 1 token: 2 s later; full after 3 s.
+  EXPECT_EQ(step.decision, denied(2, 0, 3s, 2s));
+}
+
 }  // namespace
 }  // namespace sluice
