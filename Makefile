@@ -24,8 +24,10 @@ test: deps
 bench: build
 	@$(RELEASE_DIR)/bench/sluice_bench --benchmark_counters_tabular=true
 
+# The demo upstream on 127.0.0.1:3000 and Sluice as a gateway on 127.0.0.1:8080
+# (examples/quickstart.yaml); prints what to curl. Ctrl-C stops both.
 run: build
-	@$(RELEASE_DIR)/sluice simulate --scenario boundary-burst
+	@scripts/run-demo.sh $(RELEASE_DIR)
 
 format:
 	@clang-format -i $$(git ls-files '*.cc' '*.h')

@@ -1,0 +1,264 @@
+// End to end: Debian's real nginx in front, running examples/nginx/sluice-auth.conf
+// (ports replaced by free ones), asking the real `sluice serve` through
+// auth_request, in front of the demo upstream (or a counting TestUpstream).
+// nginx runs as the current user with every file in a temporary directory,
+// and everything is stopped by PID.
+#include <pwd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "gateway_support.h"
+#include "sluice_process.h"
+
+#ifndef SLUICE_SOURCE_DIR
+#error "SLUICE_SOURCE_DIR must name the source tree (for examples/nginx)"
+#endif
+
+namespace sluice::test {
+namespace {
+
+const std::string kRateLimitedBody =
+    R"({"error":{"code":"RATE_LIMITED","message":"Too many requests. Please retry after the Retry-After period."}})";
+
+// What examples/nginx/sluice.yaml sets for nginx, with limits that do not
+// refill during a test (1 per hour) so that counts are exact.
+const std::string kSluiceYaml = R"(
+auth_deny_status: 403
+client_ip:
+  trusted_proxies: [127.0.0.1/32]
+headers: [legacy, draft]
+routes:
+  - match: GET /api/hello
+    limits: [{capacity: 5, refill_rate: 1/h}]
+)";
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+}
+
+// Replaces every `from` in `text` by `to`; returns how many were replaced.
+int replace_all(std::string& text, const std::string& from, const std::string& to) {
+  int n = 0;
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+    text.replace(at, from.size(), to);
+    ++n;
+  }
+  return n;
+}
+
+std::string nginx_binary() {
+  for (const char* p : {"/usr/sbin/nginx", "/usr/bin/nginx"}) {
+    if (::access(p, X_OK) == 0) return p;
+  }
+  return {};
+}
+
+// nginx with examples/nginx/sluice-auth.conf, its ports replaced.
+class Nginx {
+ public:
+  Nginx(uint16_t sluice_port, uint16_t app_port) {
+    binary_ = nginx_binary();
+    if (binary_.empty()) {
+      ADD_FAILURE() << "nginx is not installed (scripts/install-deps.sh installs it)";
+      return;
+    }
+    dir_ = make_temp_dir();
+    std::string site =
+        read_text(std::string(SLUICE_SOURCE_DIR) + "/examples/nginx/sluice-auth.conf");
+    if (site.empty()) {
+      ADD_FAILURE() << "cannot read examples/nginx/sluice-auth.conf";
+      return;
+    }
+    for (int attempt = 0; attempt < 5 && port_ == 0; ++attempt) {
+      const uint16_t port = pick_free_port();
+      std::string conf = site;
+      // The example's ports: nginx 8000, Sluice 8080, the app 3000.
+      EXPECT_EQ(replace_all(conf, "127.0.0.1:8000;", "127.0.0.1:" + std::to_string(port) + ";"), 1);
+      EXPECT_GE(
+          replace_all(conf, "127.0.0.1:8080;", "127.0.0.1:" + std::to_string(sluice_port) + ";"),
+          1);
+      EXPECT_GE(replace_all(conf, "127.0.0.1:3000;", "127.0.0.1:" + std::to_string(app_port) + ";"),
+                1);
+      write_text(dir_ + "/sluice-auth.conf", conf);
+      write_text(dir_ + "/nginx.conf", main_conf());
+      pid_ = spawn_program({binary_, "-p", dir_ + "/", "-c", dir_ + "/nginx.conf", "-g",
+                            "daemon off; pid " + dir_ + "/nginx.pid;"},
+                           dir_ + "/stderr.log");
+      if (pid_ > 0 && wait_listening(port, std::chrono::seconds(10))) {
+        int status = 0;
+        if (::waitpid(pid_, &status, WNOHANG) == 0) port_ = port;
+      }
+      if (port_ == 0 && pid_ > 0) {
+        stop_child(pid_);
+        pid_ = -1;
+      }
+    }
+    if (port_ == 0) ADD_FAILURE() << "nginx did not start:\n" << log();
+  }
+  ~Nginx() {
+    if (pid_ > 0) {
+      const int status = stop_child(pid_);
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+          << "nginx status " << status << "\n"
+          << log();
+    }
+    remove_tree(dir_);
+  }
+
+  uint16_t port() const { return port_; }
+  std::string log() const {
+    return read_text(dir_ + "/stderr.log") + read_text(dir_ + "/error.log");
+  }
+
+ private:
+  std::string main_conf() const {
+    // As root, nginx would switch its workers to `nobody`, who cannot write
+    // the temporary directory: keep them as the current user.
+    const passwd* pw = ::getpwuid(::geteuid());
+    std::string conf;
+    if (::geteuid() == 0 && pw != nullptr) conf += "user " + std::string(pw->pw_name) + ";\n";
+    conf += "worker_processes 1;\nerror_log " + dir_ + "/error.log info;\n";
+    conf += "events { worker_connections 256; }\nhttp {\n";
+    conf += "  access_log " + dir_ + "/access.log;\n";
+    for (const char* temp : {"client_body", "proxy", "fastcgi", "uwsgi", "scgi"}) {
+      conf += "  " + std::string(temp) + "_temp_path " + dir_ + "/" + temp + ";\n";
+    }
+    conf += "  include " + dir_ + "/sluice-auth.conf;\n}\n";
+    return conf;
+  }
+  // The temporary directory holds nginx's temp directories too.
+  static void remove_tree(const std::string& dir) {
+    if (dir.empty()) return;
+    for (const char* temp : {"client_body", "proxy", "fastcgi", "uwsgi", "scgi"}) {
+      remove_dir(dir + "/" + temp);
+    }
+    remove_dir(dir);
+  }
+
+  std::string binary_;
+  std::string dir_;
+  pid_t pid_ = -1;
+  uint16_t port_ = 0;
+};
+
+std::string demo_body(const std::string& path) {
+  return R"({"upstream":"demo","method":"GET","path":")" + path +
+         R"(","x_forwarded_for":"127.0.0.1"})" + "\n";
+}
+
+TEST(Nginx, AllowedRequestsPassWithSluicesHeadersThenDenialsAre429WithRetryAfter) {
+  DemoUpstream app(SLUICE_BINARY);
+  ASSERT_NE(app.port(), 0);
+  auto sluice = SluiceProcess::start(kSluiceYaml);
+  ASSERT_NE(sluice, nullptr);
+  Nginx nginx(sluice->port(), app.port());
+  ASSERT_NE(nginx.port(), 0);
+
+  HttpConnection c("127.0.0.1", nginx.port());
+  for (int i = 0; i < 5; ++i) {
+    const HttpResponse r = c.request("GET", "/api/hello");
+    ASSERT_EQ(r.status, 200) << r.body << "\n" << nginx.log();
+    EXPECT_EQ(r.body, demo_body("/api/hello"));
+    EXPECT_EQ(r.header("X-RateLimit-Limit"), "5");
+    EXPECT_EQ(r.header("X-RateLimit-Remaining"), std::to_string(4 - i));
+    EXPECT_TRUE(r.has_header("X-RateLimit-Reset"));
+    EXPECT_EQ(r.header("RateLimit"), R"("GET /api/hello";r=)" + std::to_string(4 - i) + ";t=3600");
+    EXPECT_TRUE(r.has_header("RateLimit-Policy"));
+    EXPECT_FALSE(r.has_header("Retry-After"));
+  }
+  std::string reset;
+  for (int i = 0; i < 3; ++i) {
+    const HttpResponse r = c.request("GET", "/api/hello");
+    EXPECT_EQ(r.status, 429) << nginx.log();
+    EXPECT_EQ(r.body, kRateLimitedBody);
+    EXPECT_EQ(r.header("Content-Type"), "application/json");
+    EXPECT_EQ(r.header("Retry-After"), "3600");
+    EXPECT_EQ(r.header("X-RateLimit-Limit"), "5");
+    EXPECT_EQ(r.header("X-RateLimit-Remaining"), "0");
+    EXPECT_EQ(r.header("RateLimit"), R"("GET /api/hello";r=0;t=3600)");
+    ASSERT_TRUE(r.has_header("X-RateLimit-Reset"));
+    if (i > 0) {
+      EXPECT_EQ(r.header("X-RateLimit-Reset"), reset);  // denials consume nothing
+    }
+    reset = *r.header("X-RateLimit-Reset");
+  }
+  EXPECT_EQ(sluice->metric(R"(sluice_requests_total{route="GET /api/hello",result="allowed"})"), 5);
+  EXPECT_EQ(sluice->metric(R"(sluice_requests_total{route="GET /api/hello",result="denied"})"), 3);
+}
+
+TEST(Nginx, DeniedRequestsNeverReachTheApp) {
+  TestUpstream app;
+  ASSERT_NE(app.port(), 0);
+  auto sluice = SluiceProcess::start(kSluiceYaml);
+  ASSERT_NE(sluice, nullptr);
+  Nginx nginx(sluice->port(), app.port());
+  ASSERT_NE(nginx.port(), 0);
+  HttpConnection c("127.0.0.1", nginx.port());
+  int allowed = 0, denied = 0;
+  for (int i = 0; i < 12; ++i) {
+    const int status = c.request("GET", "/api/hello").status;
+    allowed += status == 200;
+    denied += status == 429;
+  }
+  EXPECT_EQ(allowed, 5);
+  EXPECT_EQ(denied, 7);
+  EXPECT_EQ(app.requests(), 5);
+  // Unlimited paths (no route, no default) pass without rate headers.
+  const HttpResponse free = c.request("GET", "/not-limited");
+  EXPECT_EQ(free.status, 200);
+  EXPECT_FALSE(free.has_header("X-RateLimit-Limit"));
+  EXPECT_EQ(app.requests(), 6);
+}
+
+TEST(Nginx, TheClientAddressNginxSawIsTheKeyAndPathSpellingsShareALimit) {
+  DemoUpstream app(SLUICE_BINARY);
+  ASSERT_NE(app.port(), 0);
+  auto sluice = SluiceProcess::start(kSluiceYaml);
+  ASSERT_NE(sluice, nullptr);
+  Nginx nginx(sluice->port(), app.port());
+  ASSERT_NE(nginx.port(), 0);
+  HttpConnection c("127.0.0.1", nginx.port());
+  // Five spellings of one resource spend one bucket (X-Original-URI is raw).
+  for (const char* target :
+       {"/api/hello", "/api/hello/", "/api//hello", "/api/hello?x=1", "/api/%68ello"}) {
+    EXPECT_EQ(c.request("GET", target).status, 200) << target;
+  }
+  EXPECT_EQ(c.request("GET", "/api/./hello").status, 429);
+  // Behind a proxy that nginx's client names (X-Forwarded-For, appended by
+  // nginx and read by Sluice because nginx is trusted), another client has
+  // its own bucket.
+  const HttpResponse other = c.request("GET", "/api/hello", {{"X-Forwarded-For", "203.0.113.9"}});
+  EXPECT_EQ(other.status, 200);
+  EXPECT_EQ(other.header("X-RateLimit-Remaining"), "4");
+}
+
+TEST(Nginx, TheExampleSluiceConfigIsValid) {
+  const std::string config = std::string(SLUICE_SOURCE_DIR) + "/examples/nginx/sluice.yaml";
+  const std::string log = make_temp_dir() + "/validate.log";
+  const pid_t pid = spawn_program({SLUICE_BINARY, "validate", "--config", config}, log);
+  ASSERT_GT(pid, 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << read_text(log);
+  const std::string text = read_text(log);
+  EXPECT_NE(text.find("decision API only"), std::string::npos) << text;
+  ::unlink(log.c_str());
+  ::rmdir(log.substr(0, log.rfind('/')).c_str());
+}
+
+}  // namespace
+}  // namespace sluice::test
