@@ -1,33 +1,10 @@
 #include "policy/decider.h"
 
 #include <algorithm>
-#include <array>
 #include <chrono>
-#include <memory>
-#include <span>
 
 namespace sluice::policy {
 namespace {
-
-// Requests and decisions for one store call: inline for the usual handful of
-// limits per route, on the heap only for longer lists.
-template <class T, size_t N>
-class InlineArray {
- public:
-  explicit InlineArray(size_t n) : size_(n) {
-    if (n > N) heap_ = std::make_unique<T[]>(n);
-  }
-  T* data() { return heap_ ? heap_.get() : inline_.data(); }
-  std::span<T> span() { return {data(), size_}; }
-  T& operator[](size_t i) { return data()[i]; }
-
- private:
-  std::array<T, N> inline_{};
-  std::unique_ptr<T[]> heap_;
-  size_t size_;
-};
-
-constexpr size_t kInlineLimits = 8;
 
 void fail(Verdict& v, const Plan& plan, Decision decision) {
   v.decision = decision;
@@ -42,22 +19,20 @@ void fail(Verdict& v, const Plan& plan, Decision decision) {
 
 }  // namespace
 
-Verdict decide(Store& store, const Plan& plan, Nanos now, bool on_failure_allow) {
-  return decide(store, plan, now, on_failure_allow, 1);
+namespace detail {
+
+void fill_requests(const Plan& plan, uint64_t cost, std::span<AcquireRequest> out) {
+  for (size_t i = 0; i < out.size(); ++i) {
+    out[i] = AcquireRequest{&plan.limits[i].limit->limit, plan.limits[i].store_key, cost};
+  }
 }
 
-Verdict decide(Store& store, const Plan& plan, Nanos now, bool on_failure_allow, uint64_t cost) {
+Verdict make_verdict(const Plan& plan, uint64_t cost, bool on_failure_allow, const Status& status,
+                     std::span<const Decision> out) {
   Verdict v;
   const size_t n = plan.limits.size();
   if (n == 0) return v;
   v.limited = true;
-
-  InlineArray<AcquireRequest, kInlineLimits> requests(n);
-  InlineArray<Decision, kInlineLimits> decisions(n);
-  for (size_t i = 0; i < n; ++i) {
-    requests[i] = AcquireRequest{&plan.limits[i].limit->limit, plan.limits[i].store_key, cost};
-  }
-  const Status status = store.acquire(requests.span(), now, decisions.span());
   v.outcomes.reserve(n);
 
   if (!status.ok()) {
@@ -81,7 +56,6 @@ Verdict decide(Store& store, const Plan& plan, Nanos now, bool on_failure_allow,
     return v;
   }
 
-  const std::span<const Decision> out(decisions.data(), n);
   v.allowed = all_allowed(out);
   v.decision = most_restrictive(out);
   // most_restrictive returns a copy; the first equal decision names the limit
@@ -102,6 +76,22 @@ Verdict decide(Store& store, const Plan& plan, Nanos now, bool on_failure_allow,
     v.outcomes.push_back({plan.limits[i].limit, d});
   }
   return v;
+}
+
+}  // namespace detail
+
+Verdict decide(Store& store, const Plan& plan, Nanos now, bool on_failure_allow) {
+  return decide(store, plan, now, on_failure_allow, 1);
+}
+
+Verdict decide(Store& store, const Plan& plan, Nanos now, bool on_failure_allow, uint64_t cost) {
+  const size_t n = plan.limits.size();
+  if (n == 0) return Verdict{};
+  detail::RequestArray requests(n);
+  detail::DecisionArray decisions(n);
+  detail::fill_requests(plan, cost, requests.span());
+  const Status status = store.acquire(requests.span(), now, decisions.span());
+  return detail::make_verdict(plan, cost, on_failure_allow, status, decisions.span());
 }
 
 }  // namespace sluice::policy

@@ -4,8 +4,14 @@
 // Plan into a Verdict; none has limiting logic of its own.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "policy/policy.h"
@@ -46,5 +52,83 @@ struct Verdict {
 Verdict decide(Store& store, const Plan& plan, Nanos now, bool on_failure_allow);
 // The same with a weighted cost (/v1/check's "cost"; >= 1).
 Verdict decide(Store& store, const Plan& plan, Nanos now, bool on_failure_allow, uint64_t cost);
+
+// The asynchronous form, for servers, built on Store::acquire_async: the same
+// verdict as decide(), handed to `done(Verdict)` exactly once. With a store
+// that completes at once (the memory store) `done` runs before decide_async
+// returns; with Redis it runs later on the event loop of the calling thread
+// (see RedisStore::attach), or inline when the call fails at once.
+// `plan` must stay alive until `done` runs (the verdict is built from it);
+// the requests sent to the store do not outlive this call, and the decisions
+// the store fills live in one heap block that also holds `done` (so a
+// callback of a few pointers costs one allocation per decision, not three).
+template <class Done>
+void decide_async(Store& store, const Plan& plan, Nanos now, bool on_failure_allow, uint64_t cost,
+                  Done&& done);
+
+// ---- implementation -------------------------------------------------------
+
+namespace detail {
+
+// Requests and decisions for one store call: inline for the usual handful of
+// limits per route, on the heap only for longer lists.
+template <class T, size_t N>
+class InlineArray {
+ public:
+  explicit InlineArray(size_t n) : size_(n) {
+    if (n > N) heap_ = std::make_unique<T[]>(n);
+  }
+  T* data() { return heap_ ? heap_.get() : inline_.data(); }
+  std::span<T> span() { return {data(), size_}; }
+  T& operator[](size_t i) { return data()[i]; }
+
+ private:
+  std::array<T, N> inline_{};
+  std::unique_ptr<T[]> heap_;
+  size_t size_;
+};
+
+inline constexpr size_t kInlineLimits = 8;
+using RequestArray = InlineArray<AcquireRequest, kInlineLimits>;
+using DecisionArray = InlineArray<Decision, kInlineLimits>;
+
+// One store request per planned limit, in plan order (the keys point into `plan`).
+void fill_requests(const Plan& plan, uint64_t cost, std::span<AcquireRequest> out);
+
+// The verdict of a store call that answered `status` and filled `decisions`
+// (one per planned limit): what decide() and decide_async() both return.
+Verdict make_verdict(const Plan& plan, uint64_t cost, bool on_failure_allow, const Status& status,
+                     std::span<const Decision> decisions);
+
+}  // namespace detail
+
+template <class Done>
+void decide_async(Store& store, const Plan& plan, Nanos now, bool on_failure_allow, uint64_t cost,
+                  Done&& done) {
+  const size_t n = plan.limits.size();
+  if (n == 0) {
+    done(Verdict{});
+    return;
+  }
+  struct Pending {
+    Pending(const Plan& p, size_t size, uint64_t c, bool allow, Done&& d)
+        : plan(p), decisions(size), cost(c), on_failure_allow(allow), done(std::forward<Done>(d)) {}
+    const Plan& plan;
+    detail::DecisionArray decisions;
+    uint64_t cost;
+    bool on_failure_allow;
+    std::decay_t<Done> done;
+  };
+  auto* pending = new Pending(plan, n, cost, on_failure_allow, std::forward<Done>(done));
+  detail::RequestArray requests(n);
+  detail::fill_requests(plan, cost, requests.span());
+  // The store's callback holds one raw pointer: it fits std::function's inline
+  // storage (no allocation), and the store calls it exactly once.
+  store.acquire_async(requests.span(), now, pending->decisions.span(), [pending](Status status) {
+    const std::unique_ptr<Pending> owned(pending);
+    owned->done(detail::make_verdict(owned->plan, owned->cost, owned->on_failure_allow, status,
+                                     owned->decisions.span()));
+  });
+}
 
 }  // namespace sluice::policy
