@@ -7,6 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "cli/rls_serve.h"
 #include "http/proxy.h"
 #include "http/server.h"
 #include "observe/logging.h"
@@ -23,13 +24,16 @@ Runs the Sluice server described by FILE (docs/CONFIG.md):
   listen   the gateway (when `upstream` is set), POST /v1/check, GET /v1/auth
   admin    /healthz /readyz /metrics /admin/stats, POST /admin/reload, POST /admin/reset
            (127.0.0.1 by default; never expose it)
+  grpc     the Envoy RLS v3 API, with the descriptor files of rls.config_dir
+           (docs/ENVOY.md)
 
-Signals: SIGHUP reloads FILE (a bad file is refused, the old config stays);
+Signals: SIGHUP reloads FILE and the RLS descriptor files together (if either
+is bad, both are refused and the old ones stay);
 SIGTERM or SIGINT stops accepting, finishes requests in flight (up to
 server.shutdown_grace) and exits 0.
 
-Exit codes: 0 after a graceful shutdown, 1 when FILE is invalid or a port
-cannot be bound, 2 on bad usage.
+Exit codes: 0 after a graceful shutdown, 1 when FILE or a descriptor file is
+invalid or a port cannot be bound, 2 on bad usage.
 )";
 
 // The store the config asks for. Only the memory store exists so far.
@@ -86,11 +90,26 @@ int run_serve(std::span<const std::string_view> args) {
     spdlog::error("{}", error);
     return 1;
   }
+  // The Envoy RLS gRPC API (when `grpc` is set) runs over the same store; it
+  // outlives the server, and the store outlives both.
+  RlsRuntime rls(*store);
+  if (std::vector<std::string> errors = rls.load(*loaded.config); !errors.empty()) {
+    for (const std::string& e : errors) std::fprintf(stderr, "%s\n", e.c_str());
+    std::fprintf(stderr,
+                 "sluice serve: %zu error(s) in the RLS descriptor files of %s; not started\n",
+                 errors.size(), loaded.config->rls->config_dir.c_str());
+    return 1;
+  }
   try {
+    if (Status st = rls.listen(*loaded.config); !st.ok()) {
+      spdlog::error("{}", st.error().message);
+      return 1;
+    }
     http::ServerOptions options;
     options.config_path = config_path;
+    options.companion = &rls;
     options.make_forwarder = http::upstream_proxy_factory();  // the gateway proxy
-    http::Server server(std::move(*loaded.config), std::move(store), std::move(options));
+    http::Server server(std::move(*loaded.config), store, std::move(options));
     if (Status st = server.start(); !st.ok()) {
       spdlog::error("{}", st.error().message);
       return 1;

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <string>
 
+#include "cli/rls_serve.h"
 #include "policy/config_loader.h"
 
 namespace sluice::cli {
@@ -12,7 +13,10 @@ constexpr const char* kValidateUsage = R"(Usage: sluice validate --config FILE
 
 Loads FILE exactly as `sluice serve` would and checks it: unknown keys, wrong
 types, bad durations, rates, addresses, URLs and CIDR blocks, unknown
-algorithms or policy names, duplicate routes and keys. Nothing is started.
+algorithms or policy names, duplicate routes and keys. With `grpc` and `rls`,
+the envoyproxy/ratelimit descriptor files of rls.config_dir are loaded and
+checked too (their errors as DESCRIPTOR_FILE:LINE:COLUMN: message, their
+warnings on stderr). Nothing is started.
 
 Exit status:
   0  the file is valid; a one-line summary is printed
@@ -71,7 +75,23 @@ int run_validate(std::span<const std::string_view> args) {
                  plural(result.errors.size(), "error", "errors").c_str());
     return 1;
   }
-  std::printf("ok: %s: %s\n", path.c_str(), summary(*result.config).c_str());
+  std::string rls_summary;
+  if (result.config->rls) {
+    const rls::LoadResult descriptors = load_rls_descriptors(*result.config->rls);
+    for (const std::string& w : descriptors.warnings)
+      std::fprintf(stderr, "warning: %s\n", w.c_str());
+    if (!descriptors.ok()) {
+      for (const std::string& e : descriptors.errors) std::fprintf(stderr, "%s\n", e.c_str());
+      std::fprintf(stderr, "%s: %s in the RLS descriptor files of %s\n", path.c_str(),
+                   plural(descriptors.errors.size(), "error", "errors").c_str(),
+                   result.config->rls->config_dir.c_str());
+      return 1;
+    }
+    rls_summary = ", Envoy RLS on " + result.config->grpc->text() + " with " +
+                  plural(descriptors.config->domains.size(), "domain", "domains") + " from " +
+                  result.config->rls->config_dir;
+  }
+  std::printf("ok: %s: %s%s\n", path.c_str(), summary(*result.config).c_str(), rls_summary.c_str());
   return 0;
 }
 

@@ -196,6 +196,8 @@ Server::Server(policy::Config config, std::shared_ptr<Store> store, ServerOption
   r.gauge("sluice_config_generation", "Generation of the config in force (1 = as started).", {},
           [c] { return static_cast<double>(c->state.load()->generation); });
 
+  if (options_.companion != nullptr) options_.companion->register_metrics(r);
+
   context_.state.store(build_state(std::move(config), generation_, context_.registry));
 
   const policy::Config& cfg = context_.state.load()->policy.config();
@@ -366,6 +368,22 @@ ReloadOutcome Server::reload() {
                   loaded.errors.size(), generation_);
     return outcome;
   }
+  // All or nothing: what the companion needs from the new config (the RLS
+  // descriptor folder) must load too, or neither changes.
+  if (options_.companion != nullptr) {
+    std::vector<std::string> errors = options_.companion->prepare_reload(*loaded.config);
+    if (!errors.empty()) {
+      for (std::string& e : errors) {
+        spdlog::error("reload: {}", e);
+        outcome.errors.push_back(std::move(e));
+      }
+      context_.metrics.reload_failure->add();
+      outcome.generation = generation_;
+      spdlog::error("reload refused ({} error(s)); generation {} stays in force",
+                    outcome.errors.size(), generation_);
+      return outcome;
+    }
+  }
   const std::shared_ptr<const State> old = context_.state.load();
   const policy::Config& before = old->policy.config();
   const policy::Config& after = *loaded.config;
@@ -389,6 +407,7 @@ ReloadOutcome Server::reload() {
       build_state(std::move(*loaded.config), generation_ + 1, context_.registry);
   ++generation_;
   context_.state.store(next);
+  if (options_.companion != nullptr) options_.companion->commit_reload();
   if (!observe::set_log_level(next->policy.config().logging.level)) {
     spdlog::warn("reload: unknown logging.level \"{}\", using info",
                  next->policy.config().logging.level);
@@ -414,6 +433,7 @@ void Server::begin_shutdown(const char* why) {
                context_.open_connections.load(), grace.count());
   if (front_listener_) front_listener_->stop();
   if (admin_listener_) admin_listener_->stop();
+  if (options_.companion != nullptr) options_.companion->begin_shutdown(grace);
   collect_timer_.cancel();
   context_.draining.store(true);
   for (auto& w : workers_) {

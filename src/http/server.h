@@ -37,6 +37,7 @@
 #include "http/forwarder.h"
 #include "http/front_door.h"
 #include "http/session.h"
+#include "observe/metrics.h"
 #include "policy/config.h"
 #include "sluice/memory_store.h"
 #include "sluice/result.h"
@@ -44,12 +45,35 @@
 
 namespace sluice::http {
 
+// Something served beside the HTTP ports (the Envoy RLS gRPC API, wired by
+// `sluice serve`), reloaded and stopped with the server. Its methods run on
+// the control thread.
+class Companion {
+ public:
+  virtual ~Companion() = default;
+  // Called once by the Server's constructor: add the companion's series.
+  virtual void register_metrics(observe::Registry& registry) = 0;
+  // Reload, step 1: load what the new config `next` needs (a descriptor
+  // folder, say) without putting anything in force. Every error
+  // ("file:line:col: message") refuses the whole reload: the server keeps
+  // its old config and the companion its old state.
+  virtual std::vector<std::string> prepare_reload(const policy::Config& next) = 0;
+  // Reload, step 2, right after the server swapped in `next`: put what
+  // prepare_reload loaded in force.
+  virtual void commit_reload() = 0;
+  // Shutdown began: stop taking new work and finish within `grace`. May
+  // return at once; the companion's owner waits for the end.
+  virtual void begin_shutdown(std::chrono::milliseconds grace) = 0;
+};
+
 struct ServerOptions {
   std::string config_path;  // reloaded on SIGHUP and POST /admin/reload
   // Builds each worker's gateway proxy; unset: allowed gateway requests get 502.
   ForwarderFactory make_forwarder;
   // How often idle keys are dropped from the memory store.
   std::chrono::milliseconds collect_interval{1000};
+  // Reloaded and stopped with the server; must outlive it. May be null.
+  Companion* companion = nullptr;
 };
 
 class Server {

@@ -152,6 +152,12 @@ void Registry::gauge(std::string_view name, std::string_view help, const Labels&
   series_locked(name, help, Type::kGauge, labels).gauge = std::move(read);
 }
 
+void Registry::counter_function(std::string_view name, std::string_view help, const Labels& labels,
+                                std::function<uint64_t()> read) {
+  std::lock_guard lock(mutex_);
+  series_locked(name, help, Type::kCounter, labels).counter_read = std::move(read);
+}
+
 std::string Registry::render() const {
   std::lock_guard lock(mutex_);
   std::string out;
@@ -164,9 +170,13 @@ std::string Registry::render() const {
     out += '\n';
     for (const auto& [label_text, series] : family.series) {
       switch (family.type) {
-        case Type::kCounter:
-          append(out, {name, label_text, " ", std::to_string(series.counter->value()), "\n"});
+        case Type::kCounter: {
+          const uint64_t value = series.counter        ? series.counter->value()
+                                 : series.counter_read ? series.counter_read()
+                                                       : 0;
+          append(out, {name, label_text, " ", std::to_string(value), "\n"});
           break;
+        }
         case Type::kGauge:
           append(out,
                  {name, label_text, " ", format_double(series.gauge ? series.gauge() : 0), "\n"});

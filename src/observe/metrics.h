@@ -85,6 +85,10 @@ class Registry {
   // A gauge whose value is read at scrape time.
   void gauge(std::string_view name, std::string_view help, const Labels& labels,
              std::function<double()> read);
+  // A counter kept elsewhere (a component's own atomics), read at scrape time.
+  // `read` must be monotonic and callable for the registry's lifetime.
+  void counter_function(std::string_view name, std::string_view help, const Labels& labels,
+                        std::function<uint64_t()> read);
 
   // The whole registry in the Prometheus text format, families sorted by name.
   std::string render() const;
@@ -96,6 +100,7 @@ class Registry {
     std::unique_ptr<Counter> counter;
     std::unique_ptr<Histogram> histogram;
     std::function<double()> gauge;
+    std::function<uint64_t()> counter_read;  // a counter_function series
   };
   struct Family {
     std::string help;

@@ -112,11 +112,26 @@ struct LoggingConfig {
   double denial_log_per_second = 1.0;  // denials logged at most this often (plus a count of the rest)
 };
 
+// The Envoy RLS v3 gRPC API (served on `grpc`): where its envoyproxy/ratelimit
+// descriptor files are and how it answers. The descriptor folder itself is
+// loaded by src/rls (the `sluice serve` and `sluice validate` commands).
+struct RlsSettings {
+  std::string config_dir;  // resolved against the config file's folder when relative
+  // response_headers: off | ratelimit (RateLimit-Limit/-Remaining/-Reset, as
+  // envoyproxy/ratelimit) | draft (draft-ietf-httpapi-ratelimit-headers-10).
+  enum class ResponseHeaders { kOff, kRateLimit, kDraft };
+  ResponseHeaders response_headers = ResponseHeaders::kOff;
+  bool dynamic_metadata = false;  // domain and descriptors in dynamic_metadata
+  bool shadow_mode = false;       // every call answered OK; over-limit only counted
+  bool merge_domains = false;     // several files may define one domain
+};
+
 struct Config {
   std::string source;  // file path it was loaded from
   HostPort listen{"127.0.0.1", 8080};
   HostPort admin{"127.0.0.1", 9090};
   std::optional<HostPort> grpc;
+  std::optional<RlsSettings> rls;  // set iff grpc is set (the loader checks)
   std::optional<Upstream> upstream;
   StoreConfig store;
   ClientIpConfig client_ip;

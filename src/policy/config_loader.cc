@@ -30,6 +30,7 @@ using Keys = std::vector<std::string_view>;
 const Keys kTopKeys = {"listen",
                        "admin",
                        "grpc",
+                       "rls",
                        "upstream",
                        "store",
                        "client_ip",
@@ -41,6 +42,8 @@ const Keys kTopKeys = {"listen",
                        "routes",
                        "server",
                        "logging"};
+const Keys kRlsKeys = {"config_dir", "response_headers", "dynamic_metadata", "shadow_mode",
+                       "merge_domains"};
 const Keys kUpstreamKeys = {"url", "connect_timeout", "timeout", "max_idle_connections"};
 const Keys kStoreKeys = {"backend", "max_keys", "redis"};
 const Keys kRedisKeys = {"addresses",  "url",      "cluster",  "timeout",
@@ -301,10 +304,23 @@ class Loader {
     if (!m) return;
     host_port(m->get("listen"), &config_.listen);
     host_port(m->get("admin"), &config_.admin);
-    if (const Item* g = m->get("grpc")) {
+    const Item* grpc_item = m->get("grpc");
+    if (grpc_item != nullptr) {
       HostPort hp;
-      host_port(g, &hp);
-      config_.grpc = hp;
+      const size_t errors_before = errors_.size();
+      host_port(grpc_item, &hp);
+      if (errors_.size() == errors_before) config_.grpc = hp;
+    }
+    const Item* rls_item = m->get("rls");
+    if (rls_item != nullptr) rls(*rls_item);
+    // The gRPC port serves the RLS API only: one without the other is a mistake.
+    if (config_.grpc && rls_item == nullptr) {
+      error(*grpc_item,
+            "the Envoy RLS API on this address needs `rls:` with `config_dir:`, the folder of "
+            "its envoyproxy/ratelimit descriptor files");
+    }
+    if (rls_item != nullptr && grpc_item == nullptr) {
+      error(*rls_item, "needs `grpc:`, the address the Envoy RLS API listens on");
     }
     if (const Item* u = m->get("upstream")) upstream(*u);
     if (const Item* s = m->get("store")) store(*s);
@@ -323,6 +339,76 @@ class Loader {
     if (const Item* r = m->get("routes")) routes(*r);
     if (const Item* s = m->get("server")) server(*s);
     if (const Item* l = m->get("logging")) logging(*l);
+  }
+
+  void rls(const Item& item) {
+    const std::optional<Mapping> m = mapping(item, &kRlsKeys, "a mapping with config_dir:");
+    if (!m) return;
+    RlsSettings settings;
+    bool ok = true;
+    if (const Item* d = m->get("config_dir")) {
+      if (auto text = scalar(*d, "a folder path")) {
+        if (text->empty()) {
+          error(*d, "must not be empty");
+          ok = false;
+        } else {
+          settings.config_dir = relative_to_config(*text);
+        }
+      } else {
+        ok = false;
+      }
+    } else {
+      error(item, "`config_dir` is required: the folder of envoyproxy/ratelimit descriptor files");
+      ok = false;
+    }
+    if (const Item* h = m->get("response_headers")) {
+      if (auto c = choice(*h, {"off", "ratelimit", "draft"})) {
+        settings.response_headers = *c == 0   ? RlsSettings::ResponseHeaders::kOff
+                                    : *c == 1 ? RlsSettings::ResponseHeaders::kRateLimit
+                                              : RlsSettings::ResponseHeaders::kDraft;
+      }
+    }
+    auto flag = [&](const char* key, bool* out) {
+      if (const Item* i = m->get(key)) {
+        if (auto b = boolean(*i)) *out = *b;
+      }
+    };
+    flag("dynamic_metadata", &settings.dynamic_metadata);
+    flag("shadow_mode", &settings.shadow_mode);
+    flag("merge_domains", &settings.merge_domains);
+    if (ok) config_.rls = settings;
+  }
+
+  // A relative path in the config is relative to the config file's folder.
+  // "." and ".." segments are resolved, a trailing slash dropped.
+  // (<filesystem> is not used here: its std::quoted would clash with ours.)
+  std::string relative_to_config(const std::string& path) const {
+    std::string full = path;
+    if (path.front() != '/') {
+      const size_t slash = file_.rfind('/');
+      if (slash != std::string::npos) full = file_.substr(0, slash + 1) + path;
+    }
+    const bool absolute = full.front() == '/';
+    std::vector<std::string> parts;
+    size_t at = 0;
+    while (at <= full.size()) {
+      size_t end = full.find('/', at);
+      if (end == std::string::npos) end = full.size();
+      const std::string part = full.substr(at, end - at);
+      at = end + 1;
+      if (part.empty() || part == ".") continue;
+      if (part == ".." && !parts.empty() && parts.back() != "..") {
+        parts.pop_back();
+      } else if (!(part == ".." && absolute)) {  // "/.." is "/"
+        parts.push_back(part);
+      }
+    }
+    std::string out = absolute ? "/" : "";
+    for (size_t i = 0; i < parts.size(); ++i) {
+      if (i > 0) out += '/';
+      out += parts[i];
+    }
+    return out.empty() ? std::string(".") : out;
   }
 
   void upstream(const Item& item) {

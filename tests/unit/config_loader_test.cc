@@ -145,6 +145,8 @@ TEST(ConfigLoader, EveryTopLevelSettingIsRead) {
   const Config c = valid(R"(listen: "[::1]:0"
 admin: 127.0.0.1:9191
 grpc: 127.0.0.1:8081
+rls:
+  config_dir: /etc/ratelimit
 upstream:
   url: http://127.0.0.1:3000/base/
   connect_timeout: 250ms
@@ -180,6 +182,8 @@ logging:
   EXPECT_EQ(c.admin.port, 9191);
   ASSERT_TRUE(c.grpc.has_value());
   EXPECT_EQ(c.grpc->text(), "127.0.0.1:8081");
+  ASSERT_TRUE(c.rls.has_value());
+  EXPECT_EQ(c.rls->config_dir, "/etc/ratelimit");
   ASSERT_TRUE(c.upstream.has_value());
   EXPECT_EQ(c.upstream->address.text(), "127.0.0.1:3000");
   EXPECT_EQ(c.upstream->base_path, "/base");
@@ -610,9 +614,9 @@ unknown: 1
                     "t.yaml:6:14: routes[1].limits[0]: unknown policy \"missing\" (defined: p)",
                     "t.yaml:8:33: policies.p.refill_rate: must be a rate like 10/s, 100/m, "
                     "1000/h, 5/d or 10/2s, got \"1/q\" (unknown unit \"q\"; use ms, s, m, h or d)",
-                    "t.yaml:9:1: unknown: unknown key (known keys: listen, admin, grpc, upstream, "
-                    "store, client_ip, headers, case_insensitive_paths, auth_deny_status, "
-                    "policies, default, routes, server, logging)"}));
+                    "t.yaml:9:1: unknown: unknown key (known keys: listen, admin, grpc, rls, "
+                    "upstream, store, client_ip, headers, case_insensitive_paths, "
+                    "auth_deny_status, policies, default, routes, server, logging)"}));
 }
 
 TEST(ConfigLoader, ErrorTextWithoutAPositionHasNoLineAndColumn) {

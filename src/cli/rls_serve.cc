@@ -1,0 +1,208 @@
+#include "cli/rls_serve.h"
+
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
+#include "sluice/clock.h"
+
+namespace sluice::cli {
+
+namespace {
+
+const char* headers_name(policy::RlsSettings::ResponseHeaders h) {
+  switch (h) {
+    case policy::RlsSettings::ResponseHeaders::kOff:
+      return "off";
+    case policy::RlsSettings::ResponseHeaders::kRateLimit:
+      return "ratelimit";
+    case policy::RlsSettings::ResponseHeaders::kDraft:
+      return "draft";
+  }
+  return "?";
+}
+
+size_t count_rules(const rls::DescriptorLevel& level) {
+  size_t n = 0;
+  for (const rls::DescriptorNode& node : level.nodes) {
+    if (node.rule) ++n;
+    n += count_rules(node.children);
+  }
+  return n;
+}
+
+void log_domains(const rls::RlsConfig& config, const std::string& dir) {
+  if (config.domains.empty()) {
+    spdlog::warn("RLS: no descriptor file in {}: every ShouldRateLimit call is answered OK", dir);
+    return;
+  }
+  for (const auto& [name, domain] : config.domains) {
+    spdlog::info("RLS domain \"{}\": {} rate limit(s) ({})", name, count_rules(domain.root),
+                 domain.mark.file);
+  }
+}
+
+void log_warnings(const std::vector<std::string>& warnings, const char* when) {
+  for (const std::string& w : warnings) spdlog::warn("{}{}", when, w);
+}
+
+}  // namespace
+
+rls::LoadResult load_rls_descriptors(const policy::RlsSettings& settings) {
+  rls::LoadOptions options;
+  options.merge_domains = settings.merge_domains;
+  return rls::load_rls_config_dir(settings.config_dir, options);
+}
+
+rls::RlsOptions rls_options(const policy::RlsSettings& settings) {
+  rls::RlsOptions options;
+  switch (settings.response_headers) {
+    case policy::RlsSettings::ResponseHeaders::kOff:
+      options.response_headers = rls::ResponseHeaders::kOff;
+      break;
+    case policy::RlsSettings::ResponseHeaders::kRateLimit:
+      options.response_headers = rls::ResponseHeaders::kRateLimit;
+      break;
+    case policy::RlsSettings::ResponseHeaders::kDraft:
+      options.response_headers = rls::ResponseHeaders::kDraft10;
+      break;
+  }
+  options.dynamic_metadata = settings.dynamic_metadata;
+  options.global_shadow_mode = settings.shadow_mode;
+  // No executor: the memory store decides inline on gRPC's callback thread, and the
+  // Redis store runs calls from threads it is not attached to on its own I/O thread.
+  return options;
+}
+
+RlsRuntime::RlsRuntime(Store& store) : store_(store) {}
+
+RlsRuntime::~RlsRuntime() {
+  if (stopper_.joinable()) stopper_.join();
+  server_.reset();  // stops it if begin_shutdown did not
+}
+
+std::vector<std::string> RlsRuntime::load(const policy::Config& config) {
+  if (!config.grpc || !config.rls) return {};
+  rls::LoadResult loaded = load_rls_descriptors(*config.rls);
+  if (!loaded.ok()) return std::move(loaded.errors);
+  log_warnings(loaded.warnings, "RLS: ");
+  settings_ = *config.rls;
+  service_ = std::make_unique<rls::RlsService>(store_, SystemClock::instance(), loaded.config,
+                                               rls_options(settings_));
+  return {};
+}
+
+Status RlsRuntime::listen(const policy::Config& config) {
+  if (service_ == nullptr || !config.grpc) return {};
+  grpc::Service* services[] = {service_.get()};
+  Result<std::unique_ptr<rls::GrpcServer>> server =
+      rls::GrpcServer::start(config.grpc->text(), services);
+  if (!server.ok()) return server.error();
+  server_ = std::move(server).value();
+  policy::HostPort bound = *config.grpc;
+  bound.port = static_cast<uint16_t>(server_->port());
+  spdlog::info(
+      "grpc on {} (Envoy RLS v3 envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit; "
+      "descriptors from {}; response_headers {}{})",
+      bound.text(), settings_.config_dir, headers_name(settings_.response_headers),
+      settings_.shadow_mode ? "; shadow_mode: every call answered OK" : "");
+  log_domains(*service_->config(), settings_.config_dir);
+  return {};
+}
+
+void RlsRuntime::register_metrics(observe::Registry& registry) {
+  if (service_ == nullptr) return;
+  const rls::RlsCounters* c = &service_->counters();
+  auto read = [](const std::atomic<uint64_t>& counter) {
+    return [&counter] { return counter.load(std::memory_order_relaxed); };
+  };
+  registry.counter_function("sluice_rls_requests_total",
+                            "Envoy RLS ShouldRateLimit calls received.", {}, read(c->calls));
+  registry.counter_function("sluice_rls_requests_over_limit_total",
+                            "Envoy RLS calls with a descriptor over its limit (answered OVER_LIMIT "
+                            "unless rls.shadow_mode).",
+                            {}, read(c->calls_over_limit));
+  registry.counter_function("sluice_rls_request_errors_total",
+                            "Envoy RLS calls answered with a gRPC error (bad request, no config, "
+                            "store failure).",
+                            {}, read(c->call_errors));
+  const char* descriptors = "sluice_rls_descriptors_total";
+  const char* descriptors_help =
+      "Envoy RLS request descriptors by result: ok (within its limit), over_limit (over it, "
+      "shadow_mode and quota_mode included), unlimited, no_limit (unknown domain, no match, "
+      "whitelisted or replaced).";
+  registry.counter_function(descriptors, descriptors_help, {{"result", "ok"}},
+                            read(c->within_limit));
+  registry.counter_function(descriptors, descriptors_help, {{"result", "over_limit"}},
+                            read(c->over_limit));
+  registry.counter_function(descriptors, descriptors_help, {{"result", "unlimited"}},
+                            read(c->unlimited));
+  registry.counter_function(descriptors, descriptors_help, {{"result", "no_limit"}},
+                            read(c->no_limit));
+  const char* modes = "sluice_rls_descriptors_over_limit_mode_total";
+  const char* modes_help =
+      "Envoy RLS descriptors over their limit under shadow_mode (answered OK) or quota_mode "
+      "(answered OK while another quota has room); a part of "
+      "sluice_rls_descriptors_total{result=\"over_limit\"}.";
+  registry.counter_function(modes, modes_help, {{"mode", "shadow_mode"}}, read(c->shadow_mode));
+  registry.counter_function(modes, modes_help, {{"mode", "quota_mode"}}, read(c->quota_mode_over));
+  registry.counter_function(
+      "sluice_rls_hits_total",
+      "Envoy RLS hits charged to limits (hits_addend of allowed descriptors).", {}, read(c->hits));
+  const rls::RlsService* service = service_.get();
+  registry.gauge("sluice_rls_domains", "Envoy RLS descriptor domains loaded.", {}, [service] {
+    const std::shared_ptr<const rls::RlsConfig> config = service->config();
+    return config ? static_cast<double>(config->domains.size()) : 0.0;
+  });
+}
+
+std::vector<std::string> RlsRuntime::prepare_reload(const policy::Config& next) {
+  pending_.reset();
+  if (!next.rls) return {};  // the loader made sure grpc is unset too: a restart question
+  rls::LoadResult loaded = load_rls_descriptors(*next.rls);
+  if (!loaded.ok()) return std::move(loaded.errors);
+  log_warnings(loaded.warnings, "reload: RLS: ");
+  if (service_ != nullptr) {
+    auto restart_needed = [](const char* key, const std::string& from, const std::string& to) {
+      if (from != to) {
+        spdlog::warn("reload: rls.{} changed from {} to {}; this takes effect only after a restart",
+                     key, from, to);
+      }
+    };
+    auto text = [](bool b) { return std::string(b ? "true" : "false"); };
+    restart_needed("response_headers", headers_name(settings_.response_headers),
+                   headers_name(next.rls->response_headers));
+    restart_needed("dynamic_metadata", text(settings_.dynamic_metadata),
+                   text(next.rls->dynamic_metadata));
+    restart_needed("shadow_mode", text(settings_.shadow_mode), text(next.rls->shadow_mode));
+  }
+  pending_ = std::move(loaded.config);
+  pending_settings_ = *next.rls;
+  return {};
+}
+
+void RlsRuntime::commit_reload() {
+  if (pending_ == nullptr) return;
+  std::shared_ptr<const rls::RlsConfig> config = std::move(pending_);
+  pending_.reset();
+  if (service_ == nullptr) return;  // grpc was added by this reload: a restart serves it
+  service_->set_config(config);
+  // The folder and how it is loaded change now; the service's options only on a restart.
+  settings_.config_dir = pending_settings_.config_dir;
+  settings_.merge_domains = pending_settings_.merge_domains;
+  spdlog::info("RLS: reloaded {} domain(s) from {}", config->domains.size(), settings_.config_dir);
+  log_domains(*config, settings_.config_dir);
+}
+
+void RlsRuntime::begin_shutdown(std::chrono::milliseconds grace) {
+  if (server_ == nullptr || stopper_.joinable()) return;
+  spdlog::info("grpc: no longer accepting; finishing calls in flight for up to {} ms",
+               grace.count());
+  rls::GrpcServer* server = server_.get();
+  stopper_ = std::thread([server, grace] {
+    server->stop(grace);
+    spdlog::info("grpc stopped");
+  });
+}
+
+}  // namespace sluice::cli

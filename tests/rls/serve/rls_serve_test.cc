@@ -1,0 +1,527 @@
+// The Envoy RLS v3 API inside the real `sluice serve` binary: `grpc:` and
+// `rls.config_dir:` in the config, a real gRPC client built from our proto,
+// exact decisions and DescriptorStatus, reload of the descriptor folder with
+// the main config (all or nothing), /metrics, startup and `sluice validate`
+// errors, and SIGTERM.
+//
+// The binary runs on the real clock, so fixed windows of one hour are aligned
+// to the wall clock: a test that needs a window to stay put first makes sure
+// that enough of the current hour is left (it waits at most 31 s, on the rare
+// runs that start just before the hour).
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
+#include "sluice_process.h"
+
+namespace sluice::test {
+namespace {
+
+namespace pb = ::envoy::service::ratelimit::v3;
+using Code = pb::RateLimitResponse::Code;
+constexpr Code OK = pb::RateLimitResponse::OK;
+constexpr Code OVER = pb::RateLimitResponse::OVER_LIMIT;
+constexpr int64_t kNsPerSecond = 1'000'000'000;
+
+using Entries = std::vector<std::pair<std::string, std::string>>;
+
+pb::RateLimitRequest request(const std::string& domain, const std::vector<Entries>& descriptors) {
+  pb::RateLimitRequest r;
+  r.set_domain(domain);
+  for (const Entries& entries : descriptors) {
+    auto* d = r.add_descriptors();
+    for (const auto& [k, v] : entries) {
+      auto* e = d->add_entries();
+      e->set_key(k);
+      e->set_value(v);
+    }
+  }
+  return r;
+}
+
+int64_t wall_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Makes sure at least `needed` seconds of the current UTC hour are left.
+void ensure_hour_left(int64_t needed) {
+  const int64_t left = 3600 - (wall_ns() / kNsPerSecond) % 3600;
+  if (left <= needed) std::this_thread::sleep_for(std::chrono::seconds(left + 1));
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+  }
+  std::rename(tmp.c_str(), path.c_str());
+}
+
+// A folder of descriptor files, removed with them.
+class DescriptorDir {
+ public:
+  DescriptorDir() : dir_(make_temp_dir()) {}
+  ~DescriptorDir() { remove_dir(dir_); }
+  const std::string& path() const { return dir_; }
+  std::string file(const std::string& name) const { return dir_ + "/" + name; }
+  void write(const std::string& name, const std::string& text) const {
+    write_file(file(name), text);
+  }
+
+ private:
+  std::string dir_;
+};
+
+// The sluice config (without listen/admin, which the harness adds) serving
+// the RLS API on a free port with the descriptors of `dir`.
+std::string rls_yaml(const DescriptorDir& dir, const std::string& extra = "") {
+  return "grpc: 127.0.0.1:0\nrls:\n  config_dir: " + dir.path() +
+         "\n  response_headers: draft\nserver:\n  shutdown_grace: 2s\n" + extra;
+}
+
+const std::string kApiDescriptors = R"(domain: api
+descriptors:
+  - key: client
+    rate_limit:
+      name: per_client
+      unit: hour
+      requests_per_unit: 3
+  - key: client
+    value: trusted
+  - key: path
+    value: /health
+    rate_limit:
+      unlimited: true
+)";
+
+// The port in the server's "grpc on HOST:PORT (" log line; 0 if absent.
+int grpc_port(const std::string& log) {
+  const size_t at = log.find("grpc on ");
+  if (at == std::string::npos) return 0;
+  const size_t end = log.find(" (", at);
+  const std::string address = log.substr(at + 8, end - at - 8);
+  return std::atoi(address.c_str() + address.rfind(':') + 1);
+}
+
+class RlsClient {
+ public:
+  explicit RlsClient(int port)
+      : stub_(pb::RateLimitService::NewStub(grpc::CreateChannel(
+            "127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()))) {}
+
+  grpc::Status call(const pb::RateLimitRequest& r, pb::RateLimitResponse* response) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    return stub_->ShouldRateLimit(&context, r, response);
+  }
+
+  pb::RateLimitResponse call(const pb::RateLimitRequest& r) {
+    pb::RateLimitResponse response;
+    const grpc::Status status = call(r, &response);
+    EXPECT_TRUE(status.ok()) << status.error_code() << ": " << status.error_message();
+    return response;
+  }
+
+ private:
+  std::unique_ptr<pb::RateLimitService::Stub> stub_;
+};
+
+// Checks one status of an hourly limit: code, the limit, the remaining count,
+// and duration_until_reset = the seconds (rounded up) from the decision to
+// the end of the hour, the decision falling between `before` and `after`.
+void expect_hourly(const pb::RateLimitResponse::DescriptorStatus& s, Code code,
+                   const std::string& name, uint32_t requests_per_unit, uint32_t remaining,
+                   int64_t before, int64_t after) {
+  EXPECT_EQ(s.code(), code);
+  ASSERT_TRUE(s.has_current_limit());
+  EXPECT_EQ(s.current_limit().name(), name);
+  EXPECT_EQ(s.current_limit().requests_per_unit(), requests_per_unit);
+  EXPECT_EQ(s.current_limit().unit(), pb::RateLimitResponse::RateLimit::HOUR);
+  EXPECT_EQ(s.limit_remaining(), remaining);
+  const int64_t hour_end = (before / (3600 * kNsPerSecond) + 1) * 3600 * kNsPerSecond;
+  const int64_t longest = (hour_end - before + kNsPerSecond - 1) / kNsPerSecond;
+  const int64_t shortest = (hour_end - after + kNsPerSecond - 1) / kNsPerSecond;
+  EXPECT_GE(s.duration_until_reset().seconds(), shortest);
+  EXPECT_LE(s.duration_until_reset().seconds(), longest);
+  EXPECT_EQ(s.duration_until_reset().nanos(), 0);
+}
+
+struct Timed {
+  pb::RateLimitResponse response;
+  int64_t before = 0;
+  int64_t after = 0;
+};
+
+Timed timed_call(RlsClient& client, const pb::RateLimitRequest& r) {
+  Timed t;
+  t.before = wall_ns();
+  t.response = client.call(r);
+  t.after = wall_ns();
+  return t;
+}
+
+std::vector<std::pair<std::string, std::string>> headers_of(const pb::RateLimitResponse& r) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& h : r.response_headers_to_add()) out.emplace_back(h.key(), h.value());
+  return out;
+}
+
+// ---------------------------------------------------------------- serving
+
+TEST(RlsServe, ExactDecisionsOverTheRealBinaryAndTheirMetrics) {
+  DescriptorDir dir;
+  dir.write("api.yaml", kApiDescriptors);
+  ensure_hour_left(30);
+  auto server = SluiceProcess::start(rls_yaml(dir));
+  ASSERT_NE(server, nullptr);
+  const std::string log = server->log();
+  const int port = grpc_port(log);
+  ASSERT_GT(port, 0) << log;
+  EXPECT_NE(log.find("RLS domain \"api\": 2 rate limit(s) (" + dir.file("api.yaml") + ")"),
+            std::string::npos)
+      << log;
+  RlsClient client(port);
+
+  const pb::RateLimitRequest alice = request("api", {{{"client", "alice"}}});
+  for (uint32_t i = 0; i < 3; ++i) {
+    const Timed t = timed_call(client, alice);
+    EXPECT_EQ(t.response.overall_code(), OK) << "call " << i;
+    ASSERT_EQ(t.response.statuses_size(), 1);
+    expect_hourly(t.response.statuses(0), OK, "per_client", 3, 2 - i, t.before, t.after);
+    // Draft-10 headers of the one limited descriptor, t = duration_until_reset.
+    const std::string t_text =
+        std::to_string(t.response.statuses(0).duration_until_reset().seconds());
+    EXPECT_EQ(headers_of(t.response),
+              (std::vector<std::pair<std::string, std::string>>{
+                  {"RateLimit-Policy", "\"per_client\";q=3;w=3600"},
+                  {"RateLimit", "\"per_client\";r=" + std::to_string(2 - i) + ";t=" + t_text}}));
+  }
+  const Timed over = timed_call(client, alice);
+  EXPECT_EQ(over.response.overall_code(), OVER);
+  ASSERT_EQ(over.response.statuses_size(), 1);
+  expect_hourly(over.response.statuses(0), OVER, "per_client", 3, 0, over.before, over.after);
+
+  // Another value of the key has its own counter.
+  const Timed bob = timed_call(client, request("api", {{{"client", "bob"}}}));
+  EXPECT_EQ(bob.response.overall_code(), OK);
+  expect_hourly(bob.response.statuses(0), OK, "per_client", 3, 2, bob.before, bob.after);
+
+  // Whitelisted value, unknown domain: OK without a limit. Unlimited: OK, max remaining.
+  for (const pb::RateLimitRequest& r :
+       {request("api", {{{"client", "trusted"}}}), request("elsewhere", {{{"client", "alice"}}})}) {
+    const pb::RateLimitResponse resp = client.call(r);
+    EXPECT_EQ(resp.overall_code(), OK);
+    ASSERT_EQ(resp.statuses_size(), 1);
+    EXPECT_EQ(resp.statuses(0).code(), OK);
+    EXPECT_FALSE(resp.statuses(0).has_current_limit());
+    EXPECT_EQ(resp.response_headers_to_add_size(), 0);
+  }
+  const pb::RateLimitResponse health = client.call(request("api", {{{"path", "/health"}}}));
+  EXPECT_EQ(health.overall_code(), OK);
+  EXPECT_EQ(health.statuses(0).limit_remaining(), 4294967295u);
+  EXPECT_FALSE(health.statuses(0).has_current_limit());
+
+  // Both descriptors of one request are decided: alice is over, bob is not.
+  const pb::RateLimitResponse both =
+      client.call(request("api", {{{"client", "bob"}}, {{"client", "alice"}}}));
+  EXPECT_EQ(both.overall_code(), OVER);
+  ASSERT_EQ(both.statuses_size(), 2);
+  EXPECT_EQ(both.statuses(0).code(), OK);
+  EXPECT_EQ(both.statuses(0).limit_remaining(), 1u);
+  EXPECT_EQ(both.statuses(1).code(), OVER);
+
+  // A malformed request is a gRPC error, counted.
+  pb::RateLimitResponse ignored;
+  const grpc::Status bad = client.call(request("", {{{"client", "x"}}}), &ignored);
+  EXPECT_EQ(bad.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+
+  // Calls: 4 alice + bob + trusted + elsewhere + health + both + bad = 10.
+  EXPECT_EQ(server->metric("sluice_rls_requests_total"), 10);
+  EXPECT_EQ(server->metric("sluice_rls_requests_over_limit_total"), 2);
+  EXPECT_EQ(server->metric("sluice_rls_request_errors_total"), 1);
+  // Descriptors: ok = 3 alice + bob + bob again; over = alice + alice again.
+  EXPECT_EQ(server->metric(R"(sluice_rls_descriptors_total{result="ok"})"), 5);
+  EXPECT_EQ(server->metric(R"(sluice_rls_descriptors_total{result="over_limit"})"), 2);
+  EXPECT_EQ(server->metric(R"(sluice_rls_descriptors_total{result="unlimited"})"), 1);
+  EXPECT_EQ(server->metric(R"(sluice_rls_descriptors_total{result="no_limit"})"), 2);
+  EXPECT_EQ(server->metric(R"(sluice_rls_descriptors_over_limit_mode_total{mode="shadow_mode"})"),
+            0);
+  EXPECT_EQ(server->metric("sluice_rls_hits_total"), 5);
+  EXPECT_EQ(server->metric("sluice_rls_domains"), 1);
+  const std::string metrics = server->admin_get("/metrics").body;
+  EXPECT_NE(metrics.find("# TYPE sluice_rls_descriptors_total counter\n"), std::string::npos);
+  EXPECT_NE(metrics.find("# TYPE sluice_rls_domains gauge\n"), std::string::npos);
+}
+
+TEST(RlsServe, ShadowModeDescriptorsAnswerOkButCountAsOver) {
+  DescriptorDir dir;
+  dir.write("shadow.yaml", R"(domain: shadow
+descriptors:
+  - key: user
+    shadow_mode: true
+    rate_limit: {unit: hour, requests_per_unit: 1}
+)");
+  ensure_hour_left(30);
+  auto server = SluiceProcess::start(rls_yaml(dir));
+  ASSERT_NE(server, nullptr);
+  RlsClient client(grpc_port(server->log()));
+  const pb::RateLimitRequest r = request("shadow", {{{"user", "u1"}}});
+  for (int i = 0; i < 3; ++i) {
+    const pb::RateLimitResponse resp = client.call(r);
+    EXPECT_EQ(resp.overall_code(), OK) << i;
+    EXPECT_EQ(resp.statuses(0).code(), OK) << i;
+    EXPECT_EQ(resp.statuses(0).limit_remaining(), 0u) << i;
+  }
+  EXPECT_EQ(server->metric(R"(sluice_rls_descriptors_total{result="ok"})"), 1);
+  EXPECT_EQ(server->metric(R"(sluice_rls_descriptors_total{result="over_limit"})"), 2);
+  EXPECT_EQ(server->metric(R"(sluice_rls_descriptors_over_limit_mode_total{mode="shadow_mode"})"),
+            2);
+  EXPECT_EQ(server->metric("sluice_rls_requests_over_limit_total"), 0);
+}
+
+// ---------------------------------------------------------------- reload
+
+const std::string kCheckPolicy = "policies:\n  p: {capacity: 2, refill_rate: 1/h}\n";
+
+int check_limit(const SluiceProcess& server) {
+  const HttpResponse r = server.post("/v1/check", R"({"policy":"p","key":"k"})",
+                                     {{"Content-Type", "application/json"}});
+  const size_t at = r.body.find("\"limit\":");
+  return at == std::string::npos ? -1 : std::atoi(r.body.c_str() + at + 8);
+}
+
+TEST(RlsServe, ReloadSwapsTheDescriptorsWithTheConfigAllOrNothing) {
+  DescriptorDir dir;
+  dir.write("api.yaml", kApiDescriptors);
+  ensure_hour_left(40);
+  auto server = SluiceProcess::start(rls_yaml(dir, kCheckPolicy));
+  ASSERT_NE(server, nullptr);
+  RlsClient client(grpc_port(server->log()));
+  const pb::RateLimitRequest alice = request("api", {{{"client", "alice"}}});
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(client.call(alice).overall_code(), OK);
+  EXPECT_EQ(client.call(alice).overall_code(), OVER);
+  EXPECT_EQ(check_limit(*server), 2);
+
+  // A changed rule (5 per hour) is a new limit: a fresh counter.
+  std::string five = kApiDescriptors;
+  five.replace(five.find("requests_per_unit: 3"), 20, "requests_per_unit: 5");
+  dir.write("api.yaml", five);
+  HttpResponse r = server->admin_post("/admin/reload");
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body, R"({"reloaded":true,"generation":2})");
+  EXPECT_TRUE(server->wait_for_log("RLS: reloaded 1 domain(s) from " + dir.path()));
+  for (uint32_t i = 0; i < 5; ++i) {
+    const Timed t = timed_call(client, alice);
+    EXPECT_EQ(t.response.overall_code(), OK) << i;
+    expect_hourly(t.response.statuses(0), OK, "per_client", 5, 4 - i, t.before, t.after);
+  }
+  const Timed over = timed_call(client, alice);
+  EXPECT_EQ(over.response.overall_code(), OVER);
+  expect_hourly(over.response.statuses(0), OVER, "per_client", 5, 0, over.before, over.after);
+
+  // A bad descriptor file refuses the whole reload: neither the main config
+  // (policy p's capacity 10) nor the descriptors (a new domain) change.
+  server->rewrite_config(rls_yaml(dir, "policies:\n  p: {capacity: 10, refill_rate: 1/h}\n"));
+  dir.write("zz-bad.yaml", R"(domain: more
+descriptors:
+  - key: k
+    rate_limit:
+      unit: fortnight
+      requests_per_unit: 1
+  - key: k
+    value: v
+    rate_limits: {}
+)");
+  r = server->admin_post("/admin/reload");
+  EXPECT_EQ(r.status, 400);
+  const std::string bad = dir.file("zz-bad.yaml");
+  EXPECT_EQ(
+      r.body,
+      R"({"error":{"code":"INVALID_CONFIG","message":"the config was refused; the previous one stays in force"},"generation":2,"errors":[")" +
+          bad + R"(:5:13: invalid rate limit unit 'fortnight'",")" + bad +
+          R"x(:9:5: unknown key 'rate_limits' (did you mean 'rate_limit'?)"]})x");
+  EXPECT_TRUE(
+      server->wait_for_log("reload: " + bad + ":5:13: invalid rate limit unit 'fortnight'"));
+  EXPECT_EQ(check_limit(*server), 2);
+  EXPECT_EQ(client.call(alice).overall_code(), OVER);  // the 5-per-hour counter is kept
+  const pb::RateLimitResponse more = client.call(request("more", {{{"k", "x"}}}));
+  EXPECT_FALSE(more.statuses(0).has_current_limit());  // domain `more` was not loaded
+
+  // SIGHUP with the file fixed: both swap in.
+  dir.write("zz-bad.yaml", R"(domain: more
+descriptors:
+  - key: k
+    rate_limit: {unit: day, requests_per_unit: 1}
+)");
+  server->send_signal(SIGHUP);
+  ASSERT_TRUE(server->wait_for_log("RLS: reloaded 2 domain(s)"));
+  EXPECT_EQ(check_limit(*server), 10);
+  EXPECT_EQ(client.call(request("more", {{{"k", "x"}}})).overall_code(), OK);
+  EXPECT_EQ(client.call(request("more", {{{"k", "x"}}})).overall_code(), OVER);
+  EXPECT_EQ(client.call(alice).overall_code(), OVER);  // unchanged rule: state kept
+  EXPECT_EQ(server->metric(R"(sluice_config_reloads_total{result="success"})"), 2);
+  EXPECT_EQ(server->metric(R"(sluice_config_reloads_total{result="failure"})"), 1);
+  EXPECT_EQ(server->metric("sluice_rls_domains"), 2);
+}
+
+TEST(RlsServe, AnUnreadableFolderOnReloadIsRefused) {
+  DescriptorDir dir;
+  dir.write("api.yaml", kApiDescriptors);
+  auto server = SluiceProcess::start(rls_yaml(dir));
+  ASSERT_NE(server, nullptr);
+  const std::string missing = dir.path() + "/nowhere";
+  server->rewrite_config("grpc: 127.0.0.1:0\nrls:\n  config_dir: " + missing + "\n");
+  const HttpResponse r = server->admin_post("/admin/reload");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find(missing + ": cannot read the folder: No such file or directory"),
+            std::string::npos)
+      << r.body;
+  RlsClient client(grpc_port(server->log()));
+  EXPECT_TRUE(client.call(request("api", {{{"client", "c"}}})).statuses(0).has_current_limit());
+}
+
+// ---------------------------------------------------------------- startup and validate
+
+TEST(RlsServe, ABadDescriptorFolderStopsStartupWithItsErrors) {
+  DescriptorDir dir;
+  dir.write(
+      "a.yaml",
+      "domain: a\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, requests_per_unit: 1}\n");
+  dir.write("b.yaml", "domain: a\ndescriptors: []\n");
+  std::string err;
+  const int code = SluiceProcess::run_and_capture(
+      "listen: 127.0.0.1:0\nadmin: 127.0.0.1:0\ngrpc: 127.0.0.1:0\nrls:\n  config_dir: " +
+          dir.path() + "\n",
+      &err);
+  EXPECT_EQ(code, 1);
+  EXPECT_EQ(err, dir.file("b.yaml") + ":1:9: duplicate domain 'a' (first in " + dir.file("a.yaml") +
+                     ":1:9)\n" + "sluice serve: 1 error(s) in the RLS " + "descriptor files of " +
+                     dir.path() + "; not started\n");
+}
+
+TEST(RlsServe, GrpcWithoutRlsIsRefusedAtStartup) {
+  std::string err;
+  EXPECT_EQ(SluiceProcess::run_and_capture(
+                "listen: 127.0.0.1:0\nadmin: 127.0.0.1:0\ngrpc: 127.0.0.1:0\n", &err),
+            1);
+  EXPECT_NE(err.find(":3:7: grpc: the Envoy RLS API on this address needs `rls:` with "
+                     "`config_dir:`"),
+            std::string::npos)
+      << err;
+}
+
+// Runs `sluice validate --config PATH`; its exit code, stdout and stderr merged into `out`.
+int validate(const std::string& path, std::string* out) {
+  const std::string command = std::string(SLUICE_BINARY) + " validate --config '" + path + "' 2>&1";
+  FILE* p = ::popen(command.c_str(), "r");
+  if (p == nullptr) return -1;
+  char buf[4096];
+  size_t n;
+  out->clear();
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out->append(buf, n);
+  const int status = ::pclose(p);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST(RlsServe, ValidateLoadsTheDescriptorFolder) {
+  DescriptorDir dir;
+  dir.write("api.yaml", kApiDescriptors);
+  const std::string config = dir.path() + "/sluice.yml.conf";  // not *.yaml: not a descriptor file
+  write_file(config, "grpc: 127.0.0.1:8081\nrls:\n  config_dir: .\n");
+  std::string out;
+  EXPECT_EQ(validate(config, &out), 0) << out;
+  EXPECT_EQ(out, "ok: " + config + ": 0 routes, 0 policies, no default limit, memory store, " +
+                     "listen 127.0.0.1:8080, decision API only (no upstream), Envoy RLS on " +
+                     "127.0.0.1:8081 with 1 domain from " + dir.path() + "\n");
+
+  dir.write("bad.yaml", "domain: b\ndescriptors:\n  - key: \"\"\n");
+  EXPECT_EQ(validate(config, &out), 1);
+  EXPECT_EQ(out, dir.file("bad.yaml") + ":3:5: descriptor has empty key\n" + config +
+                     ": 1 error in the RLS descriptor files of " + dir.path() + "\n");
+}
+
+TEST(RlsServe, TheEnvoyExampleValidates) {
+  const std::string example = std::string(SLUICE_SOURCE_DIR) + "/examples/envoy/sluice.yaml";
+  std::string out;
+  EXPECT_EQ(validate(example, &out), 0) << out;
+  EXPECT_NE(out.find("Envoy RLS on 127.0.0.1:8081 with 1 domain from "), std::string::npos) << out;
+}
+
+TEST(RlsServe, TheEnvoyExampleDecides) {
+  // examples/envoy/ratelimit/ as the descriptor folder, from the source tree.
+  auto server = SluiceProcess::start(
+      "grpc: 127.0.0.1:0\nrls:\n  config_dir: " + std::string(SLUICE_SOURCE_DIR) +
+      "/examples/envoy/ratelimit\n");
+  ASSERT_NE(server, nullptr);
+  RlsClient client(grpc_port(server->log()));
+  // POST /login per address: the token bucket extension, 5 at once.
+  const pb::RateLimitRequest login =
+      request("edge", {{{"header_match", "login"}, {"remote_address", "192.0.2.7"}}});
+  for (uint32_t i = 0; i < 5; ++i) {
+    const pb::RateLimitResponse r = client.call(login);
+    EXPECT_EQ(r.overall_code(), OK) << i;
+    EXPECT_EQ(r.statuses(0).current_limit().name(), "login");
+    EXPECT_EQ(r.statuses(0).limit_remaining(), 4 - i);
+  }
+  const pb::RateLimitResponse refused = client.call(login);
+  EXPECT_EQ(refused.overall_code(), OVER);
+  // The next token comes 12 s after the first one was taken: at most 12 s to wait.
+  EXPECT_GE(refused.statuses(0).duration_until_reset().seconds(), 1);
+  EXPECT_LE(refused.statuses(0).duration_until_reset().seconds(), 12);
+  // The batch API key is whitelisted; another key has the hourly limit.
+  EXPECT_FALSE(client.call(request("edge", {{{"api_key", "batch-importer"}}}))
+                   .statuses(0)
+                   .has_current_limit());
+  const pb::RateLimitResponse keyed = client.call(request("edge", {{{"api_key", "k1"}}}));
+  EXPECT_EQ(keyed.statuses(0).current_limit().name(), "api_key_hourly");
+  EXPECT_EQ(keyed.statuses(0).limit_remaining(), 999u);
+  // share_threshold: every /static/ path draws on one counter.
+  EXPECT_EQ(
+      client.call(request("edge", {{{"path", "/static/a.css"}}})).statuses(0).limit_remaining(),
+      5999u);
+  EXPECT_EQ(
+      client.call(request("edge", {{{"path", "/static/b.js"}}})).statuses(0).limit_remaining(),
+      5998u);
+}
+
+// ---------------------------------------------------------------- shutdown
+
+TEST(RlsServe, SigtermStopsTheGrpcServerAndExitsZero) {
+  DescriptorDir dir;
+  dir.write("api.yaml", kApiDescriptors);
+  auto server = SluiceProcess::start(rls_yaml(dir));
+  ASSERT_NE(server, nullptr);
+  RlsClient client(grpc_port(server->log()));
+  EXPECT_EQ(client.call(request("api", {{{"client", "z"}}})).overall_code(), OK);
+  const auto start = std::chrono::steady_clock::now();
+  server->send_signal(SIGTERM);
+  std::string how;
+  const std::optional<int> code = server->wait_exit(std::chrono::seconds(20), &how);
+  ASSERT_TRUE(code.has_value()) << how;
+  EXPECT_EQ(*code, 0);
+  // Within shutdown_grace (2 s): gRPC waits for calls in flight, and for a
+  // client that keeps its connection open (this one does) until the grace ends.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(4));
+  const std::string log = server->log();
+  EXPECT_NE(log.find("grpc: no longer accepting"), std::string::npos) << log;
+  EXPECT_NE(log.find("grpc stopped"), std::string::npos) << log;
+  pb::RateLimitResponse ignored;
+  EXPECT_FALSE(client.call(request("api", {{{"client", "z"}}}), &ignored).ok());
+}
+
+}  // namespace
+}  // namespace sluice::test
