@@ -32,23 +32,19 @@ void BM_StoreAcquire(benchmark::State& state, Algorithm algorithm, size_t key_co
   const std::string* keys = all_keys.data() + begin;
   const size_t n = end - begin;
   size_t i = mode == KeyMode::kOwn ? 0 : first_key(state, n);
-  int64_t now = e.now_ns.load();
+  SimClock sim(e.now_ns);
   int64_t allowed = 0;
   AcquireRequest request{&e.limit, {}, 1};
   Decision out[1];
   for (auto _ : state) {
     request.key = keys[i];
     if (++i == n) i = 0;
-    if (clock == ClockKind::kSystem) {
-      now = SystemClock::instance().now().count();
-    } else {
-      now += kStepNs;
-    }
+    const int64_t now =
+        clock == ClockKind::kSystem ? SystemClock::instance().now().count() : sim.next();
     Status s = e.store->acquire({&request, 1}, Nanos{now}, out);
     benchmark::DoNotOptimize(s);
     allowed += out[0].allowed;
   }
-  e.advance_to(now);
   report(state, e, allowed);
 }
 
