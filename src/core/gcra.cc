@@ -39,7 +39,7 @@ GcraStep gcra(const Limit& limit, const GcraState& state, Nanos now, uint64_t co
     // backwards) can put the debt above `full`: nothing is left then.
     step.decision.remaining = debt >= full ? 0 : static_cast<uint64_t>((full - debt) / unit);
     step.decision.reset_after = Nanos{ceil_div(debt, rate)};
-    step.decision.retry_after = Nanos{ceil_div(wanted - full, rate)};
+    step.decision.retry_after = Nanos{ceil_div(static_cast<int64_t>(wanted - full), rate)};
     step.next = state;
   }
   return step;

@@ -109,7 +109,7 @@ Result<Limit> Limit::create(const LimitSpec& spec) {
       return invalid(name + ": capacity " + std::to_string(spec.capacity) + " with a refill of " +
                      std::to_string(spec.refill_tokens) + " per " +
                      duration_text(spec.refill_period) + " is too large to count exactly");
-    limit.period_ = Nanos{core::ceil_div(full, limit.units_per_ns_)};
+    limit.period_ = Nanos{core::ceil_div(full, core::i128{limit.units_per_ns_})};
   } else {
     if (spec.capacity != 0 || spec.refill_tokens != 0 || spec.refill_period.count() != 0)
       return invalid(name + " takes limit and window, not capacity and refill_rate");
