@@ -2,15 +2,19 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/buffer.hpp>
+#include <boost/asio/connect.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/core/string.hpp>
@@ -20,7 +24,7 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/rfc7230.hpp>
-#include <boost/beast/http/serializer.hpp>
+#include <boost/beast/http/status.hpp>
 #include <boost/beast/http/write.hpp>
 
 #include "http/proxy_headers.h"
@@ -42,16 +46,16 @@ namespace {
 // for one system call to move a useful amount, small enough that a thousand
 // exchanges streaming at once cost 64 MiB.
 constexpr size_t kRelayBytes = 64 * 1024;
-// Relay buffers kept per worker for reuse.
-constexpr size_t kSpareRelays = 16;
+// Relay buffers kept per worker for reuse (allocating and freeing 64 KiB per
+// request costs more than the proxying itself).
+constexpr size_t kSpareRelays = 64;
 // The upstream's response header may be larger than what clients may send.
 constexpr std::uint32_t kMaxUpstreamHeaderBytes = 64 * 1024;
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+constexpr std::string_view kCrlf = "\r\n";
+constexpr std::string_view kLastChunk = "0\r\n\r\n";
 
 std::string_view sv(beast::string_view s) {
-  return {s.data(), s.size()};
-}
-beast::string_view bsv(std::string_view s) {
   return {s.data(), s.size()};
 }
 
@@ -86,21 +90,51 @@ bool is_parse_error(const beast::error_code& ec) {
          ec != bhttp::error::need_buffer;
 }
 
-void close_stream(beast::tcp_stream& stream) {
-  beast::error_code ec;
-  stream.socket().shutdown(tcp::socket::shutdown_both, ec);
-  stream.socket().close(ec);
+void append_number(uint64_t n, std::string& out) {
+  char digits[24];
+  const auto r = std::to_chars(digits, digits + sizeof digits, n);
+  out.append(digits, static_cast<size_t>(r.ptr - digits));
 }
+
+// How the proxy frames a body it sends.
+enum class Framing { kNone, kLength, kChunked, kUntilClose };
+
+// Buffers for one write: the header block (until sent), one body piece
+// (chunk-framed when chunked) and the end of a chunked body.
+class Gather {
+ public:
+  std::span<const asio::const_buffer> make(std::string_view head, bool chunked, const char* data,
+                                           size_t size, bool last) {
+    size_t n = 0;
+    if (!head.empty()) buffers_[n++] = asio::buffer(head.data(), head.size());
+    if (size > 0) {
+      if (chunked) {
+        const auto r = std::to_chars(chunk_line_, chunk_line_ + 16, size, 16);
+        r.ptr[0] = '\r';
+        r.ptr[1] = '\n';
+        buffers_[n++] = asio::buffer(chunk_line_, static_cast<size_t>(r.ptr + 2 - chunk_line_));
+      }
+      buffers_[n++] = asio::buffer(data, size);
+      if (chunked) buffers_[n++] = asio::buffer(kCrlf.data(), kCrlf.size());
+    }
+    if (last && chunked) buffers_[n++] = asio::buffer(kLastChunk.data(), kLastChunk.size());
+    return {buffers_.data(), n};
+  }
+
+ private:
+  std::array<asio::const_buffer, 5> buffers_;
+  char chunk_line_[20];
+};
 
 }  // namespace
 
 // ---------------------------------------------------------------- shared per worker
 
 struct ProxyShared {
-  explicit ProxyShared(asio::io_context& io) : io_context(io), resolver(io) {}
+  explicit ProxyShared(asio::io_context& io) : io_context(io) {}
 
   std::unique_ptr<char[]> take_relay() {
-    if (spare_relays.empty()) return std::make_unique<char[]>(kRelayBytes);
+    if (spare_relays.empty()) return std::unique_ptr<char[]>(new char[kRelayBytes]);
     std::unique_ptr<char[]> r = std::move(spare_relays.back());
     spare_relays.pop_back();
     return r;
@@ -110,7 +144,6 @@ struct ProxyShared {
   }
 
   asio::io_context& io_context;
-  tcp::resolver resolver;
   UpstreamPool pool;
   // Upstream failures are logged at most once a second per worker (with a
   // count of the rest): an upstream that is down under load must not flood the log.
@@ -128,7 +161,8 @@ class ProxyExchange : public std::enable_shared_from_this<ProxyExchange> {
       : ex_(std::move(exchange)),
         shared_(std::move(shared)),
         upstream_(*ex_->state->policy.config().upstream),
-        client_timeout_(ex_->state->policy.config().server.header_timeout) {}
+        client_timeout_(ex_->state->policy.config().server.header_timeout),
+        timer_(shared_->io_context) {}
 
   ~ProxyExchange() {
     if (relay_) shared_->give_relay(std::move(relay_));
@@ -138,29 +172,33 @@ class ProxyExchange : public std::enable_shared_from_this<ProxyExchange> {
 
  private:
   enum class Stage { kConnect, kSend, kReceive };
+  // What the exchange timer guards (one timer per exchange, re-armed per phase).
+  enum class Waiting { kNothing, kConnect, kUpstream, kClient };
 
   Session& session() { return *ex_->session; }
   beast::tcp_stream& client() { return ex_->session->stream(); }
 
-  void build_request();
+  void build_request_head();
   void acquire();
   void connect_new();
   void do_connect(std::vector<tcp::endpoint> endpoints);
   void on_connect(beast::error_code ec);
-  void on_connected();
   void do_read_request_body();
   void on_read_request_body(beast::error_code ec);
-  void do_write_request();
-  void on_write_request(beast::error_code ec, size_t n);
+  void write_first_piece();
+  void write_request(const char* data, size_t size, bool last);
+  void on_write_request(beast::error_code ec, size_t n, bool last);
   void do_read_response_header();
   void on_response_header(beast::error_code ec);
   void start_response();
   void do_read_response_body();
   void on_read_response_body(beast::error_code ec);
-  void do_write_response();
-  void on_write_response(beast::error_code ec);
+  void write_response(const char* data, size_t size, bool last);
+  void on_write_response(beast::error_code ec, bool last);
   void finish();
 
+  void arm(Waiting what, SteadyClock::time_point when);
+  void on_timer(uint64_t seq);
   void upstream_failed(beast::error_code ec, Stage stage);
   bool retry_allowed() const;
   void client_failed(beast::error_code ec);
@@ -175,7 +213,14 @@ class ProxyExchange : public std::enable_shared_from_this<ProxyExchange> {
   const policy::Upstream& upstream_;  // lives in ex_->state
   const std::chrono::milliseconds client_timeout_;
   std::string endpoint_;
-  SteadyClock::time_point deadline_;
+  SteadyClock::time_point deadline_;  // of the upstream exchange (Upstream::timeout)
+
+  asio::steady_timer timer_;
+  uint64_t timer_seq_ = 0;
+  Waiting waiting_ = Waiting::kNothing;
+  SteadyClock::time_point armed_for_;
+  bool upstream_timed_out_ = false;
+  std::optional<tcp::resolver> resolver_;  // only for an upstream given by name
 
   unsigned client_version_ = 11;
   bhttp::verb method_ = bhttp::verb::unknown;
@@ -186,16 +231,22 @@ class ProxyExchange : public std::enable_shared_from_this<ProxyExchange> {
   bool retried_ = false;
   bool response_seen_ = false;     // a byte of an upstream response arrived
   bool response_started_ = false;  // something was written to the client (status fixed)
+  bool request_done_ = false;
+  bool response_done_ = false;
+  Framing request_framing_ = Framing::kNone;
+  Framing response_framing_ = Framing::kNone;
   uint64_t request_bytes_written_ = 0;
   uint64_t response_body_bytes_ = 0;
+  size_t first_piece_ = 0;  // body bytes read before the connection was taken
 
   std::unique_ptr<UpstreamConnection> conn_;
-  bhttp::request<bhttp::buffer_body> request_;
-  std::optional<bhttp::request_serializer<bhttp::buffer_body>> request_sr_;
+  std::string request_head_;
+  std::string response_head_;
+  bool request_head_sent_ = false;
+  bool response_head_sent_ = false;
+  Gather gather_;
   std::optional<bhttp::request_parser<bhttp::buffer_body>> body_parser_;
   std::optional<bhttp::response_parser<bhttp::buffer_body>> response_parser_;
-  bhttp::response<bhttp::buffer_body> response_;
-  std::optional<bhttp::response_serializer<bhttp::buffer_body>> response_sr_;
   std::optional<Response> error_response_;
   std::unique_ptr<char[]> relay_;
 };
@@ -211,7 +262,7 @@ void ProxyExchange::start() {
     expect_continue_ = expect != in.end() && beast::iequals(expect->value(), "100-continue");
   }
   endpoint_ = upstream_.address.text();
-  build_request();
+  build_request_head();
   if (!has_body_) return acquire();
 
   // Continue the session's parser with a body type that relays through a
@@ -223,42 +274,85 @@ void ProxyExchange::start() {
   // pooled connection is written to right after take() checked it (see
   // retry_allowed()). A client that waits for "100 Continue" gets it first.
   if (!expect_continue_) return do_read_request_body();
-  client().expires_after(client_timeout_);
+  arm(Waiting::kClient, SteadyClock::now() + client_timeout_);
   asio::async_write(client(), asio::buffer(kContinue.data(), kContinue.size()),
                     [self = shared_from_this()](beast::error_code ec, size_t) {
-                      self->client().expires_never();
                       if (ec) return self->client_failed(ec);
                       self->do_read_request_body();
                     });
 }
 
-void ProxyExchange::build_request() {
+void ProxyExchange::build_request_head() {
   const RequestHeader& in = session().header();
-  request_.version(11);  // keep-alive to the upstream whatever the client speaks
-  if (in.method() == bhttp::verb::unknown) {
-    request_.method_string(in.method_string());
-  } else {
-    request_.method(in.method());
+  std::string& out = request_head_;
+  out.reserve(512);
+  out.append(sv(in.method_string()));
+  out += ' ';
+  proxy::append_upstream_target(upstream_.base_path, sv(in.target()), out);
+  out.append(" HTTP/1.1\r\n");  // keep-alive to the upstream whatever the client speaks
+  // X-Forwarded-For is rewritten below; "100 Continue" is Sluice's to send
+  // (start()), so Expect stops here when Sluice handles it.
+  static constexpr std::string_view kDropPlain[] = {"X-Forwarded-For"};
+  static constexpr std::string_view kDropExpect[] = {"X-Forwarded-For", "Expect"};
+  proxy::append_end_to_end(in,
+                           expect_continue_ ? std::span<const std::string_view>(kDropExpect)
+                                            : std::span<const std::string_view>(kDropPlain),
+                           out);
+  if (in.find(bhttp::field::host) == in.end()) {
+    proxy::append_field("Host", endpoint_, out);  // an HTTP/1.0 client sent none
   }
-  request_.target(proxy::upstream_target(upstream_.base_path, sv(in.target())));
-  proxy::copy_end_to_end(in, request_);
-  // "100 Continue" is Sluice's to send (above), not the upstream's.
-  if (expect_continue_) request_.erase(bhttp::field::expect);
-  if (request_.find(bhttp::field::host) == request_.end()) {
-    request_.set(bhttp::field::host, endpoint_);  // an HTTP/1.0 client sent none
-  }
-  proxy::add_forwarding_fields(in, session().peer().text(), request_);
+  proxy::append_forwarding_fields(in, session().peer().text(), out);
   // Framing is re-derived from what the parser knows, never copied.
   const HeaderParser& parser = session().header_parser();
   const boost::optional<std::uint64_t> length = parser.content_length();
   if (has_body_ && parser.chunked()) {
-    request_.chunked(true);
+    request_framing_ = Framing::kChunked;
+    out.append("Transfer-Encoding: chunked\r\n");
   } else if (length) {
-    request_.content_length(*length);
+    request_framing_ = Framing::kLength;
+    out.append("Content-Length: ");
+    append_number(*length, out);
+    out.append("\r\n", 2);
   }
-  request_.body().data = nullptr;
-  request_.body().size = 0;
-  request_.body().more = has_body_;
+  out.append("\r\n", 2);
+}
+
+// ---------------------------------------------------------------- timer
+
+void ProxyExchange::arm(Waiting what, SteadyClock::time_point when) {
+  if (what == waiting_ && when == armed_for_) return;  // already guarding this
+  waiting_ = what;
+  armed_for_ = when;
+  const uint64_t seq = ++timer_seq_;
+  timer_.expires_at(when);
+  // A weak reference: the timer never keeps a finished exchange alive (the
+  // exchange's destruction cancels it).
+  timer_.async_wait([weak = weak_from_this(), seq](beast::error_code ec) {
+    if (ec) return;
+    if (auto self = weak.lock()) self->on_timer(seq);
+  });
+}
+
+void ProxyExchange::on_timer(uint64_t seq) {
+  // A wait that completed just before it was re-armed still runs: only the
+  // current arming counts.
+  if (seq != timer_seq_) return;
+  beast::error_code ignored;
+  switch (waiting_) {
+    case Waiting::kConnect:
+    case Waiting::kUpstream:
+      // Closing the socket completes the pending operation with an error,
+      // which upstream_failed() reads as the timeout.
+      upstream_timed_out_ = true;
+      if (resolver_) resolver_->cancel();
+      if (conn_) conn_->socket.close(ignored);
+      break;
+    case Waiting::kClient:
+      client().socket().cancel(ignored);  // the session owns (and later closes) it
+      break;
+    case Waiting::kNothing:
+      break;
+  }
 }
 
 // ---------------------------------------------------------------- connecting
@@ -269,7 +363,7 @@ void ProxyExchange::acquire() {
   conn_ = shared_->pool.take(endpoint_, now);
   if (conn_) {
     conn_reused_ = true;
-    return on_connected();
+    return write_first_piece();
   }
   connect_new();
 }
@@ -278,10 +372,12 @@ void ProxyExchange::connect_new() {
   conn_reused_ = false;
   conn_ = std::make_unique<UpstreamConnection>(shared_->io_context);
   conn_->endpoint = endpoint_;
+  arm(Waiting::kConnect, std::min(SteadyClock::now() + upstream_.connect_timeout, deadline_));
   beast::error_code ec;
   const asio::ip::address address = asio::ip::make_address(upstream_.address.host, ec);
   if (!ec) return do_connect({tcp::endpoint(address, upstream_.address.port)});
-  shared_->resolver.async_resolve(
+  resolver_.emplace(shared_->io_context);
+  resolver_->async_resolve(
       upstream_.address.host, std::to_string(upstream_.address.port),
       [self = shared_from_this()](beast::error_code e, tcp::resolver::results_type results) {
         if (e) return self->upstream_failed(e, Stage::kConnect);
@@ -292,23 +388,17 @@ void ProxyExchange::connect_new() {
 }
 
 void ProxyExchange::do_connect(std::vector<tcp::endpoint> endpoints) {
-  conn_->stream.expires_at(std::min(SteadyClock::now() + upstream_.connect_timeout, deadline_));
-  conn_->stream.async_connect(
-      endpoints, [self = shared_from_this()](beast::error_code ec, const tcp::endpoint&) {
-        self->on_connect(ec);
-      });
+  asio::async_connect(conn_->socket, endpoints,
+                      [self = shared_from_this()](beast::error_code ec, const tcp::endpoint&) {
+                        self->on_connect(ec);
+                      });
 }
 
 void ProxyExchange::on_connect(beast::error_code ec) {
   if (ec) return upstream_failed(ec, Stage::kConnect);
   beast::error_code ignored;
-  conn_->stream.socket().set_option(tcp::no_delay(true), ignored);
-  on_connected();
-}
-
-void ProxyExchange::on_connected() {
-  request_sr_.emplace(request_);
-  do_write_request();
+  conn_->socket.set_option(tcp::no_delay(true), ignored);
+  write_first_piece();
 }
 
 // ---------------------------------------------------------------- request
@@ -317,7 +407,7 @@ void ProxyExchange::do_read_request_body() {
   auto& body = body_parser_->get().body();
   body.data = relay();
   body.size = kRelayBytes;
-  client().expires_after(client_timeout_);
+  arm(Waiting::kClient, SteadyClock::now() + client_timeout_);
   bhttp::async_read_some(client(), session().buffer(), *body_parser_,
                          [self = shared_from_this()](beast::error_code ec, size_t) {
                            self->on_read_request_body(ec);
@@ -325,33 +415,44 @@ void ProxyExchange::do_read_request_body() {
 }
 
 void ProxyExchange::on_read_request_body(beast::error_code ec) {
-  client().expires_never();
   if (ec == bhttp::error::need_buffer) ec = {};
   if (ec) return client_failed(ec);
   const size_t got = kRelayBytes - body_parser_->get().body().size;
   const bool done = body_parser_->is_done();
   if (got == 0 && !done) return do_read_request_body();  // only framing bytes so far
-  // A zero-length write would end a chunked body early: pass no data instead.
-  request_.body().data = got > 0 ? relay() : nullptr;
-  request_.body().size = got;
-  request_.body().more = !done;
-  if (!conn_) return acquire();  // the first bytes: now take a connection
-  do_write_request();
+  if (!conn_) {
+    // The first bytes: now take a connection (acquire() or on_connect() writes them).
+    first_piece_ = got;
+    return acquire();
+  }
+  write_request(relay(), got, done);
 }
 
-void ProxyExchange::do_write_request() {
-  conn_->stream.expires_at(deadline_);
-  bhttp::async_write(conn_->stream, *request_sr_,
-                     [self = shared_from_this()](beast::error_code ec, size_t n) {
-                       self->on_write_request(ec, n);
-                     });
+// The request header, with the body bytes read so far (see start()). A retry
+// comes here too, only ever without a body.
+void ProxyExchange::write_first_piece() {
+  if (!has_body_) return write_request(nullptr, 0, true);
+  write_request(relay(), first_piece_, body_parser_->is_done());
 }
 
-void ProxyExchange::on_write_request(beast::error_code ec, size_t n) {
+void ProxyExchange::write_request(const char* data, size_t size, bool last) {
+  arm(Waiting::kUpstream, deadline_);
+  const auto buffers =
+      gather_.make(request_head_sent_ ? std::string_view() : std::string_view(request_head_),
+                   request_framing_ == Framing::kChunked, data, size, last);
+  if (buffers.empty()) return on_write_request({}, 0, last);  // nothing left to say
+  asio::async_write(conn_->socket, buffers,
+                    [self = shared_from_this(), last](beast::error_code ec, size_t n) {
+                      self->on_write_request(ec, n, last);
+                    });
+}
+
+void ProxyExchange::on_write_request(beast::error_code ec, size_t n, bool last) {
   request_bytes_written_ += n;
-  if (ec == bhttp::error::need_buffer) ec = {};
   if (ec) return upstream_failed(ec, Stage::kSend);
-  if (!request_sr_->is_done()) return do_read_request_body();
+  request_head_sent_ = true;
+  if (!last) return do_read_request_body();
+  request_done_ = true;
   do_read_response_header();
 }
 
@@ -362,9 +463,9 @@ void ProxyExchange::do_read_response_header() {
   response_parser_->header_limit(kMaxUpstreamHeaderBytes);
   response_parser_->body_limit(boost::none);  // streamed, never held whole
   if (method_ == bhttp::verb::head) response_parser_->skip(true);
-  conn_->stream.expires_at(deadline_);
+  arm(Waiting::kUpstream, deadline_);
   bhttp::async_read_header(
-      conn_->stream, conn_->buffer, *response_parser_,
+      conn_->socket, conn_->buffer, *response_parser_,
       [self = shared_from_this()](beast::error_code ec, size_t) { self->on_response_header(ec); });
 }
 
@@ -385,37 +486,50 @@ void ProxyExchange::on_response_header(beast::error_code ec) {
 
 void ProxyExchange::start_response() {
   auto& parser = *response_parser_;
-  const auto& upstream_response = parser.get();
-  response_.result(upstream_response.result_int());
-  response_.reason(upstream_response.reason());
-  response_.version(client_version_);
-  proxy::copy_end_to_end(upstream_response, response_);
-  for (const RateHeaders::Field& f : ex_->rate_headers) response_.set(bsv(f.name), bsv(f.value));
-
+  const auto& in = parser.get();
   bool keep_alive = client_keep_alive_ && !session().draining();
+
+  std::string& out = response_head_;
+  out.reserve(512);
+  out.append(client_version_ >= 11 ? "HTTP/1.1 " : "HTTP/1.0 ");
+  append_number(in.result_int(), out);
+  out += ' ';
+  const std::string_view reason = sv(in.reason());
+  out.append(reason.empty() ? sv(bhttp::obsolete_reason(in.result())) : reason);
+  out.append("\r\n", 2);
+  // The rate headers are Sluice's: an upstream field of the same name gives way.
+  std::array<std::string_view, RateHeaders::kMaxFields> rate_names;
+  size_t rate_count = 0;
+  for (const RateHeaders::Field& f : ex_->rate_headers) rate_names[rate_count++] = f.name;
+  proxy::append_end_to_end(in, std::span(rate_names.data(), rate_count), out);
+  for (const RateHeaders::Field& f : ex_->rate_headers) proxy::append_field(f.name, f.value, out);
+
   if (parser.is_done()) {
     // No body (HEAD, 204, 304, or empty). For HEAD and 304, Content-Length
     // describes the representation, so the upstream's value is passed on.
-    const auto length = upstream_response.find(bhttp::field::content_length);
-    if (length != upstream_response.end()) {
-      response_.set(bhttp::field::content_length, length->value());
-    }
+    response_framing_ = Framing::kNone;
+    const auto length = in.find(bhttp::field::content_length);
+    if (length != in.end()) proxy::append_field("Content-Length", sv(length->value()), out);
   } else if (parser.content_length() && !parser.chunked()) {
-    response_.content_length(*parser.content_length());
+    response_framing_ = Framing::kLength;
+    out.append("Content-Length: ");
+    append_number(*parser.content_length(), out);
+    out.append("\r\n", 2);
   } else if (client_version_ >= 11) {
-    response_.chunked(true);  // chunked or read-until-close upstream: re-chunked
+    response_framing_ = Framing::kChunked;  // chunked or read-until-close upstream: re-chunked
+    out.append("Transfer-Encoding: chunked\r\n");
   } else {
-    keep_alive = false;  // an HTTP/1.0 client learns the end from the close
+    response_framing_ = Framing::kUntilClose;  // an HTTP/1.0 client learns the end from the close
+    keep_alive = false;
   }
-  response_.keep_alive(keep_alive);
+  if (client_version_ >= 11 && !keep_alive) out.append("Connection: close\r\n");
+  if (client_version_ < 11 && keep_alive) out.append("Connection: keep-alive\r\n");
+  out.append("\r\n", 2);
   client_keep_alive_ = keep_alive;
-  response_.body().data = nullptr;
-  response_.body().size = 0;
-  response_.body().more = !parser.is_done();
-  response_sr_.emplace(response_);
+
   // With a body, its first bytes are read before writing, so that the header
   // and a small body leave in one write.
-  if (parser.is_done()) return do_write_response();
+  if (parser.is_done()) return write_response(nullptr, 0, true);
   do_read_response_body();
 }
 
@@ -423,8 +537,8 @@ void ProxyExchange::do_read_response_body() {
   auto& body = response_parser_->get().body();
   body.data = relay();
   body.size = kRelayBytes;
-  conn_->stream.expires_at(deadline_);
-  bhttp::async_read_some(conn_->stream, conn_->buffer, *response_parser_,
+  arm(Waiting::kUpstream, deadline_);
+  bhttp::async_read_some(conn_->socket, conn_->buffer, *response_parser_,
                          [self = shared_from_this()](beast::error_code ec, size_t) {
                            self->on_read_response_body(ec);
                          });
@@ -436,35 +550,37 @@ void ProxyExchange::on_read_response_body(beast::error_code ec) {
   const size_t got = kRelayBytes - response_parser_->get().body().size;
   const bool done = response_parser_->is_done();
   if (got == 0 && !done) return do_read_response_body();
-  response_.body().data = got > 0 ? relay() : nullptr;
-  response_.body().size = got;
-  response_.body().more = !done;
   response_body_bytes_ += got;
-  do_write_response();
+  write_response(relay(), got, done);
 }
 
-void ProxyExchange::do_write_response() {
+void ProxyExchange::write_response(const char* data, size_t size, bool last) {
   response_started_ = true;
-  client().expires_after(client_timeout_);
-  bhttp::async_write(
-      client(), *response_sr_,
-      [self = shared_from_this()](beast::error_code ec, size_t) { self->on_write_response(ec); });
+  const auto buffers =
+      gather_.make(response_head_sent_ ? std::string_view() : std::string_view(response_head_),
+                   response_framing_ == Framing::kChunked, data, size, last);
+  if (buffers.empty()) return on_write_response({}, last);
+  arm(Waiting::kClient, SteadyClock::now() + client_timeout_);
+  asio::async_write(client(), buffers,
+                    [self = shared_from_this(), last](beast::error_code ec, size_t) {
+                      self->on_write_response(ec, last);
+                    });
 }
 
-void ProxyExchange::on_write_response(beast::error_code ec) {
-  client().expires_never();
-  if (ec == bhttp::error::need_buffer) ec = {};
+void ProxyExchange::on_write_response(beast::error_code ec, bool last) {
   if (ec) return client_failed(ec);
-  if (!response_sr_->is_done()) return do_read_response_body();
+  response_head_sent_ = true;
+  if (!last) return do_read_response_body();
+  response_done_ = true;
   finish();
 }
 
 void ProxyExchange::finish() {
-  session().log_access(response_.result_int(), response_body_bytes_);
+  session().log_access(response_parser_->get().result_int(), response_body_bytes_);
   // Clean: both messages complete, the upstream did not ask to close, and no
   // stray bytes after the response (looks_open() checks the buffer too).
   const bool reusable =
-      response_parser_->is_done() && response_parser_->keep_alive() && request_sr_->is_done();
+      request_done_ && response_parser_->is_done() && response_parser_->keep_alive();
   if (reusable) {
     ++conn_->exchanges;
     shared_->pool.put(std::move(conn_), upstream_.max_idle_connections, SteadyClock::now());
@@ -506,15 +622,15 @@ bool ProxyExchange::retry_allowed() const {
 }
 
 void ProxyExchange::upstream_failed(beast::error_code ec, Stage stage) {
-  const bool timed_out = ec == beast::error::timeout;
+  const bool timed_out = upstream_timed_out_;
   const bool connect_timed_out =
       timed_out && stage == Stage::kConnect && SteadyClock::now() < deadline_;
   drop_upstream();
   if (response_started_) {
     // The status and perhaps part of the body are with the client: the only
     // honest signal left is to cut the connection short.
-    log_failure("the upstream failed in the middle of a response (" + ec.message() +
-                "); client connection closed");
+    log_failure("the upstream failed in the middle of a response (" +
+                std::string(timed_out ? "timeout" : ec.message()) + "); client connection closed");
     return end(false);
   }
   if (!timed_out && retry_allowed()) {
@@ -522,6 +638,7 @@ void ProxyExchange::upstream_failed(beast::error_code ec, Stage stage) {
     spdlog::debug("gateway: pooled upstream connection failed ({}); retrying once on a new one",
                   ec.message());
     request_bytes_written_ = 0;
+    request_head_sent_ = false;
     return connect_new();
   }
   if (timed_out && !connect_timed_out) {
@@ -564,7 +681,8 @@ void ProxyExchange::respond_error(HttpStatus status, std::string_view code,
               message);
   error_response_.emplace(error_response(status, code, message));
   for (const RateHeaders::Field& f : ex_->rate_headers) {
-    error_response_->set(bsv(f.name), bsv(f.value));
+    error_response_->set(beast::string_view(f.name.data(), f.name.size()),
+                         beast::string_view(f.value.data(), f.value.size()));
   }
   // The connection can carry another request only if this one was read to its end.
   const bool body_read = !has_body_ || (body_parser_ && body_parser_->is_done());
@@ -574,10 +692,9 @@ void ProxyExchange::respond_error(HttpStatus status, std::string_view code,
   error_response_->prepare_payload();
   if (method_ == bhttp::verb::head) error_response_->body().clear();  // Content-Length stays
   response_started_ = true;
-  client().expires_after(client_timeout_);
+  arm(Waiting::kClient, SteadyClock::now() + client_timeout_);
   bhttp::async_write(client(), *error_response_,
                      [self = shared_from_this(), keep_alive](beast::error_code ec, size_t) {
-                       self->client().expires_never();
                        self->session().log_access(self->error_response_->result_int(),
                                                   self->error_response_->body().size());
                        self->end(!ec && keep_alive);
@@ -598,11 +715,14 @@ void ProxyExchange::log_failure(const std::string& what) {
 
 void ProxyExchange::drop_upstream() {
   if (!conn_) return;
-  close_stream(conn_->stream);
+  beast::error_code ignored;
+  conn_->socket.shutdown(tcp::socket::shutdown_both, ignored);
+  conn_->socket.close(ignored);
   conn_.reset();
 }
 
 void ProxyExchange::end(bool keep_alive) {
+  waiting_ = Waiting::kNothing;
   if (relay_) shared_->give_relay(std::move(relay_));
   ex_->session->resume(keep_alive);
 }

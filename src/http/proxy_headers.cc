@@ -14,6 +14,9 @@ namespace bhttp = boost::beast::http;
 
 namespace {
 
+std::string_view sv(beast::string_view s) {
+  return {s.data(), s.size()};
+}
 beast::string_view bsv(std::string_view s) {
   return {s.data(), s.size()};
 }
@@ -29,10 +32,47 @@ constexpr std::array<std::string_view, 10> kHopByHop = {"connection",
                                                         "proxy-authenticate",
                                                         "content-length"};
 
-// A field a Connection header may not remove: the upstream needs Host to
-// route the request, whatever the client asks.
-bool is_protected(beast::string_view name) {
-  return beast::iequals(name, "host");
+bool hop_by_hop_id(bhttp::field id) {
+  switch (id) {
+    case bhttp::field::connection:
+    case bhttp::field::keep_alive:
+    case bhttp::field::proxy_connection:
+    case bhttp::field::te:
+    case bhttp::field::trailer:
+    case bhttp::field::transfer_encoding:
+    case bhttp::field::upgrade:
+    case bhttp::field::proxy_authorization:
+    case bhttp::field::proxy_authenticate:
+    case bhttp::field::content_length:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// True when a Connection header of `from` lists `name`. The usual tokens
+// ("close", "keep-alive") name no field that is copied, so this only matters
+// for extension fields a peer marked as its own.
+bool named_by_connection(const bhttp::fields& from, beast::string_view name) {
+  // Host stays, whatever a client asks: the upstream needs it to route.
+  if (beast::iequals(name, "host")) return false;
+  const auto [first, last] = from.equal_range(bhttp::field::connection);
+  for (auto it = first; it != last; ++it) {
+    for (const auto& token : bhttp::token_list(it->value())) {
+      if (beast::iequals(token, name)) return true;
+    }
+  }
+  return false;
+}
+
+bool only_usual_connection_tokens(const bhttp::fields& from) {
+  const auto [first, last] = from.equal_range(bhttp::field::connection);
+  for (auto it = first; it != last; ++it) {
+    for (const auto& token : bhttp::token_list(it->value())) {
+      if (!beast::iequals(token, "close") && !beast::iequals(token, "keep-alive")) return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace
@@ -44,95 +84,77 @@ bool is_hop_by_hop(std::string_view name) {
   return false;
 }
 
-void copy_end_to_end(const bhttp::fields& from, bhttp::fields& to) {
-  // The names listed in Connection (usually none, or just "close"/"keep-alive").
-  const auto [conn_first, conn_last] = from.equal_range(bhttp::field::connection);
-  const bool has_connection = conn_first != conn_last;
+void append_field(std::string_view name, std::string_view value, std::string& out) {
+  out.append(name);
+  out.append(": ", 2);
+  out.append(value);
+  out.append("\r\n", 2);
+}
+
+void append_end_to_end(const bhttp::fields& from, std::span<const std::string_view> drop,
+                       std::string& out) {
+  // Checked once: most messages list no field in Connection.
+  const bool check_connection = !only_usual_connection_tokens(from);
   for (const auto& f : from) {
-    const bhttp::field id = f.name();
-    switch (id) {
-      case bhttp::field::connection:
-      case bhttp::field::keep_alive:
-      case bhttp::field::proxy_connection:
-      case bhttp::field::te:
-      case bhttp::field::trailer:
-      case bhttp::field::transfer_encoding:
-      case bhttp::field::upgrade:
-      case bhttp::field::proxy_authorization:
-      case bhttp::field::proxy_authenticate:
-      case bhttp::field::content_length:
-        continue;
-      default:
-        break;
-    }
+    if (hop_by_hop_id(f.name())) continue;
     const beast::string_view name = f.name_string();
-    if (has_connection && !is_protected(name)) {
-      bool named = false;
-      for (auto it = conn_first; it != conn_last && !named; ++it) {
-        for (const auto& token : bhttp::token_list(it->value())) {
-          if (beast::iequals(token, name)) {
-            named = true;
-            break;
-          }
-        }
+    bool dropped = false;
+    for (std::string_view d : drop) {
+      if (beast::iequals(name, bsv(d))) {
+        dropped = true;
+        break;
       }
-      if (named) continue;
     }
-    to.insert(id, name, f.value());
+    if (dropped) continue;
+    if (check_connection && named_by_connection(from, name)) continue;
+    append_field(sv(name), sv(f.value()), out);
   }
 }
 
-std::string upstream_target(std::string_view base_path, std::string_view target) {
-  if (target == "*") return base_path.empty() ? std::string("*") : std::string(base_path);
-  std::string_view origin = target;
-  if (!target.empty() && target.front() != '/') {
-    // Absolute form (RFC 9112 §3.2.2): keep the path and query only; the
-    // upstream is Sluice's to choose, not the client's.
-    auto url = boost::urls::parse_absolute_uri(bsv(target));
-    if (url) {
-      std::string out(base_path);
-      const auto path = url->encoded_path();
-      if (path.empty() || path.front() != '/') out += '/';
-      out.append(path.data(), path.size());
-      if (url->has_query()) {
-        const auto query = url->encoded_query();
-        out += '?';
-        out.append(query.data(), query.size());
-      }
-      return out;
-    }
-    // Not a URI (the server's parser accepted it): forward it under the base path.
-    std::string out(base_path);
-    out += '/';
-    out += target;
-    return out;
+void append_upstream_target(std::string_view base_path, std::string_view target, std::string& out) {
+  if (target == "*") {
+    out.append(base_path.empty() ? std::string_view("*") : base_path);
+    return;
   }
-  std::string out;
-  out.reserve(base_path.size() + origin.size());
-  out += base_path;
-  out += origin;
-  return out;
+  out.append(base_path);
+  if (target.empty() || target.front() == '/') {
+    out.append(target);
+    return;
+  }
+  // Absolute form (RFC 9112 §3.2.2): keep the path and query only; the
+  // upstream is Sluice's to choose, not the client's.
+  auto url = boost::urls::parse_absolute_uri(bsv(target));
+  if (!url) {
+    out += '/';  // not a URI (the server's parser accepted it): keep it under the base path
+    out.append(target);
+    return;
+  }
+  const auto path = url->encoded_path();
+  if (path.empty() || path.front() != '/') out += '/';
+  out.append(path.data(), path.size());
+  if (url->has_query()) {
+    const auto query = url->encoded_query();
+    out += '?';
+    out.append(query.data(), query.size());
+  }
 }
 
-void add_forwarding_fields(const bhttp::fields& from, std::string_view peer, bhttp::fields& to) {
-  std::string forwarded_for;
+void append_forwarding_fields(const bhttp::fields& from, std::string_view peer, std::string& out) {
+  out.append("X-Forwarded-For: ");
   const auto [first, last] = from.equal_range("X-Forwarded-For");
   for (auto it = first; it != last; ++it) {
     if (it->value().empty()) continue;
-    if (!forwarded_for.empty()) forwarded_for += ", ";
-    forwarded_for.append(it->value().data(), it->value().size());
+    out.append(it->value().data(), it->value().size());
+    out.append(", ", 2);
   }
-  if (!forwarded_for.empty()) forwarded_for += ", ";
-  forwarded_for += peer;
-  to.set("X-Forwarded-For", forwarded_for);
+  out.append(peer);
+  out.append("\r\n", 2);
 
-  if (from.find("X-Forwarded-Proto") == from.end()) {
-    to.set("X-Forwarded-Proto", "http");
-  }
+  if (from.find("X-Forwarded-Proto") == from.end()) out.append("X-Forwarded-Proto: http\r\n");
   if (from.find("X-Forwarded-Host") == from.end()) {
     const auto host = from.find(bhttp::field::host);
     if (host != from.end() && !host->value().empty()) {
-      to.set("X-Forwarded-Host", host->value());
+      append_field("X-Forwarded-Host", sv(host->value()), out);
     }
   }
 }

@@ -1,5 +1,7 @@
 // Header rewriting of the gateway proxy (proxy.h): what crosses Sluice from
-// the client to the upstream and back.
+// the client to the upstream and back. The proxy writes the header blocks it
+// sends itself, as text, from the fields its parsers read; these functions
+// produce the pieces.
 //
 // Hop-by-hop fields (RFC 9110 §7.6.1) describe one connection and are never
 // forwarded, in either direction: Connection and every field it names,
@@ -11,9 +13,13 @@
 // can make the two sides disagree on where a message ends. Host is always
 // kept, even when Connection names it.
 //
+// Field values were validated by Beast's parser (no CR, LF or NUL), so they
+// are written as they came.
+//
 // Thread-safety: pure functions.
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -25,25 +31,30 @@ namespace sluice::http::proxy {
 // (see above). Fields named by a Connection header are checked separately.
 bool is_hop_by_hop(std::string_view name);
 
-// Appends to `to` every field of `from` that is not hop-by-hop and not named
-// in `from`'s Connection header(s), in order, duplicates kept.
-void copy_end_to_end(const boost::beast::http::fields& from, boost::beast::http::fields& to);
+// Appends "Name: value\r\n" to `out` for every field of `from` that crosses
+// the proxy: not hop-by-hop, not named in `from`'s Connection header(s), and
+// not listed in `drop` (case-insensitive). Order and duplicates are kept.
+void append_end_to_end(const boost::beast::http::fields& from,
+                       std::span<const std::string_view> drop, std::string& out);
 
-// The request target sent upstream: the upstream's base path (no trailing
-// '/', "" when none) before the client's target. An origin-form target
-// ("/a?b") is prefixed; an absolute-form one ("http://h/a?b") is reduced to
-// its path and query first; "*" (OPTIONS *) becomes the base path, or stays "*".
-std::string upstream_target(std::string_view base_path, std::string_view target);
+// Appends the request target sent upstream: the upstream's base path (no
+// trailing '/', "" when none) before the client's target. An origin-form
+// target ("/a?b") is prefixed; an absolute-form one ("http://h/a?b") is
+// reduced to its path and query first; "*" (OPTIONS *) becomes the base
+// path, or stays "*".
+void append_upstream_target(std::string_view base_path, std::string_view target, std::string& out);
 
-// Adds the forwarding fields to the upstream request `to`, reading what the
-// client sent in `from`:
+// Appends the forwarding fields of the upstream request, from what the client
+// sent in `from` (whose own X-Forwarded-For must be dropped from the copy):
 //   X-Forwarded-For: the client's values (every X-Forwarded-For field, joined
 //     by ", ") with `peer` (the address the request came from) appended;
 //   X-Forwarded-Proto: http, unless the client sent one (a trusted proxy in
 //     front of Sluice knows better; the upstream decides whom to believe);
 //   X-Forwarded-Host: the client's Host, unless the client sent one.
-// `to` must not hold X-Forwarded-For yet (copy_end_to_end copied the others).
-void add_forwarding_fields(const boost::beast::http::fields& from, std::string_view peer,
-                           boost::beast::http::fields& to);
+void append_forwarding_fields(const boost::beast::http::fields& from, std::string_view peer,
+                              std::string& out);
+
+// Appends "Name: value\r\n".
+void append_field(std::string_view name, std::string_view value, std::string& out);
 
 }  // namespace sluice::http::proxy

@@ -4,25 +4,24 @@
 
 #include <cerrno>
 
-#include <boost/beast/core/error.hpp>
+#include <boost/system/error_code.hpp>
 
 namespace sluice::http {
 
 namespace {
 
 void close_connection(UpstreamConnection& c) {
-  boost::beast::error_code ec;
-  c.stream.socket().shutdown(boost::asio::ip::tcp::socket::shutdown_both, ec);
-  c.stream.socket().close(ec);
+  boost::system::error_code ec;
+  c.socket.shutdown(boost::asio::ip::tcp::socket::shutdown_both, ec);
+  c.socket.close(ec);
 }
 
 }  // namespace
 
 bool UpstreamPool::looks_open(UpstreamConnection& connection) {
-  if (!connection.stream.socket().is_open() || connection.buffer.size() != 0) return false;
+  if (!connection.socket.is_open() || connection.buffer.size() != 0) return false;
   char byte;
-  const ssize_t n =
-      ::recv(connection.stream.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  const ssize_t n = ::recv(connection.socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;  // open, nothing sent
   // 0: the upstream closed it. > 0: bytes nobody asked for (a late or extra
   // response); the connection is out of step. < 0: an error (reset).
@@ -35,11 +34,7 @@ std::unique_ptr<UpstreamConnection> UpstreamPool::take(std::string_view endpoint
   while (!idle_.empty()) {
     std::unique_ptr<UpstreamConnection> c = std::move(idle_.back());
     idle_.pop_back();
-    if (c->endpoint == endpoint && looks_open(*c)) {
-      ++reused_;
-      return c;
-    }
-    ++dropped_stale_;
+    if (c->endpoint == endpoint && looks_open(*c)) return c;
     close_connection(*c);
   }
   return nullptr;
@@ -53,7 +48,6 @@ void UpstreamPool::put(std::unique_ptr<UpstreamConnection> connection, size_t ma
   }
   expire(now);
   connection->idle_since = now;
-  connection->stream.expires_never();
   idle_.push_back(std::move(connection));
   if (idle_.size() > max_idle) {
     const size_t excess = idle_.size() - max_idle;

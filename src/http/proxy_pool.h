@@ -27,19 +27,19 @@
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
 
 namespace sluice::http {
 
 // One connection to the upstream, with what the proxy keeps per connection.
 struct UpstreamConnection {
-  explicit UpstreamConnection(boost::asio::io_context& io_context) : stream(io_context) {}
+  explicit UpstreamConnection(boost::asio::io_context& io_context) : socket(io_context) {}
 
-  boost::beast::tcp_stream stream;
+  boost::asio::ip::tcp::socket socket;
   boost::beast::flat_buffer buffer;  // bytes read from the upstream, not yet parsed
   std::string endpoint;              // "host:port" of the upstream (the pool key)
-  uint64_t exchanges = 0;            // requests sent on it (> 0: reused from the pool)
+  uint64_t exchanges = 0;            // requests answered on it (> 0: reused from the pool)
   std::chrono::steady_clock::time_point idle_since;
 };
 
@@ -60,9 +60,6 @@ class UpstreamPool {
            std::chrono::steady_clock::time_point now);
 
   size_t idle() const { return idle_.size(); }
-  // Counters, for tests and logs.
-  uint64_t reused() const { return reused_; }
-  uint64_t dropped_stale() const { return dropped_stale_; }
 
   // True when the socket of an idle connection is still open with nothing to
   // read (the peek described above).
@@ -72,8 +69,6 @@ class UpstreamPool {
   void expire(std::chrono::steady_clock::time_point now);
 
   std::vector<std::unique_ptr<UpstreamConnection>> idle_;  // oldest first
-  uint64_t reused_ = 0;
-  uint64_t dropped_stale_ = 0;
 };
 
 }  // namespace sluice::http

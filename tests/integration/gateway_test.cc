@@ -163,7 +163,10 @@ TEST(Gateway, LargePostBodiesStreamThroughBothWays) {
   auto c = server->connect();
 
   // Content-Length upload.
-  const HttpResponse r = c->request("POST", "/upload?echo=1", {}, body);
+  // (Generous read timeouts: the sanitizers make moving megabytes slow.)
+  const auto kSlow = std::chrono::seconds(60);
+  c->send_request("POST", "/upload?echo=1", {}, body);
+  const HttpResponse r = c->read_response(kSlow);
   ASSERT_EQ(r.status, 200);
   EXPECT_EQ(r.header("Content-Length"), std::to_string(body.size()));
   EXPECT_TRUE(r.body == body) << "echoed body differs (" << r.body.size() << " bytes)";
@@ -183,7 +186,7 @@ TEST(Gateway, LargePostBodiesStreamThroughBothWays) {
   }
   chunked += "0\r\n\r\n";
   c->send_raw(chunked);
-  const HttpResponse echoed = c->read_response();
+  const HttpResponse echoed = c->read_response(kSlow);
   ASSERT_EQ(echoed.status, 200);
   EXPECT_TRUE(echoed.body == sent) << "echoed body differs (" << echoed.body.size() << " bytes)";
 
@@ -194,7 +197,7 @@ TEST(Gateway, LargePostBodiesStreamThroughBothWays) {
       std::to_string(small.size()) + "\r\n\r\n");
   EXPECT_EQ(c->read_response().status, 100);
   c->send_raw(small);
-  const HttpResponse continued = c->read_response();
+  const HttpResponse continued = c->read_response(kSlow);
   EXPECT_EQ(continued.status, 200);
   EXPECT_TRUE(continued.body == small);
 }
