@@ -8,11 +8,11 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/rls_serve.h"
+#include "cli/store_setup.h"
 #include "http/proxy.h"
 #include "http/server.h"
 #include "observe/logging.h"
 #include "policy/config_loader.h"
-#include "sluice/memory_store.h"
 
 namespace sluice::cli {
 
@@ -35,17 +35,6 @@ server.shutdown_grace) and exits 0.
 Exit codes: 0 after a graceful shutdown, 1 when FILE or a descriptor file is
 invalid or a port cannot be bound, 2 on bad usage.
 )";
-
-// The store the config asks for. Only the memory store exists so far.
-std::shared_ptr<Store> make_store(const policy::Config& config, std::string* error) {
-  if (config.store.backend == policy::StoreConfig::Backend::kMemory) {
-    MemoryStoreOptions options;
-    options.max_keys = config.store.max_keys;
-    return std::make_shared<MemoryStore>(options);
-  }
-  *error = "store.backend redis is not available in this build";
-  return nullptr;
-}
 
 }  // namespace
 
@@ -84,12 +73,12 @@ int run_serve(std::span<const std::string_view> args) {
     spdlog::warn("unknown logging.level \"{}\", using info", loaded.config->logging.level);
   }
 
-  std::string error;
-  std::shared_ptr<Store> store = make_store(*loaded.config, &error);
-  if (!store) {
-    spdlog::error("{}", error);
+  Result<ServeStore> made = make_serve_store(*loaded.config);
+  if (!made.ok()) {
+    spdlog::error("{}", made.error().message);
     return 1;
   }
+  std::shared_ptr<Store> store = made->store;
   // The Envoy RLS gRPC API (when `grpc` is set) runs over the same store; it
   // outlives the server, and the store outlives both.
   RlsRuntime rls(*store);
@@ -107,6 +96,7 @@ int run_serve(std::span<const std::string_view> args) {
     }
     http::ServerOptions options;
     options.config_path = config_path;
+    options.store_hooks = made->hooks;
     options.companion = &rls;
     options.make_forwarder = http::upstream_proxy_factory();  // the gateway proxy
     http::Server server(std::move(*loaded.config), store, std::move(options));

@@ -145,19 +145,31 @@ void FrontDoor::on_header(const std::shared_ptr<Session>& session) {
   handle_gateway(session);
 }
 
-policy::Verdict FrontDoor::decide_and_count(const State& state, const policy::Plan& plan,
-                                            const RouteMetrics& metrics, Nanos now, uint64_t cost) {
+template <class Then>
+void FrontDoor::decide_and_count(const std::shared_ptr<const State>& state,
+                                 const policy::Plan& plan, const RouteMetrics& metrics, Nanos now,
+                                 uint64_t cost, Then&& then) {
   const auto start = std::chrono::steady_clock::now();
-  policy::Verdict verdict = policy::decide(
-      context_.store, plan, now, state.policy.config().store.redis.on_failure_allow, cost);
+  policy::decide_async(context_.store, plan, now,
+                       state->policy.config().store.redis.on_failure_allow, cost,
+                       [this, state, &plan, &metrics, now, start,
+                        then = std::forward<Then>(then)](policy::Verdict verdict) mutable {
+                         count(*state, plan, metrics, now, start, verdict);
+                         then(std::move(verdict));
+                       });
+}
+
+void FrontDoor::count(const State& state, const policy::Plan& plan, const RouteMetrics& metrics,
+                      Nanos now, std::chrono::steady_clock::time_point start,
+                      const policy::Verdict& verdict) {
   if (!verdict.limited) {
     metrics.allowed->add();
-    return verdict;
+    return;
   }
   const auto elapsed = std::chrono::steady_clock::now() - start;
   context_.metrics.store_latency->observe_ns(
       static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count()));
-  if (verdict.invalid) return verdict;  // a bad request, answered 400 by the caller
+  if (verdict.invalid) return;  // a bad request, answered 400 by the caller
 
   if (verdict.store_failed) {
     context_.metrics.store_errors->add();
@@ -168,7 +180,7 @@ policy::Verdict FrontDoor::decide_and_count(const State& state, const policy::Pl
       spdlog::error("store failed on route \"{}\": {}; on_failure={}", metrics.name, verdict.error,
                     verdict.allowed ? "allow" : "deny");
     }
-    return verdict;
+    return;
   }
   (verdict.allowed ? metrics.allowed : metrics.denied)->add();
   for (size_t i = 0; i < verdict.outcomes.size() && i < metrics.limits.size(); ++i) {
@@ -189,7 +201,6 @@ policy::Verdict FrontDoor::decide_and_count(const State& state, const policy::Pl
                    ms_rounded_up(verdict.decision.retry_after), suppressed);
     }
   }
-  return verdict;
 }
 
 void FrontDoor::handle_check(const std::shared_ptr<Session>& session, std::string body) {
@@ -210,23 +221,28 @@ void FrontDoor::handle_check(const std::shared_ptr<Session>& session, std::strin
   const long index = state->policy_index(named);
   const RouteMetrics& metrics =
       index >= 0 ? state->policies[static_cast<size_t>(index)] : state->unmatched;
-  const policy::Plan plan = state->policy.plan_policy(request.policy, request.key);
+  // On the heap: the plan must outlive a decision that completes later.
+  auto plan =
+      std::make_unique<policy::Plan>(state->policy.plan_policy(request.policy, request.key));
+  const policy::Plan& planned = *plan;
   const Nanos now = context_.clock.now();
-  const policy::Verdict verdict = decide_and_count(*state, plan, metrics, now, request.cost);
-  if (verdict.invalid) return session->respond(bad_request(verdict.error));
-
-  const Decision& d = verdict.decision;
-  std::string json =
-      cat({"{\"allowed\":", verdict.allowed ? "true" : "false",
-           ",\"limit\":", std::to_string(d.limit), ",\"remaining\":", std::to_string(d.remaining),
-           ",\"reset_after_ms\":", std::to_string(ms_rounded_up(d.reset_after)),
-           ",\"retry_after_ms\":", std::to_string(ms_rounded_up(d.retry_after)), "}"});
-  Response res = json_response(verdict.allowed ? HttpStatus::ok : HttpStatus::too_many_requests,
-                               std::move(json));
-  RateHeaders headers;
-  append_rate_headers(verdict, state->policy.config().headers, now, headers);
-  add_rate_headers(res, headers);
-  session->respond(std::move(res));
+  decide_and_count(
+      state, planned, metrics, now, request.cost,
+      [session, state, now, plan = std::move(plan)](policy::Verdict verdict) {
+        if (verdict.invalid) return session->respond(bad_request(verdict.error));
+        const Decision& d = verdict.decision;
+        std::string json = cat(
+            {"{\"allowed\":", verdict.allowed ? "true" : "false",
+             ",\"limit\":", std::to_string(d.limit), ",\"remaining\":", std::to_string(d.remaining),
+             ",\"reset_after_ms\":", std::to_string(ms_rounded_up(d.reset_after)),
+             ",\"retry_after_ms\":", std::to_string(ms_rounded_up(d.retry_after)), "}"});
+        Response res = json_response(
+            verdict.allowed ? HttpStatus::ok : HttpStatus::too_many_requests, std::move(json));
+        RateHeaders headers;
+        append_rate_headers(verdict, state->policy.config().headers, now, headers);
+        add_rate_headers(res, headers);
+        session->respond(std::move(res));
+      });
 }
 
 void FrontDoor::handle_auth(const std::shared_ptr<Session>& session) {
@@ -246,18 +262,21 @@ void FrontDoor::handle_auth(const std::shared_ptr<Session>& session) {
   info.target = sv(uri->value());
   info.peer = session->peer();
   info.headers = &headers;
-  const policy::Plan plan = state->policy.plan(info);
+  auto plan = std::make_unique<policy::Plan>(state->policy.plan(info));
+  const policy::Plan& planned = *plan;
   const Nanos now = context_.clock.now();
-  const policy::Verdict verdict =
-      decide_and_count(*state, plan, state->metrics_for(plan.route), now, 1);
-  RateHeaders rate;
-  append_rate_headers(verdict, state->policy.config().headers, now, rate);
-  if (verdict.allowed) {
-    Response res{bhttp::status::no_content, 11};
-    add_rate_headers(res, rate);
-    return session->respond(std::move(res));
-  }
-  session->respond(rate_limited_response(rate, state->policy.config().auth_deny_status));
+  decide_and_count(
+      state, planned, state->metrics_for(planned.route), now, 1,
+      [session, state, now, plan = std::move(plan)](policy::Verdict verdict) {
+        RateHeaders rate;
+        append_rate_headers(verdict, state->policy.config().headers, now, rate);
+        if (verdict.allowed) {
+          Response res{bhttp::status::no_content, 11};
+          add_rate_headers(res, rate);
+          return session->respond(std::move(res));
+        }
+        session->respond(rate_limited_response(rate, state->policy.config().auth_deny_status));
+      });
 }
 
 void FrontDoor::handle_gateway(const std::shared_ptr<Session>& session) {
@@ -272,34 +291,38 @@ void FrontDoor::handle_gateway(const std::shared_ptr<Session>& session) {
 
   auto exchange = std::make_shared<GatewayExchange>();
   exchange->plan = state->policy.plan(info);
+  const policy::Plan& plan = exchange->plan;
   const Nanos now = context_.clock.now();
-  exchange->verdict =
-      decide_and_count(*state, exchange->plan, state->metrics_for(exchange->plan.route), now, 1);
-  const policy::Verdict& verdict = exchange->verdict;
-  append_rate_headers(verdict, state->policy.config().headers, now, exchange->rate_headers);
-  if (verdict.invalid) {
-    return session->respond(
-        error_response(HttpStatus::internal_server_error, "INTERNAL", verdict.error));
-  }
-  if (!verdict.allowed) {
-    return session->respond(rate_limited_response(exchange->rate_headers, 429));
-  }
-  if (state->policy.config().upstream) {
-    if (forwarder_) {
-      exchange->session = session;
-      exchange->state = state;
-      return forwarder_->forward(std::move(exchange));
-    }
-    // The seam: no proxy in this build yet.
-    Response res = error_response(HttpStatus::bad_gateway, "UPSTREAM_UNAVAILABLE",
-                                  "the upstream cannot be reached");
-    add_rate_headers(res, exchange->rate_headers);
-    return session->respond(std::move(res));
-  }
-  // Decision-only mode (no upstream): every path is a probe of its route.
-  Response res = json_response(HttpStatus::ok, "{\"allowed\":true}");
-  add_rate_headers(res, exchange->rate_headers);
-  session->respond(std::move(res));
+  decide_and_count(
+      state, plan, state->metrics_for(plan.route), now, 1,
+      [this, session, state, now, exchange = std::move(exchange)](policy::Verdict v) mutable {
+        exchange->verdict = std::move(v);
+        const policy::Verdict& verdict = exchange->verdict;
+        append_rate_headers(verdict, state->policy.config().headers, now, exchange->rate_headers);
+        if (verdict.invalid) {
+          return session->respond(
+              error_response(HttpStatus::internal_server_error, "INTERNAL", verdict.error));
+        }
+        if (!verdict.allowed) {
+          return session->respond(rate_limited_response(exchange->rate_headers, 429));
+        }
+        if (state->policy.config().upstream) {
+          if (forwarder_) {
+            exchange->session = session;
+            exchange->state = state;
+            return forwarder_->forward(std::move(exchange));
+          }
+          // The seam: no proxy in this build yet.
+          Response res = error_response(HttpStatus::bad_gateway, "UPSTREAM_UNAVAILABLE",
+                                        "the upstream cannot be reached");
+          add_rate_headers(res, exchange->rate_headers);
+          return session->respond(std::move(res));
+        }
+        // Decision-only mode (no upstream): every path is a probe of its route.
+        Response res = json_response(HttpStatus::ok, "{\"allowed\":true}");
+        add_rate_headers(res, exchange->rate_headers);
+        session->respond(std::move(res));
+      });
 }
 
 }  // namespace sluice::http

@@ -7,7 +7,8 @@
 //                    Forwarder when `upstream` is set (502 while none exists),
 //                    and get 200 {"allowed":true} in decision-only mode (no upstream)
 //
-// Every door builds a policy::Plan, asks policy::decide(), and answers with the
+// Every door builds a policy::Plan, asks policy::decide_async() (the answer may
+// come later, from the store's event loop: the session waits), and answers with the
 // headers of rate_headers.h; none has limiting logic of its own. Decisions are
 // counted in the State's metric series, denials logged at a bounded rate and
 // recorded in the top denied keys.
@@ -15,6 +16,7 @@
 // Thread-safety: one FrontDoor per worker thread; on_header() runs on it.
 #pragma once
 
+#include <chrono>
 #include <memory>
 
 #include "http/context.h"
@@ -37,9 +39,15 @@ class FrontDoor final : public RequestHandler {
   void handle_auth(const std::shared_ptr<Session>& session);
   void handle_gateway(const std::shared_ptr<Session>& session);
 
-  // decide() plus the bookkeeping every door shares (latency, counters, logs).
-  policy::Verdict decide_and_count(const State& state, const policy::Plan& plan,
-                                   const RouteMetrics& metrics, Nanos now, uint64_t cost);
+  // policy::decide_async() plus the bookkeeping every door shares (latency,
+  // counters, logs), then `then(policy::Verdict)` on this worker's thread:
+  // before this returns with the memory store, from the event loop with Redis.
+  // `plan` and `metrics` must live until then (the caller holds the State).
+  template <class Then>
+  void decide_and_count(const std::shared_ptr<const State>& state, const policy::Plan& plan,
+                        const RouteMetrics& metrics, Nanos now, uint64_t cost, Then&& then);
+  void count(const State& state, const policy::Plan& plan, const RouteMetrics& metrics, Nanos now,
+             std::chrono::steady_clock::time_point start, const policy::Verdict& verdict);
 
   ServerContext& context_;
   std::unique_ptr<Forwarder> forwarder_;

@@ -42,6 +42,9 @@ std::string store_text(const policy::StoreConfig& s) {
   }
   std::string out = s.redis.cluster ? "redis cluster" : "redis";
   for (const policy::HostPort& a : s.redis.addresses) out += cat({" ", a.text()});
+  out += cat({" (database ", std::to_string(s.redis.database), ", timeout ",
+              std::to_string(s.redis.timeout.count()), " ms, time from ",
+              s.redis.time_source_redis ? "redis" : "local clock", ")"});
   return out;
 }
 
@@ -51,8 +54,10 @@ bool same_store(const policy::StoreConfig& a, const policy::StoreConfig& b) {
   for (size_t i = 0; i < a.redis.addresses.size(); ++i) {
     if (a.redis.addresses[i].text() != b.redis.addresses[i].text()) return false;
   }
+  // on_failure is read per request from the State: a reload changes it.
   return a.redis.cluster == b.redis.cluster && a.redis.password == b.redis.password &&
-         a.redis.database == b.redis.database;
+         a.redis.database == b.redis.database && a.redis.timeout == b.redis.timeout &&
+         a.redis.time_source_redis == b.redis.time_source_redis;
 }
 
 std::string endpoint_text(const tcp::endpoint& e) {
@@ -190,6 +195,8 @@ Server::Server(policy::Config config, std::shared_ptr<Store> store, ServerOption
   Store* s = store_.get();
   r.gauge("sluice_keys_held", "Limit states held by the store.", {},
           [s] { return static_cast<double>(s->size()); });
+  r.gauge("sluice_store_ready", "1 while the store answers (Redis reachable), else 0 (/readyz).",
+          {}, [s] { return s->ready() ? 1.0 : 0.0; });
   ServerContext* c = &context_;
   r.gauge("sluice_open_connections", "Client connections open (listen and admin ports).", {},
           [c] { return static_cast<double>(c->open_connections.load()); });
@@ -197,6 +204,7 @@ Server::Server(policy::Config config, std::shared_ptr<Store> store, ServerOption
           [c] { return static_cast<double>(c->state.load()->generation); });
 
   if (options_.companion != nullptr) options_.companion->register_metrics(r);
+  if (options_.store_hooks.register_metrics) options_.store_hooks.register_metrics(r);
 
   context_.state.store(build_state(std::move(config), generation_, context_.registry));
 
@@ -258,15 +266,17 @@ int Server::run() {
   schedule_collect();
   for (auto& w : workers_) {
     Worker* worker = w.get();
-    worker->thread = std::thread([worker] {
+    worker->thread = std::thread([worker, hooks = &options_.store_hooks] {
+      if (hooks->attach) hooks->attach(worker->io_context);
       for (;;) {
         try {
           worker->io_context.run();
-          return;
+          break;
         } catch (const std::exception& e) {
           spdlog::error("worker thread: unexpected exception: {}", e.what());
         }
       }
+      if (hooks->detach) hooks->detach();
     });
   }
   front_listener_->start();

@@ -20,6 +20,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -66,8 +67,21 @@ class Companion {
   virtual void begin_shutdown(std::chrono::milliseconds grace) = 0;
 };
 
+// What a store that runs its I/O on the workers' event loops (Redis) needs
+// from the server. Every member may be empty (the memory store needs none).
+struct StoreHooks {
+  // On each worker thread, with its io_context, before the worker serves.
+  std::function<void(boost::asio::io_context&)> attach;
+  // On each worker thread after its loop stopped, before its io_context is
+  // destroyed (calls still in flight complete there, as failures).
+  std::function<void()> detach;
+  // Once, by the Server's constructor: the store's own series (errors by kind).
+  std::function<void(observe::Registry&)> register_metrics;
+};
+
 struct ServerOptions {
   std::string config_path;  // reloaded on SIGHUP and POST /admin/reload
+  StoreHooks store_hooks;
   // Builds each worker's gateway proxy; unset: allowed gateway requests get 502.
   ForwarderFactory make_forwarder;
   // How often idle keys are dropped from the memory store.

@@ -15,6 +15,7 @@
 
 #include "policy/config_values.h"
 #include "policy/ip.h"
+#include "sluice/redis_store.h"
 
 namespace sluice::policy {
 
@@ -635,6 +636,13 @@ class Loader {
     if (!created.ok()) {
       error(item, created.error().message);
       return std::nullopt;
+    }
+    // `store:` is read before any limit (root()), so the backend is known here.
+    if (config_.store.backend == StoreConfig::Backend::kRedis) {
+      if (Status fits = RedisStore::check_limit(*created); !fits.ok()) {
+        error(item, "with store.backend redis: " + fits.error().message);
+        return std::nullopt;
+      }
     }
     return *created;
   }

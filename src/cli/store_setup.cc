@@ -1,0 +1,96 @@
+#include "cli/store_setup.h"
+
+#include <chrono>
+#include <string>
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
+#include "sluice/memory_store.h"
+
+namespace sluice::cli {
+
+namespace {
+
+// Redis store counters in /metrics. Errors are what made a call fail (and
+// on_failure apply); events are the store's normal work around Redis.
+void register_redis_metrics(const std::shared_ptr<RedisStore>& store, observe::Registry& r) {
+  const char* errors = "sluice_redis_errors_total";
+  const char* errors_help =
+      "Redis store errors, by kind: timeout (no reply within store.redis.timeout), connection "
+      "(connect failures, lost connections, calls made while down), script (error replies), "
+      "server (LOADING, BUSY, OOM, CLUSTERDOWN, NOAUTH...), overloaded (too many calls waiting).";
+  const char* events = "sluice_redis_events_total";
+  const char* events_help =
+      "Redis store events, by kind: script_load (NOSCRIPT answered), moved, ask, tryagain "
+      "(cluster redirections), reconnect (connections established), topology_refresh (slot maps "
+      "read).";
+  // The store outlives the registry's readers: both live until serve returns,
+  // and the Server (with its registry) is destroyed first.
+  RedisStore* s = store.get();
+  auto add = [&](const char* family, const char* help, const char* kind,
+                 uint64_t RedisStoreStats::*field) {
+    r.counter_function(family, help, {{"kind", kind}}, [s, field] { return s->stats().*field; });
+  };
+  add(errors, errors_help, "timeout", &RedisStoreStats::timeouts);
+  add(errors, errors_help, "connection", &RedisStoreStats::connection_errors);
+  add(errors, errors_help, "script", &RedisStoreStats::script_errors);
+  add(errors, errors_help, "server", &RedisStoreStats::server_errors);
+  add(errors, errors_help, "overloaded", &RedisStoreStats::overloaded);
+  add(events, events_help, "script_load", &RedisStoreStats::script_loads);
+  add(events, events_help, "moved", &RedisStoreStats::moved);
+  add(events, events_help, "ask", &RedisStoreStats::ask);
+  add(events, events_help, "tryagain", &RedisStoreStats::tryagain);
+  add(events, events_help, "reconnect", &RedisStoreStats::reconnects);
+  add(events, events_help, "topology_refresh", &RedisStoreStats::topology_refreshes);
+}
+
+}  // namespace
+
+RedisStoreOptions redis_store_options(const policy::RedisConfig& redis) {
+  RedisStoreOptions o;
+  o.addresses.clear();
+  for (const policy::HostPort& a : redis.addresses) o.addresses.push_back(a.text());
+  o.cluster = redis.cluster;
+  o.timeout = redis.timeout;
+  o.password = redis.password;
+  o.database = redis.database;
+  if (redis.time_source_redis) {
+    o.time_source = RedisTimeSource::kRedis;
+  } else {
+    // Every instance's own clock decides; a key must not expire before its
+    // state is full again by a clock somewhat ahead of Redis's.
+    o.time_source = RedisTimeSource::kLocal;
+    o.ttl_extra = std::chrono::seconds(1);
+  }
+  return o;
+}
+
+Result<ServeStore> make_serve_store(const policy::Config& config) {
+  ServeStore out;
+  if (config.store.backend == policy::StoreConfig::Backend::kMemory) {
+    MemoryStoreOptions options;
+    options.max_keys = config.store.max_keys;
+    out.store = std::make_shared<MemoryStore>(options);
+    return out;
+  }
+  Result<std::shared_ptr<RedisStore>> created =
+      RedisStore::create(redis_store_options(config.store.redis));
+  if (!created.ok()) return created.error();
+  std::shared_ptr<RedisStore> redis = std::move(created).value();
+  // Each worker thread talks to Redis on its own connection(s), driven by its
+  // own event loop, so a decision never crosses threads.
+  out.hooks.attach = [redis](boost::asio::io_context& io) { redis->attach(io); };
+  out.hooks.detach = [redis] { redis->detach(); };
+  out.hooks.register_metrics = [redis](observe::Registry& r) { register_redis_metrics(redis, r); };
+  if (!redis->wait_ready(std::chrono::seconds(1))) {
+    spdlog::warn(
+        "redis is not answering yet; it is retried in the background and requests are decided "
+        "per store.redis.on_failure ({}) until it answers (/readyz says 503 meanwhile)",
+        config.store.redis.on_failure_allow ? "allow" : "deny");
+  }
+  out.store = std::move(redis);
+  return out;
+}
+
+}  // namespace sluice::cli

@@ -1,0 +1,314 @@
+// `sluice serve` with `store.backend: redis`: the real binary (the integration
+// tests' harness) against real redis-server processes started here on free
+// loopback ports and stopped by PID (tests/redis/redis_server.h).
+//
+//   - global exactness: several servers share one Redis (or a 3-master
+//     cluster); thousands of concurrent requests on one key of capacity 100
+//     with no refill are allowed exactly 100 times in total;
+//   - every front door (/v1/check, /v1/auth, the gateway) decides in Redis;
+//   - faults: Redis killed, then restarted; Redis paused (CLIENT PAUSE) longer
+//     than the timeout. Every request is answered per on_failure within
+//     timeout + 50 ms, /readyz says 503, limits hold again within 1 s.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "http_client.h"
+#include "redis_server.h"
+#include "sluice_process.h"
+
+namespace sluice::test {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+using testing::RedisCluster;
+using testing::RedisServer;
+
+#define REQUIRE_REDIS()                                                                         \
+  do {                                                                                          \
+    if (!::sluice::testing::redis_installed())                                                  \
+      GTEST_SKIP() << "redis-server/redis-cli not installed; scripts/install-deps.sh installs " \
+                      "redis-server and redis-tools";                                           \
+  } while (0)
+
+const std::vector<std::pair<std::string, std::string>> kJson = {
+    {"Content-Type", "application/json"}};
+
+// The store section for `addresses`, then `rest` (policies, routes...).
+std::string redis_yaml(const std::vector<std::string>& addresses, bool cluster,
+                       const std::string& on_failure, const std::string& timeout,
+                       const std::string& rest) {
+  std::string list;
+  for (const std::string& a : addresses) list += (list.empty() ? "" : ", ") + a;
+  return "store:\n  backend: redis\n  redis:\n    addresses: [" + list +
+         "]\n    cluster: " + (cluster ? "true" : "false") + "\n    timeout: " + timeout +
+         "\n    on_failure: " + on_failure + "\nserver:\n  threads: 2\n" + rest;
+}
+
+// /readyz is 200 (want_ready) or 503 within `timeout`.
+bool wait_ready(const SluiceProcess& server, bool want_ready, std::chrono::milliseconds timeout) {
+  const auto until = Clock::now() + timeout;
+  while (Clock::now() < until) {
+    const int status = server.admin_get("/readyz").status;
+    if (status == (want_ready ? 200 : 503)) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
+HttpResponse check(const SluiceProcess& server, const std::string& key) {
+  return server.post("/v1/check", R"({"policy":"p","key":")" + key + R"("})", kJson);
+}
+
+// ---------------------------------------------------------------- exactness
+
+const std::string kExactPolicy = R"(
+policies:
+  p: {algorithm: token_bucket, capacity: 100, refill_rate: 1/d}
+)";
+
+// `total` POSTs of /v1/check on one key, spread over the servers by
+// `threads_per_server` threads each, every thread on its own keep-alive
+// connection. Returns how many were allowed; counts any other answer than
+// 200/429 in `others`.
+int hammer_one_key(const std::vector<std::unique_ptr<SluiceProcess>>& servers, int total,
+                   int threads_per_server, std::atomic<int>* others) {
+  std::atomic<int> allowed{0};
+  std::atomic<int> next{0};
+  std::vector<std::thread> threads;
+  for (const auto& server : servers) {
+    for (int t = 0; t < threads_per_server; ++t) {
+      threads.emplace_back([&, s = server.get()] {
+        auto connection = s->connect();
+        while (next.fetch_add(1) < total) {
+          const HttpResponse r =
+              connection->request("POST", "/v1/check", kJson, R"({"policy":"p","key":"hot"})");
+          if (r.status == 200) {
+            allowed.fetch_add(1);
+          } else if (r.status != 429) {
+            others->fetch_add(1);
+            if (r.status == 0) connection = s->connect();  // closed: carry on with a new one
+          }
+        }
+      });
+    }
+  }
+  for (std::thread& t : threads) t.join();
+  return allowed.load();
+}
+
+void expect_exactly_capacity(const std::vector<std::string>& addresses, bool cluster) {
+  std::vector<std::unique_ptr<SluiceProcess>> servers;
+  for (int i = 0; i < 3; ++i) {
+    servers.push_back(
+        SluiceProcess::start(redis_yaml(addresses, cluster, "deny", "2s", kExactPolicy)));
+    ASSERT_NE(servers.back(), nullptr);
+  }
+  for (const auto& s : servers) ASSERT_TRUE(wait_ready(*s, true, 10s)) << s->log();
+
+  std::atomic<int> others{0};
+  const int allowed = hammer_one_key(servers, 3'000, 4, &others);
+  EXPECT_EQ(allowed, 100);
+  EXPECT_EQ(others.load(), 0);
+  // No decision came from on_failure: each of the 3,000 was Redis's.
+  long long decided = 0;
+  for (const auto& s : servers) {
+    EXPECT_EQ(s->metric("sluice_store_errors_total"), 0) << s->log();
+    decided += s->metric(R"(sluice_requests_total{route="policy:p",result="allowed"})") +
+               s->metric(R"(sluice_requests_total{route="policy:p",result="denied"})");
+  }
+  EXPECT_EQ(decided, 3'000);
+}
+
+TEST(RedisServe, ThreeServersOnOneRedisAllowExactlyTheCapacity) {
+  REQUIRE_REDIS();
+  RedisServer redis;
+  ASSERT_TRUE(redis.start());
+  expect_exactly_capacity({redis.address()}, false);
+}
+
+TEST(RedisServe, ThreeServersOnARedisClusterAllowExactlyTheCapacity) {
+  REQUIRE_REDIS();
+  RedisCluster cluster;
+  ASSERT_TRUE(cluster.start());
+  expect_exactly_capacity(cluster.addresses(), true);
+}
+
+// ---------------------------------------------------------------- front doors
+
+TEST(RedisServe, EveryFrontDoorDecidesInTheSharedRedis) {
+  REQUIRE_REDIS();
+  RedisServer redis;
+  ASSERT_TRUE(redis.start());
+  const std::string rest = R"(
+routes:
+  - match: GET /api/shared
+    key: global
+    limits: [{capacity: 4, refill_rate: 1/d}]
+)";
+  auto a = SluiceProcess::start(redis_yaml({redis.address()}, false, "deny", "2s", rest));
+  auto b = SluiceProcess::start(redis_yaml({redis.address()}, false, "deny", "2s", rest));
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  const std::vector<std::pair<std::string, std::string>> auth = {{"X-Original-Method", "GET"},
+                                                                 {"X-Original-URI", "/api/shared"}};
+  // 4 -> 3 -> 2 on server a's gateway (decision-only mode: no upstream).
+  EXPECT_EQ(a->get("/api/shared").status, 200);
+  EXPECT_EQ(a->get("/api/shared").status, 200);
+  // 2 -> 1 -> 0 through server b's /v1/auth.
+  const HttpResponse third = b->get("/v1/auth", auth);
+  EXPECT_EQ(third.status, 204);
+  EXPECT_EQ(third.header("X-RateLimit-Remaining"), "1");
+  EXPECT_EQ(b->get("/v1/auth", auth).status, 204);
+  // Empty, whichever server and door asks.
+  const HttpResponse denied = a->get("/api/shared");
+  EXPECT_EQ(denied.status, 429);
+  EXPECT_EQ(denied.header("X-RateLimit-Remaining"), "0");
+  EXPECT_EQ(b->get("/v1/auth", auth).status, 429);
+  EXPECT_EQ(b->get("/api/shared").status, 429);
+}
+
+// ---------------------------------------------------------------- faults
+
+constexpr auto kTimeout = 100ms;
+const std::string kFaultPolicy = R"(
+policies:
+  p: {algorithm: token_bucket, capacity: 5, refill_rate: 1/d}
+)";
+
+// Sends `count` requests on fresh keys while the store cannot answer; each is
+// answered per on_failure within timeout + 50 ms.
+void expect_on_failure(const SluiceProcess& server, bool allow, int count,
+                       const std::string& prefix) {
+  for (int i = 0; i < count; ++i) {
+    const auto start = Clock::now();
+    const HttpResponse r = check(server, prefix + std::to_string(i));
+    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+    EXPECT_LE(took, kTimeout + 50ms) << "request " << i;
+    if (allow) {
+      EXPECT_EQ(r.status, 200) << r.body;
+      EXPECT_EQ(
+          r.body,
+          R"({"allowed":true,"limit":5,"remaining":0,"reset_after_ms":0,"retry_after_ms":0})");
+    } else {
+      EXPECT_EQ(r.status, 429) << r.body;
+      EXPECT_EQ(
+          r.body,
+          R"({"allowed":false,"limit":5,"remaining":0,"reset_after_ms":0,"retry_after_ms":1000})");
+      EXPECT_EQ(r.header("Retry-After"), "1");
+    }
+  }
+}
+
+// Polls fresh keys until one gets a real decision (a first request leaves 4
+// of 5; on_failure answers say 0); returns how long that took, or a minute.
+std::chrono::milliseconds time_until_enforced(const SluiceProcess& server,
+                                              const std::string& prefix) {
+  const auto start = Clock::now();
+  for (int i = 0; Clock::now() - start < 5s; ++i) {
+    const HttpResponse r = check(server, prefix + std::to_string(i));
+    if (r.status == 200 && r.body.find(R"("remaining":4,)") != std::string::npos) {
+      return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+    }
+    std::this_thread::sleep_for(5ms);
+  }
+  return 1min;
+}
+
+// A key used up to its capacity: 5 allowed, then 429.
+void expect_enforced(const SluiceProcess& server, const std::string& key) {
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(check(server, key).status, 200) << "request " << i;
+  const HttpResponse denied = check(server, key);
+  EXPECT_EQ(denied.status, 429);
+  EXPECT_NE(denied.body.find(R"("remaining":0,)"), std::string::npos) << denied.body;
+  EXPECT_EQ(denied.body.find(R"("retry_after_ms":1000})"), std::string::npos)
+      << "a real denial, not on_failure: " << denied.body;
+}
+
+class RedisServeFaults : public ::testing::TestWithParam<bool> {};
+
+TEST_P(RedisServeFaults, KilledRedisIsAnsweredPerOnFailureAndRestartedRedisEnforcesAgain) {
+  REQUIRE_REDIS();
+  const bool allow = GetParam();
+  RedisServer redis;
+  ASSERT_TRUE(redis.start());
+  auto server = SluiceProcess::start(
+      redis_yaml({redis.address()}, false, allow ? "allow" : "deny", "100ms", kFaultPolicy));
+  ASSERT_NE(server, nullptr);
+  ASSERT_TRUE(wait_ready(*server, true, 10s)) << server->log();
+  expect_enforced(*server, "before");
+
+  redis.kill();
+  expect_on_failure(*server, allow, 20, "down-");
+  EXPECT_TRUE(wait_ready(*server, false, 3s)) << "/readyz should say 503 while Redis is down";
+  expect_on_failure(*server, allow, 5, "still-down-");
+  EXPECT_EQ(server->metric(R"(sluice_requests_total{route="policy:p",result="error"})"), 25);
+  EXPECT_EQ(server->metric("sluice_store_errors_total"), 25);
+  EXPECT_GT(server->metric(R"(sluice_redis_errors_total{kind="connection"})"), 0);
+  EXPECT_EQ(server->metric("sluice_store_ready"), 0);
+
+  // Redis comes back empty (no persistence): its scripts are loaded again
+  // and every key starts full.
+  ASSERT_TRUE(redis.start());
+  EXPECT_LE(time_until_enforced(*server, "back-"), 1000ms);
+  expect_enforced(*server, "after");
+  EXPECT_TRUE(wait_ready(*server, true, 3s));
+  EXPECT_GE(server->metric(R"(sluice_redis_events_total{kind="script_load"})"), 1);
+}
+
+TEST_P(RedisServeFaults, PausedRedisIsAnsweredPerOnFailureWithinTheTimeout) {
+  REQUIRE_REDIS();
+  const bool allow = GetParam();
+  RedisServer redis;
+  ASSERT_TRUE(redis.start());
+  auto server = SluiceProcess::start(
+      redis_yaml({redis.address()}, false, allow ? "allow" : "deny", "100ms", kFaultPolicy));
+  ASSERT_NE(server, nullptr);
+  ASSERT_TRUE(wait_ready(*server, true, 10s)) << server->log();
+  expect_enforced(*server, "before");
+
+  // Longer than the timeout, shorter than the store's stall timeout (2 s), so
+  // the connection stays and the late replies are dropped.
+  const auto paused_at = Clock::now();
+  ASSERT_EQ(redis.text({"CLIENT", "PAUSE", "1500", "ALL"}), "OK");
+  expect_on_failure(*server, allow, 5, "paused-");
+  EXPECT_GT(server->metric(R"(sluice_redis_errors_total{kind="timeout"})"), 0);
+  EXPECT_TRUE(wait_ready(*server, false, 1300ms)) << "/readyz should say 503 while Redis is paused";
+  std::this_thread::sleep_until(paused_at + 1500ms);
+
+  EXPECT_LE(time_until_enforced(*server, "resumed-"), 1000ms);
+  expect_enforced(*server, "after");
+  EXPECT_TRUE(wait_ready(*server, true, 3s));
+}
+
+INSTANTIATE_TEST_SUITE_P(OnFailure, RedisServeFaults, ::testing::Values(true, false),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? std::string("Allow") : std::string("Deny");
+                         });
+
+// ---------------------------------------------------------------- config
+
+TEST(RedisServe, ALimitRedisCannotCountExactlyIsRefusedAtStartup) {
+  std::string err;
+  const int code = SluiceProcess::run_and_capture(R"(listen: 127.0.0.1:0
+admin: 127.0.0.1:0
+store:
+  backend: redis
+policies:
+  huge: {capacity: 53000, refill_rate: 1/d}
+)",
+                                                  &err);
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(err.find(":6:9: policies.huge: with store.backend redis: the Redis store cannot count"),
+            std::string::npos)
+      << err;
+}
+
+}  // namespace
+}  // namespace sluice::test
