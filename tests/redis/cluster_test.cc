@@ -99,6 +99,13 @@ TEST_F(ClusterTest, AMigratingSlotIsFollowedThroughAskAndMoved) {
   const int source = cluster_.owner(slot);
   ASSERT_GE(source, 0);
   const int target = (source + 1) % 3;
+  // Only a MOVED may refresh the slot map here: a periodic refresh landing
+  // between SETSLOT NODE and the next call would hide the MOVED under test.
+  RedisStoreOptions o = local_options(cluster_.node(0).address());
+  o.cluster = true;
+  o.topology_refresh = 24h;
+  store_ = make_store(o);
+  ASSERT_NE(store_, nullptr);
   AsyncDriver driver(store_);
   int allowed = 0;
   for (int i = 0; i < 4; ++i)
