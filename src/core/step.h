@@ -2,8 +2,13 @@
 // but sliding_log keeps 16 bytes of state, held here as two integers.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 
+#include "core/fixed_window.h"
+#include "core/gcra.h"
+#include "core/sliding_window.h"
+#include "core/token_bucket.h"
 #include "sluice/decision.h"
 #include "sluice/limit.h"
 #include "sluice/result.h"
@@ -20,12 +25,51 @@ struct PackedStep {
   PackedState next;
 };
 
+namespace detail {
+
+template <class S>
+PackedState pack(const S& s) {
+  static_assert(sizeof(S) == sizeof(PackedState));
+  return std::bit_cast<PackedState>(s);
+}
+
+template <class S>
+S unpack(const PackedState& p) {
+  return std::bit_cast<S>(p);
+}
+
+}  // namespace detail
+
 // The state of a key never seen (a full bucket, an empty window).
 // Not for sliding_log.
 PackedState fresh_state(const Limit& limit, Nanos now);
 
-// Not for sliding_log.
-PackedStep step(const Limit& limit, const PackedState& state, Nanos now, uint64_t cost);
+// Not for sliding_log. Inline, so that a store's per-decision path is one
+// function with the algorithm in it (with link-time optimisation, which the
+// Release build uses, the algorithm itself inlines too).
+inline PackedStep step(const Limit& limit, const PackedState& state, Nanos now, uint64_t cost) {
+  switch (limit.algorithm()) {
+    case Algorithm::kTokenBucket: {
+      auto s = token_bucket(limit, detail::unpack<TokenBucketState>(state), now, cost);
+      return {s.decision, detail::pack(s.next)};
+    }
+    case Algorithm::kGcra: {
+      auto s = gcra(limit, detail::unpack<GcraState>(state), now, cost);
+      return {s.decision, detail::pack(s.next)};
+    }
+    case Algorithm::kFixedWindow: {
+      auto s = fixed_window(limit, detail::unpack<FixedWindowState>(state), now, cost);
+      return {s.decision, detail::pack(s.next)};
+    }
+    case Algorithm::kSlidingWindow: {
+      auto s = sliding_window(limit, detail::unpack<SlidingWindowState>(state), now, cost);
+      return {s.decision, detail::pack(s.next)};
+    }
+    case Algorithm::kSlidingLog:
+      break;
+  }
+  return {Decision{}, state};
+}
 
 // Checks a request's cost against a limit: 0 is invalid, and more than the
 // limit's size could never be allowed however long the client waits.
