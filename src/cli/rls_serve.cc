@@ -1,10 +1,13 @@
 #include "cli/rls_serve.h"
 
+#include <atomic>
+#include <chrono>
 #include <utility>
 
 #include <spdlog/spdlog.h>
 
 #include "sluice/clock.h"
+#include "sluice/redis_store.h"
 
 namespace sluice::cli {
 
@@ -46,13 +49,70 @@ void log_warnings(const std::vector<std::string>& warnings, const char* when) {
   for (const std::string& w : warnings) spdlog::warn("{}{}", when, w);
 }
 
+// Every rate_limit of `level` that the Redis store cannot count exactly.
+void check_redis_limits(const rls::DescriptorLevel& level, const std::string& domain,
+                        std::vector<std::string>* errors) {
+  for (const rls::DescriptorNode& node : level.nodes) {
+    if (node.rule && node.rule->limit) {
+      if (Status fits = RedisStore::check_limit(*node.rule->limit); !fits.ok()) {
+        errors->push_back(node.mark.text() + ": domain " + domain + ", descriptor " + node.key +
+                          (node.value.empty() ? "" : "=" + node.value) +
+                          ": with store.backend redis: " + fits.error().message);
+      }
+    }
+    check_redis_limits(node.children, domain, errors);
+  }
+}
+
 }  // namespace
 
-rls::LoadResult load_rls_descriptors(const policy::RlsSettings& settings) {
+rls::LoadResult load_rls_descriptors(const policy::RlsSettings& settings,
+                                     const policy::StoreConfig& store) {
   rls::LoadOptions options;
   options.merge_domains = settings.merge_domains;
-  return rls::load_rls_config_dir(settings.config_dir, options);
+  rls::LoadResult loaded = rls::load_rls_config_dir(settings.config_dir, options);
+  if (loaded.ok() && store.backend == policy::StoreConfig::Backend::kRedis) {
+    for (const auto& [name, domain] : loaded.config->domains) {
+      check_redis_limits(domain.root, name, &loaded.errors);
+    }
+    if (!loaded.ok()) loaded.config.reset();
+  }
+  return loaded;
 }
+
+namespace {
+
+rls::OnStoreFailure on_store_failure(const policy::Config& config) {
+  return config.store.redis.on_failure_allow ? rls::OnStoreFailure::kAllow
+                                             : rls::OnStoreFailure::kDeny;
+}
+
+// Logs a failed store call at most once per second, saying how many were not logged.
+class StoreErrorLog {
+ public:
+  void operator()(const Error& error, bool allowed) {
+    const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::steady_clock::now().time_since_epoch())
+                            .count();
+    int64_t next = next_ns_.load(std::memory_order_relaxed);
+    if (now < next || !next_ns_.compare_exchange_strong(next, now + 1'000'000'000)) {
+      suppressed_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    const uint64_t suppressed = suppressed_.exchange(0, std::memory_order_relaxed);
+    spdlog::error(
+        "RLS: store failed: {}; on_failure={}{}", error.message, allowed ? "allow" : "deny",
+        suppressed == 0
+            ? std::string()
+            : " (" + std::to_string(suppressed) + " more failed calls not logged before this one)");
+  }
+
+ private:
+  std::atomic<int64_t> next_ns_{0};
+  std::atomic<uint64_t> suppressed_{0};
+};
+
+}  // namespace
 
 rls::RlsOptions rls_options(const policy::RlsSettings& settings) {
   rls::RlsOptions options;
@@ -83,12 +143,19 @@ RlsRuntime::~RlsRuntime() {
 
 std::vector<std::string> RlsRuntime::load(const policy::Config& config) {
   if (!config.grpc || !config.rls) return {};
-  rls::LoadResult loaded = load_rls_descriptors(*config.rls);
+  rls::LoadResult loaded = load_rls_descriptors(*config.rls, config.store);
   if (!loaded.ok()) return std::move(loaded.errors);
   log_warnings(loaded.warnings, "RLS: ");
   settings_ = *config.rls;
+  rls::RlsOptions options = rls_options(settings_);
+  // A descriptor whose store call fails (Redis down or late) is answered per
+  // store.redis.on_failure, as on the HTTP side, not with a gRPC error.
+  options.on_store_failure = on_store_failure(config);
+  options.on_store_error = [log = std::make_shared<StoreErrorLog>()](const Error& e, bool allowed) {
+    (*log)(e, allowed);
+  };
   service_ = std::make_unique<rls::RlsService>(store_, SystemClock::instance(), loaded.config,
-                                               rls_options(settings_));
+                                               std::move(options));
   return {};
 }
 
@@ -146,6 +213,10 @@ void RlsRuntime::register_metrics(observe::Registry& registry) {
       "sluice_rls_descriptors_total{result=\"over_limit\"}.";
   registry.counter_function(modes, modes_help, {{"mode", "shadow_mode"}}, read(c->shadow_mode));
   registry.counter_function(modes, modes_help, {{"mode", "quota_mode"}}, read(c->quota_mode_over));
+  registry.counter_function("sluice_rls_store_errors_total",
+                            "Envoy RLS descriptors the store could not decide (Redis down or "
+                            "late), answered per store.redis.on_failure.",
+                            {}, read(c->store_errors));
   registry.counter_function(
       "sluice_rls_hits_total",
       "Envoy RLS hits charged to limits (hits_addend of allowed descriptors).", {}, read(c->hits));
@@ -159,9 +230,10 @@ void RlsRuntime::register_metrics(observe::Registry& registry) {
 std::vector<std::string> RlsRuntime::prepare_reload(const policy::Config& next) {
   pending_.reset();
   if (!next.rls) return {};  // the loader made sure grpc is unset too: a restart question
-  rls::LoadResult loaded = load_rls_descriptors(*next.rls);
+  rls::LoadResult loaded = load_rls_descriptors(*next.rls, next.store);
   if (!loaded.ok()) return std::move(loaded.errors);
   log_warnings(loaded.warnings, "reload: RLS: ");
+  pending_on_failure_allow_ = next.store.redis.on_failure_allow;
   if (service_ != nullptr) {
     auto restart_needed = [](const char* key, const std::string& from, const std::string& to) {
       if (from != to) {
@@ -187,6 +259,8 @@ void RlsRuntime::commit_reload() {
   pending_.reset();
   if (service_ == nullptr) return;  // grpc was added by this reload: a restart serves it
   service_->set_config(config);
+  service_->set_on_store_failure(pending_on_failure_allow_ ? rls::OnStoreFailure::kAllow
+                                                           : rls::OnStoreFailure::kDeny);
   // The folder and how it is loaded change now; the service's options only on a restart.
   settings_.config_dir = pending_settings_.config_dir;
   settings_.merge_domains = pending_settings_.merge_domains;
@@ -199,8 +273,11 @@ void RlsRuntime::begin_shutdown(std::chrono::milliseconds grace) {
   spdlog::info("grpc: no longer accepting; finishing calls in flight for up to {} ms",
                grace.count());
   rls::GrpcServer* server = server_.get();
-  stopper_ = std::thread([server, grace] {
-    server->stop(grace);
+  const rls::RlsService* service = service_.get();
+  stopper_ = std::thread([server, service, grace] {
+    // Exits as soon as the calls in flight are answered, whatever idle
+    // connections clients keep open.
+    server->stop(grace, [service] { return service->calls_in_flight() == 0; });
     spdlog::info("grpc stopped");
   });
 }

@@ -26,8 +26,10 @@
 namespace sluice::cli {
 
 // Loads the descriptor folder of `settings` (errors and warnings as
-// src/rls reports them: "file:line:col: message").
-rls::LoadResult load_rls_descriptors(const policy::RlsSettings& settings);
+// src/rls reports them: "file:line:col: message"). With `store` redis, a
+// rate_limit the Redis store cannot count exactly is an error too.
+rls::LoadResult load_rls_descriptors(const policy::RlsSettings& settings,
+                                     const policy::StoreConfig& store = {});
 
 // The RLS options `settings` asks for (response headers, shadow mode, ...).
 rls::RlsOptions rls_options(const policy::RlsSettings& settings);
@@ -66,6 +68,7 @@ class RlsRuntime final : public http::Companion {
   std::unique_ptr<rls::GrpcServer> server_;
   std::shared_ptr<const rls::RlsConfig> pending_;  // loaded by prepare_reload
   policy::RlsSettings pending_settings_;
+  bool pending_on_failure_allow_ = true;
   std::thread stopper_;  // runs GrpcServer::stop(grace) once shutdown begins
 };
 

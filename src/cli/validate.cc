@@ -77,7 +77,8 @@ int run_validate(std::span<const std::string_view> args) {
   }
   std::string rls_summary;
   if (result.config->rls) {
-    const rls::LoadResult descriptors = load_rls_descriptors(*result.config->rls);
+    const rls::LoadResult descriptors =
+        load_rls_descriptors(*result.config->rls, result.config->store);
     for (const std::string& w : descriptors.warnings)
       std::fprintf(stderr, "warning: %s\n", w.c_str());
     if (!descriptors.ok()) {

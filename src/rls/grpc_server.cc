@@ -1,6 +1,10 @@
 #include "rls/grpc_server.h"
 
+#include <grpc/grpc.h>
 #include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <thread>
 
 namespace sluice::rls {
 
@@ -27,9 +31,30 @@ Result<std::unique_ptr<GrpcServer>> GrpcServer::start(const std::string& address
   return std::unique_ptr<GrpcServer>(new GrpcServer(std::move(server), port));
 }
 
-void GrpcServer::stop(std::chrono::milliseconds grace) {
+void GrpcServer::stop(std::chrono::milliseconds grace, const std::function<bool()>& idle) {
   if (server_ == nullptr) return;
-  server_->Shutdown(std::chrono::system_clock::now() + grace);
+  const auto deadline = std::chrono::system_clock::now() + grace;
+  if (!idle) {
+    server_->Shutdown(deadline);
+  } else {
+    // Shutdown() refuses new calls (GOAWAY), then waits for the calls in
+    // flight and for every connection to go. Once no call is served, the
+    // connections clients keep open are cut (what Shutdown itself does at the
+    // deadline). Repeated while Shutdown waits: a cut made just before it
+    // began would let a client reconnect.
+    std::atomic<bool> finished{false};
+    std::thread shutdown([&] {
+      server_->Shutdown(deadline);
+      finished.store(true, std::memory_order_release);
+    });
+    while (!finished.load(std::memory_order_acquire)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      if (!finished.load(std::memory_order_acquire) && idle()) {
+        grpc_server_cancel_all_calls(server_->c_server());
+      }
+    }
+    shutdown.join();
+  }
   server_->Wait();
   server_.reset();
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -41,7 +42,14 @@ class GrpcServer {
 
   // Stops accepting calls and waits for calls in flight, at most `grace`,
   // then cancels the rest. Idempotent; the destructor calls it.
-  void stop(std::chrono::milliseconds grace = std::chrono::seconds(5));
+  //
+  // gRPC's own shutdown also waits for every client connection to close,
+  // so a client that keeps an idle connection open holds it for the whole
+  // grace. With `idle` (true when no call is being served, e.g.
+  // RlsService::calls_in_flight() == 0), the connections left are cut as
+  // soon as the calls in flight are done.
+  void stop(std::chrono::milliseconds grace = std::chrono::seconds(5),
+            const std::function<bool()>& idle = {});
 
  private:
   GrpcServer(std::unique_ptr<grpc::Server> server, int port);

@@ -141,13 +141,22 @@ struct RlsService::Call {
   Done done;
   Nanos now{0};
   std::vector<Item> items;
+  OnStoreFailure on_store_failure = OnStoreFailure::kError;  // as the call started
   // Store calls in flight, plus one held while they are being issued.
   std::atomic<size_t> pending{1};
 };
 
 RlsService::RlsService(Store& store, const Clock& clock, std::shared_ptr<const RlsConfig> config,
                        RlsOptions options)
-    : store_(store), clock_(clock), config_(std::move(config)), options_(options) {}
+    : store_(store),
+      clock_(clock),
+      config_(std::move(config)),
+      options_(std::move(options)),
+      on_store_failure_(options_.on_store_failure) {}
+
+void RlsService::set_on_store_failure(OnStoreFailure on_failure) {
+  on_store_failure_.store(on_failure, std::memory_order_relaxed);
+}
 
 void RlsService::set_config(std::shared_ptr<const RlsConfig> config) {
   config_.store(std::move(config), std::memory_order_release);
@@ -157,10 +166,26 @@ std::shared_ptr<const RlsConfig> RlsService::config() const {
   return config_.load(std::memory_order_acquire);
 }
 
-grpc::ServerUnaryReactor* RlsService::ShouldRateLimit(grpc::CallbackServerContext* context,
+// A unary reactor that counts the call in flight until gRPC is done with it
+// (the answer sent, or the call cancelled).
+class RlsService::Reactor final : public grpc::ServerUnaryReactor {
+ public:
+  explicit Reactor(std::atomic<size_t>& in_flight) : in_flight_(in_flight) {
+    in_flight_.fetch_add(1, std::memory_order_relaxed);
+  }
+  void OnDone() override {
+    in_flight_.fetch_sub(1, std::memory_order_release);
+    delete this;
+  }
+
+ private:
+  std::atomic<size_t>& in_flight_;
+};
+
+grpc::ServerUnaryReactor* RlsService::ShouldRateLimit(grpc::CallbackServerContext* /*context*/,
                                                       const rlspb::RateLimitRequest* request,
                                                       rlspb::RateLimitResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  grpc::ServerUnaryReactor* reactor = new Reactor(in_flight_);
   // `request` and `response` live until Finish().
   auto run = [this, reactor, request, response] {
     decide(*request, response, [reactor](grpc::Status status) { reactor->Finish(status); });
@@ -194,6 +219,7 @@ void RlsService::decide(const rlspb::RateLimitRequest& request, rlspb::RateLimit
   call->request = &request;
   call->response = response;
   call->now = clock_.now();
+  call->on_store_failure = on_store_failure_.load(std::memory_order_relaxed);
   const Domain* domain = call->config->find_domain(request.domain());
   const int n = request.descriptors_size();
   call->items.resize(static_cast<size_t>(n));
@@ -287,15 +313,32 @@ void RlsService::decide(const rlspb::RateLimitRequest& request, rlspb::RateLimit
   if (call->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) finish(*call);
 }
 
+namespace {
+
+// A failure on_store_failure answers for (the store could not decide), as
+// opposed to a request the store refuses whatever its state.
+bool store_failed(const Status& status) {
+  return !status.ok() && status.error().code != ErrorCode::kCostExceedsLimit &&
+         status.error().code != ErrorCode::kInvalidArgument;
+}
+
+}  // namespace
+
 void RlsService::finish(Call& call) {
+  const Error* first_failure = nullptr;
   for (const Item& item : call.items) {
-    if (!item.store_status.ok() && item.store_status.error().code != ErrorCode::kCostExceedsLimit) {
+    if (item.store_status.ok() || item.store_status.error().code == ErrorCode::kCostExceedsLimit) {
+      continue;
+    }
+    if (call.on_store_failure == OnStoreFailure::kError || !store_failed(item.store_status)) {
       counters_.call_errors.fetch_add(1, std::memory_order_relaxed);
       call.done(grpc::Status(grpc::StatusCode::UNAVAILABLE,
                              "rate limit store: " + item.store_status.error().message));
       return;
     }
+    if (first_failure == nullptr) first_failure = &item.store_status.error();
   }
+  const bool failure_allows = call.on_store_failure == OnStoreFailure::kAllow;
 
   rlspb::RateLimitResponse& response = *call.response;
   const size_t n = call.items.size();
@@ -322,6 +365,24 @@ void RlsService::finish(Call& call) {
     current->set_unit(static_cast<rlspb::RateLimitResponse::RateLimit::Unit>(item.unit));
     if (item.kind == Kind::kCheckOnly) continue;
 
+    if (store_failed(item.store_status)) {
+      // on_failure: allow answers OK with nothing left; deny answers as over
+      // the limit, to be retried in a second (as the HTTP side's Retry-After: 1).
+      counters_.store_errors.fetch_add(1, std::memory_order_relaxed);
+      status->set_limit_remaining(0);
+      if (item.quota_mode) ++quota_limits;
+      if (failure_allows) continue;
+      over[i] = true;
+      status->mutable_duration_until_reset()->set_seconds(1);
+      if (item.shadow_mode) continue;
+      if (item.quota_mode) {
+        quota_over.push_back(i);
+        continue;
+      }
+      status->set_code(rlspb::RateLimitResponse::OVER_LIMIT);
+      any_over = true;
+      continue;
+    }
     Nanos until_reset;
     uint64_t remaining = 0;
     if (item.kind == Kind::kBlocked || !item.store_status.ok()) {
@@ -433,6 +494,9 @@ void RlsService::finish(Call& call) {
     fill_metadata(call, quota_enabled, quota_over, over);
   }
 
+  if (first_failure != nullptr && options_.on_store_error) {
+    options_.on_store_error(*first_failure, failure_allows);
+  }
   call.done(grpc::Status::OK);
 }
 

@@ -61,8 +61,28 @@ enum class ResponseHeaders {
   kDraft10,
 };
 
+// What a descriptor gets when its store call fails (Redis down, timed out,
+// overloaded).
+enum class OnStoreFailure {
+  // The whole call is answered with gRPC UNAVAILABLE (Envoy then applies its
+  // own failure_mode_deny).
+  kError,
+  // store.redis.on_failure: allow: the descriptor is OK, limit_remaining 0.
+  kAllow,
+  // store.redis.on_failure: deny: the descriptor is over its limit
+  // (OVER_LIMIT unless shadow_mode / quota_mode say otherwise),
+  // limit_remaining 0, duration_until_reset 1 s.
+  kDeny,
+};
+
 struct RlsOptions {
   ResponseHeaders response_headers = ResponseHeaders::kOff;
+  OnStoreFailure on_store_failure = OnStoreFailure::kError;
+  // Called once per call in which a store call failed and on_store_failure
+  // (allow or deny) answered for it, with the first error and whether the
+  // failed descriptors were allowed. From the thread that completes the call;
+  // must be thread-safe. For a log line (rate limited by the caller).
+  std::function<void(const Error&, bool allowed)> on_store_error;
   // Fill dynamic_metadata with the domain and descriptors (as
   // envoyproxy/ratelimit's RESPONSE_DYNAMIC_METADATA). Quota mode results and
   // descriptor `metadata` are sent whenever the config uses them.
@@ -87,6 +107,8 @@ struct RlsCounters {
   std::atomic<uint64_t> unlimited{0};
   std::atomic<uint64_t> no_limit{0};  // unknown domain, no match, whitelisted or replaced
   std::atomic<uint64_t> hits{0};      // hits applied to limits
+  // Descriptors whose store call failed and were answered per on_store_failure.
+  std::atomic<uint64_t> store_errors{0};
 };
 
 class RlsService final : public rlspb::RateLimitService::CallbackService {
@@ -97,8 +119,15 @@ class RlsService final : public rlspb::RateLimitService::CallbackService {
              RlsOptions options = {});
 
   void set_config(std::shared_ptr<const RlsConfig> config);
+  // Changes options().on_store_failure for the calls that start afterwards
+  // (store.redis.on_failure is reloadable).
+  void set_on_store_failure(OnStoreFailure on_failure);
   std::shared_ptr<const RlsConfig> config() const;
   const RlsCounters& counters() const { return counters_; }
+
+  // ShouldRateLimit calls received and not yet done (their answer not yet
+  // sent): shutdown waits for this to reach 0, not for idle connections.
+  size_t calls_in_flight() const { return in_flight_.load(std::memory_order_acquire); }
 
   // Decides `request` into `response`, then calls `done` exactly once (before
   // returning with the memory store; later with a network store). `request`
@@ -115,6 +144,7 @@ class RlsService final : public rlspb::RateLimitService::CallbackService {
 
  private:
   struct Call;
+  class Reactor;
   void finish(Call& call);
   void fill_metadata(Call& call, bool quota_enabled, const std::vector<size_t>& quota_over,
                      const std::vector<bool>& over) const;
@@ -123,7 +153,9 @@ class RlsService final : public rlspb::RateLimitService::CallbackService {
   const Clock& clock_;
   std::atomic<std::shared_ptr<const RlsConfig>> config_;
   const RlsOptions options_;
+  std::atomic<OnStoreFailure> on_store_failure_;
   RlsCounters counters_;
+  std::atomic<size_t> in_flight_{0};
 };
 
 }  // namespace sluice::rls

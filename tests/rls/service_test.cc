@@ -625,5 +625,100 @@ TEST(RlsServiceExecutor, DecisionsRunWhereTheExecutorPutsThem) {
   for (std::thread::id id : store.threads) EXPECT_EQ(id, worker.id());
 }
 
+// ---------------------------------------------------------------- store failures
+
+// A store that cannot answer (as a Redis that is down): every call fails with
+// kStoreUnavailable.
+class UnavailableStore final : public Store {
+ public:
+  Status acquire(std::span<const AcquireRequest>, Nanos, std::span<Decision>) override {
+    return Error{ErrorCode::kStoreUnavailable, "redis down"};
+  }
+  Result<bool> reset(const Limit&, std::string_view) override { return false; }
+  size_t size() const override { return 0; }
+};
+
+struct Answer {
+  grpc::Status status;
+  pb::RateLimitResponse response;
+};
+
+// One call decided by `service` (no gRPC in between; the store answers inline).
+Answer decide(RlsService& service, const pb::RateLimitRequest& r) {
+  Answer a;
+  bool done = false;
+  service.decide(r, &a.response, [&](grpc::Status s) {
+    a.status = std::move(s);
+    done = true;
+  });
+  EXPECT_TRUE(done);
+  return a;
+}
+
+TEST(RlsServiceStoreFailure, ByDefaultTheCallIsAGrpcError) {
+  ManualClock clock(testing::kT0);
+  UnavailableStore store;
+  RlsService service(store, clock, load_text(kConfig));
+  const Answer a = decide(service, one("ip", "10.0.0.9"));
+  EXPECT_EQ(a.status.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(a.status.error_message(), "rate limit store: redis down");
+  EXPECT_EQ(service.counters().call_errors.load(), 1u);
+  EXPECT_EQ(service.counters().store_errors.load(), 0u);
+}
+
+TEST(RlsServiceStoreFailure, OnFailureAllowAnswersOkWithNothingRemaining) {
+  ManualClock clock(testing::kT0);
+  UnavailableStore store;
+  RlsOptions options;
+  options.on_store_failure = OnStoreFailure::kAllow;
+  std::vector<std::string> logged;
+  options.on_store_error = [&](const Error& e, bool allowed) {
+    logged.push_back(e.message + (allowed ? " allow" : " deny"));
+  };
+  RlsService service(store, clock, load_text(kConfig), options);
+  // An unknown key needs no store: only the ip descriptor fails.
+  const Answer a =
+      decide(service, request("d", {Entries{{"ip", "10.0.0.9"}}, Entries{{"x", "y"}}}));
+  ASSERT_TRUE(a.status.ok()) << a.status.error_message();
+  EXPECT_EQ(a.response.overall_code(), OK);
+  ASSERT_EQ(a.response.statuses_size(), 2);
+  const auto& s = a.response.statuses(0);
+  EXPECT_EQ(s.code(), OK);
+  EXPECT_EQ(s.current_limit().name(), "vip");
+  EXPECT_EQ(s.limit_remaining(), 0u);
+  EXPECT_FALSE(s.has_duration_until_reset());
+  EXPECT_EQ(a.response.statuses(1).code(), OK);
+  EXPECT_FALSE(a.response.statuses(1).has_current_limit());
+  EXPECT_EQ(service.counters().store_errors.load(), 1u);
+  EXPECT_EQ(service.counters().call_errors.load(), 0u);
+  EXPECT_EQ(service.counters().within_limit.load(), 0u);
+  EXPECT_THAT(logged, ElementsAre("redis down allow"));
+}
+
+TEST(RlsServiceStoreFailure, OnFailureDenyAnswersOverLimitExceptInShadowMode) {
+  ManualClock clock(testing::kT0);
+  UnavailableStore store;
+  RlsOptions options;
+  options.on_store_failure = OnStoreFailure::kDeny;
+  RlsService service(store, clock, load_text(kConfig), options);
+  Answer a = decide(service, one("ip", "10.0.0.9"));
+  ASSERT_TRUE(a.status.ok());
+  EXPECT_EQ(a.response.overall_code(), OVER);
+  EXPECT_EQ(a.response.statuses(0).code(), OVER);
+  EXPECT_EQ(a.response.statuses(0).limit_remaining(), 0u);
+  EXPECT_EQ(a.response.statuses(0).duration_until_reset().seconds(), 1);
+  // shadow_mode: never refused, not even when the store is down.
+  a = decide(service, one("soft", "1"));
+  ASSERT_TRUE(a.status.ok());
+  EXPECT_EQ(a.response.overall_code(), OK);
+  EXPECT_EQ(service.counters().store_errors.load(), 2u);
+  EXPECT_EQ(service.counters().over_limit.load(), 0u);
+
+  // store.redis.on_failure is reloadable: later calls allow.
+  service.set_on_store_failure(OnStoreFailure::kAllow);
+  a = decide(service, one("ip", "10.0.0.9"));
+  EXPECT_EQ(a.response.overall_code(), OK);
+}
+
 }  // namespace
 }  // namespace sluice::rls
