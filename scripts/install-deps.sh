@@ -17,12 +17,18 @@ packages=(
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   # nginx integration test and gateway benchmark
   nginx wrk curl
+  # dashboard browser test (tests/dashboard): node runs playwright-core on Debian's chromium
+  chromium nodejs
 )
 
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# npm is a package of its own with Debian's nodejs but part of the nodejs
+# package from NodeSource (which conflicts with Debian's npm): ask for it only
+# when the command is missing.
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 echo "install-deps: installing ${missing[*]}"
@@ -40,7 +46,9 @@ if [ ! -e "$policy" ]; then
   $sudo chmod +x "$policy"
   created_policy=1
 fi
-cleanup() { [ "$created_policy" -eq 1 ] && $sudo rm -f "$policy"; }
+# (an if, not &&: a false test as the last command of the EXIT trap would
+# become the exit status of the script under set -e)
+cleanup() { if [ "$created_policy" -eq 1 ]; then $sudo rm -f "$policy"; fi; }
 trap cleanup EXIT
 
 $sudo apt-get update -qq

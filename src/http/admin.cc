@@ -7,7 +7,11 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 
+#include "http/dashboard.h"
 #include "policy/policy.h"
+#include "sluice/memory_store.h"
+#include "sluice/redis_store.h"
+#include "sluice/version.h"
 
 namespace sluice::http {
 
@@ -51,10 +55,29 @@ std::string string_field(const boost::json::object& o, std::string_view name, bo
   return *present ? std::string(v->get_string().data(), v->get_string().size()) : std::string();
 }
 
+std::string store_backend_name(const Store& store) {
+  if (dynamic_cast<const MemoryStore*>(&store) != nullptr) return "memory";
+  if (dynamic_cast<const RedisStore*>(&store) != nullptr) return "redis";
+  return "other";
+}
+
+uint64_t counter_value(const observe::Counter* c) {
+  return c == nullptr ? 0 : c->value();
+}
+
 }  // namespace
 
 AdminHandler::AdminHandler(ServerContext& context, ReloadFunction reload)
-    : context_(context), reload_(std::move(reload)), started_(std::chrono::steady_clock::now()) {}
+    : context_(context),
+      reload_(std::move(reload)),
+      started_(std::chrono::steady_clock::now()),
+      store_backend_(store_backend_name(context.store)) {}
+
+void AdminHandler::note_reload(const ReloadOutcome& outcome) {
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  last_reload_ =
+      LastReload{outcome, std::chrono::duration_cast<std::chrono::milliseconds>(now).count()};
+}
 
 void AdminHandler::on_header(const std::shared_ptr<Session>& session) {
   const RequestHeader& req = session->header();
@@ -79,6 +102,13 @@ void AdminHandler::on_header(const std::shared_ptr<Session>& session) {
     return session->respond(text_response(HttpStatus::ok, context_.registry.render(),
                                           "text/plain; version=0.0.4; charset=utf-8"));
   }
+  if (is_dashboard_path(path)) {
+    if (!get) return session->respond(method_not_allowed("GET"));
+    std::optional<Response> page = dashboard_response(path);
+    if (page) return session->respond(std::move(*page));
+    return session->respond(
+        error_response(HttpStatus::not_found, "NOT_FOUND", cat({"no dashboard file ", path})));
+  }
   if (path == "/admin/stats") {
     return session->respond(get ? stats() : method_not_allowed("GET"));
   }
@@ -99,10 +129,30 @@ Response AdminHandler::stats() const {
   const std::shared_ptr<const State> state = context_.state.load();
   const auto uptime =
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started_);
-  std::string out =
-      cat({"{\"generation\":", std::to_string(state->generation),
-           ",\"uptime_seconds\":", std::to_string(uptime.count()),
-           ",\"keys_held\":", std::to_string(context_.store.size()), ",\"routes\":["});
+  std::string out = cat(
+      {"{\"generation\":", std::to_string(state->generation), ",\"uptime_seconds\":",
+       std::to_string(uptime.count()), ",\"keys_held\":", std::to_string(context_.store.size()),
+       ",\"version\":", quoted_json(kVersion),
+       ",\"store\":{\"backend\":", quoted_json(store_backend_),
+       ",\"ready\":", context_.store.ready() ? "true" : "false", "},\"reloads\":{\"succeeded\":",
+       std::to_string(counter_value(context_.metrics.reload_success)), ",\"failed\":",
+       std::to_string(counter_value(context_.metrics.reload_failure)), ",\"last\":"});
+  if (!last_reload_) {
+    out += "null";
+  } else {
+    const ReloadOutcome& r = last_reload_->outcome;
+    out +=
+        cat({"{\"ok\":", r.ok ? "true" : "false", ",\"generation\":", std::to_string(r.generation),
+             ",\"unix_ms\":", std::to_string(last_reload_->unix_ms), ",\"errors\":["});
+    // The first few errors say what is wrong; all of them are in the log.
+    constexpr size_t kMaxErrors = 10;
+    for (size_t i = 0; i < r.errors.size() && i < kMaxErrors; ++i) {
+      if (i > 0) out += ',';
+      out += quoted_json(r.errors[i]);
+    }
+    out += "]}";
+  }
+  out += "},\"routes\":[";
   bool first = true;
   auto add = [&](const RouteMetrics& m) {
     if (!first) out += ',';
@@ -130,6 +180,7 @@ Response AdminHandler::stats() const {
 
 Response AdminHandler::reload() {
   const ReloadOutcome outcome = reload_();
+  note_reload(outcome);
   if (outcome.ok) {
     return json_response(
         HttpStatus::ok,

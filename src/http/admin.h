@@ -4,7 +4,9 @@
 //   GET  /healthz        200 "ok" while the process serves
 //   GET  /readyz         200 when the store answers, else 503
 //   GET  /metrics        Prometheus text format
-//   GET  /admin/stats    JSON: per-route allowed/denied/errors, top denied keys
+//   GET  /admin/stats    JSON: version, uptime, store backend and readiness,
+//                        config reloads, per-route allowed/denied/errors, top denied keys
+//   GET  /dashboard      the live dashboard (web/, embedded; see http/dashboard.h)
 //   POST /admin/reload   reload the config file; 400 with every error when refused
 //   POST /admin/reset    {"policy":"login","key":"user:42"} or
 //                        {"route":"GET /api/x","client":"ip:192.0.2.1"}: forget one key
@@ -16,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,7 +40,17 @@ class AdminHandler final : public RequestHandler {
 
   void on_header(const std::shared_ptr<Session>& session) override;
 
+  // Records the outcome of a reload, however it was asked for (POST
+  // /admin/reload records its own; the server passes SIGHUP's), for the
+  // "reloads" of /admin/stats.
+  void note_reload(const ReloadOutcome& outcome);
+
  private:
+  struct LastReload {
+    ReloadOutcome outcome;
+    int64_t unix_ms = 0;  // when it finished (system clock)
+  };
+
   Response stats() const;
   Response reset(std::string_view body);
   Response reload();
@@ -45,6 +58,8 @@ class AdminHandler final : public RequestHandler {
   ServerContext& context_;
   ReloadFunction reload_;
   std::chrono::steady_clock::time_point started_;
+  std::string store_backend_;              // "memory" | "redis": the store this process serves from
+  std::optional<LastReload> last_reload_;  // control thread only
 };
 
 }  // namespace sluice::http

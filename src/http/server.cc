@@ -334,7 +334,7 @@ void Server::do_signal_wait() {
     if (ec) return;
     if (signal == SIGHUP) {
       spdlog::info("SIGHUP: reloading {}", options_.config_path);
-      (void)reload();
+      admin_handler_.note_reload(reload());
     } else if (shutting_down_) {
       spdlog::warn("second {}: stopping now", signal == SIGINT ? "SIGINT" : "SIGTERM");
       for (auto& w : workers_) w->io_context.stop();

@@ -1,0 +1,273 @@
+// The dashboard in a real browser (Debian's chromium, headless, driven by
+// playwright-core): the page served by `sluice serve` on its admin port shows
+// the exact counts of the decisions this test makes, follows new decisions
+// without a reload, survives a server restart, logs no console error and
+// requests nothing outside the admin origin.
+//
+// Run by ctest (label `dashboard`), which installs playwright-core first and
+// sets SLUICE_BINARY, DASHBOARD_NODE_DIR and CHROMIUM.
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const sluiceBinary = process.env.SLUICE_BINARY;
+const nodeDir = process.env.DASHBOARD_NODE_DIR;
+const chromiumPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
+assert.ok(sluiceBinary, 'SLUICE_BINARY must name the sluice executable');
+assert.ok(nodeDir, 'DASHBOARD_NODE_DIR must name the folder where npm ci installed playwright-core');
+const { chromium } = createRequire(join(nodeDir, 'package.json'))('playwright-core');
+
+// Refills of one token per hour: the counts are exact however slow the run.
+const policyYaml = `
+headers: [legacy]
+policies:
+  login: {capacity: 5, refill_rate: 1/h}
+routes:
+  - match: GET /api/search
+    limits: [{capacity: 3, refill_rate: 1/h}]
+`;
+
+const dir = mkdtempSync(join(tmpdir(), 'sluice-dashboard-'));
+const running = new Set();
+
+// Polls `probe` until it returns a truthy value; fails after `timeoutMs`.
+async function until(what, probe, timeoutMs = 10000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+// Starts `sluice serve` on `listen`/`admin` (port 0 = any free port; the
+// startup log names the ports bound) and waits for /healthz.
+async function startServer(listen = '127.0.0.1:0', admin = '127.0.0.1:0') {
+  const config = join(dir, 'sluice.yaml');
+  writeFileSync(config, `listen: ${listen}\nadmin: ${admin}\n${policyYaml}`);
+  const child = spawn(sluiceBinary, ['serve', '--config', config], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  const server = { child, log: '', exited: false };
+  running.add(server);
+  child.stderr.setEncoding('utf8');
+  child.stderr.on('data', (text) => { server.log += text; });
+  child.on('exit', () => { server.exited = true; });
+  const portAfter = (prefix) => {
+    const m = server.log.match(new RegExp(`${prefix}http://127\\.0\\.0\\.1:(\\d+)`));
+    return m ? Number(m[1]) : 0;
+  };
+  await until('the server to name its ports', () => {
+    if (server.exited) throw new Error(`sluice exited at startup:\n${server.log}`);
+    return portAfter('listening on ') && portAfter('admin on ');
+  }, 20000);
+  server.base = `http://127.0.0.1:${portAfter('listening on ')}`;
+  server.admin = `http://127.0.0.1:${portAfter('admin on ')}`;
+  await until('/healthz', async () => {
+    try {
+      return (await fetch(`${server.admin}/healthz`)).status === 200;
+    } catch {
+      return false;
+    }
+  });
+  return server;
+}
+
+// Stops the server by its PID and checks it exited cleanly.
+async function stopServer(server) {
+  if (!server.exited) {
+    const exit = once(server.child, 'exit');
+    process.kill(server.child.pid, 'SIGTERM');
+    const timer = setTimeout(() => server.child.kill('SIGKILL'), 10000);
+    const [code, signal] = await exit;
+    clearTimeout(timer);
+    assert.equal(signal, null, `sluice was killed by ${signal}`);
+    assert.equal(code, 0, `sluice exited with ${code}:\n${server.log}`);
+  }
+  running.delete(server);
+  assert.doesNotMatch(server.log, /ERROR: AddressSanitizer|runtime error:|LeakSanitizer/);
+}
+
+// POST /v1/check for `key` of the login policy, `count` times: statuses in order.
+async function check(server, key, count) {
+  const statuses = [];
+  for (let i = 0; i < count; ++i) {
+    const r = await fetch(`${server.base}/v1/check`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ policy: 'login', key }),
+    });
+    await r.arrayBuffer();
+    statuses.push(r.status);
+  }
+  return statuses;
+}
+
+async function search(server, count) {
+  const statuses = [];
+  for (let i = 0; i < count; ++i) {
+    const r = await fetch(`${server.base}/api/search`);
+    await r.arrayBuffer();
+    statuses.push(r.status);
+  }
+  return statuses;
+}
+
+const repeat = (value, n) => Array(n).fill(value);
+
+// The text of the cells of one row of the routes table, by column class.
+async function routeRow(page, name) {
+  return page.evaluate((routeName) => {
+    const row = [...document.querySelectorAll('#routes tbody tr')]
+      .find((tr) => tr.dataset.name === routeName);
+    if (!row) return null;
+    const text = (cls) => row.querySelector(`.${cls}`).textContent;
+    return { allowed: text('allowed'), denied: text('denied'), errors: text('errors'), rate: text('rate') };
+  }, name);
+}
+
+async function topKeys(page) {
+  return page.$$eval('#top-keys tbody tr', (rows) => rows.map((tr) => ({
+    key: tr.querySelector('.key').textContent,
+    count: tr.querySelector('.count').textContent,
+  })));
+}
+
+const text = (page, selector) => page.textContent(selector);
+
+// Waits until the page shows `expected` (deepEqual) for `read(page)`.
+async function showsEventually(what, read, expected, timeoutMs = 5000) {
+  let last;
+  try {
+    await until(what, async () => {
+      last = await read();
+      try {
+        assert.deepEqual(last, expected);
+        return true;
+      } catch {
+        return false;
+      }
+    }, timeoutMs);
+  } catch {
+    assert.deepEqual(last, expected, `the page does not show ${what}`);
+  }
+}
+
+let browser;
+
+after(async () => {
+  await browser?.close();
+  for (const server of running) {
+    if (!server.exited) server.child.kill('SIGKILL');
+  }
+  rmSync(dir, { recursive: true, force: true });
+});
+
+test('the dashboard shows exact live counts, follows new decisions and survives a restart',
+  { timeout: 90000 }, async () => {
+    let server = await startServer();
+    const origin = server.admin;
+
+    // 8 checks of one key against capacity 5: exactly 5 allowed, then 3 denied.
+    assert.deepEqual(await check(server, 'user:42', 8), [...repeat(200, 5), ...repeat(429, 3)]);
+    // 5 searches against capacity 3.
+    assert.deepEqual(await search(server, 5), [...repeat(200, 3), ...repeat(429, 2)]);
+
+    browser = await chromium.launch({
+      executablePath: chromiumPath,
+      args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'],
+    });
+    const page = await browser.newPage();
+    const requests = [];
+    const consoleErrors = [];
+    const pageErrors = [];
+    let outage = false;  // while the server is down on purpose
+    page.on('request', (r) => requests.push(r.url()));
+    page.on('console', (m) => {
+      if (m.type() === 'error') consoleErrors.push({ text: m.text(), outage });
+    });
+    page.on('pageerror', (e) => pageErrors.push(String(e)));
+
+    const response = await page.goto(`${origin}/dashboard`);
+    assert.equal(response.status(), 200);
+    assert.equal(response.headers()['content-security-policy'],
+      "default-src 'self'; base-uri 'self'; form-action 'self'; frame-ancestors 'self'");
+    assert.equal(await page.title(), 'Sluice dashboard');
+
+    await showsEventually('the login policy counts', () => routeRow(page, 'policy:login'),
+      { allowed: '5', denied: '3', errors: '0', rate: '0.0' });
+    assert.deepEqual(await routeRow(page, 'GET /api/search'),
+      { allowed: '3', denied: '2', errors: '0', rate: '0.0' });
+    assert.deepEqual(await topKeys(page), [
+      { key: 'policy:login|user:42', count: '3' },
+      { key: 'route:GET /api/search|ip:127.0.0.1', count: '2' },
+    ]);
+    assert.equal(await text(page, '#connection'), 'Connected');
+    assert.equal(await text(page, '#store-backend'), 'memory');
+    assert.equal(await text(page, '#store-ready'), 'ready');
+    assert.equal(await text(page, '#version'), '0.1.0');
+    assert.equal(await text(page, '#generation'), '1');
+    assert.equal(await text(page, '#reloads'), '0 succeeded, 0 failed');
+    // Keys held: user:42 of login, and the search key.
+    assert.equal(await text(page, '#keys-held'), '2');
+    assert.equal(await page.isHidden('#no-keys'), true);
+
+    // More decisions: the same document follows them (no reload).
+    await page.evaluate(() => { window.sameDocument = true; });
+    assert.deepEqual(await check(server, 'user:42', 4), repeat(429, 4));
+    assert.deepEqual(await check(server, 'user:7', 3), repeat(200, 3));
+    // One poll spans the 7 decisions: the login row shows a rate above zero.
+    await until('a decision rate above zero', async () => {
+      const row = await routeRow(page, 'policy:login');
+      return row && Number(row.rate) > 0;
+    }, 5000);
+    await showsEventually('the new login counts', () => routeRow(page, 'policy:login'),
+      { allowed: '8', denied: '7', errors: '0', rate: '0.0' });
+    assert.deepEqual((await topKeys(page))[0], { key: 'policy:login|user:42', count: '7' });
+    assert.equal(await text(page, '#keys-held'), '3');
+    assert.equal(await page.evaluate(() => window.sameDocument), true, 'the page was reloaded');
+
+    // A reload through the admin API shows on the page.
+    assert.equal((await fetch(`${origin}/admin/reload`, { method: 'POST' })).status, 200);
+    await showsEventually('the reload', () => text(page, '#generation'), '2');
+    assert.match(await text(page, '#reloads'),
+      /^1 succeeded, 0 failed; last at .+: generation 2 in force$/);
+
+    // The server goes away: the page says so and keeps polling.
+    outage = true;
+    const adminPort = new URL(origin).port;
+    const listenPort = new URL(server.base).port;
+    await stopServer(server);
+    await showsEventually('the disconnection',
+      async () => (await text(page, '#connection')).startsWith('Disconnected'), true);
+    // ... and comes back on the same ports: a new process, counts from zero.
+    server = await startServer(`127.0.0.1:${listenPort}`, `127.0.0.1:${adminPort}`);
+    await showsEventually('the reconnection', () => text(page, '#connection'), 'Connected');
+    outage = false;
+    assert.deepEqual(await check(server, 'user:42', 2), repeat(200, 2));
+    await showsEventually('the counts of the new process', () => routeRow(page, 'policy:login'),
+      { allowed: '2', denied: '0', errors: '0', rate: '0.0' });
+    assert.equal(await page.isVisible('#no-keys'), true);
+    assert.equal(await text(page, '#generation'), '1');
+    assert.equal(await page.evaluate(() => window.sameDocument), true, 'the page was reloaded');
+
+    // Nothing outside the admin origin, no script error, and no console error
+    // but the refused connections of the outage.
+    const foreign = requests.filter((url) => new URL(url).origin !== origin);
+    assert.deepEqual(foreign, []);
+    assert.ok(requests.includes(`${origin}/admin/stats`));
+    assert.deepEqual(pageErrors, []);
+    const unexpected = consoleErrors.filter(
+      (e) => !(e.outage && /^Failed to load resource: net::ERR_CONNECTION_REFUSED$/.test(e.text)));
+    assert.deepEqual(unexpected, []);
+
+    await browser.close();
+    browser = undefined;
+    await stopServer(server);
+  });
