@@ -56,6 +56,9 @@ class MemoryStore final : public Store {
 
  private:
   class Shard;
+  // Several limits, all-or-nothing; acquire() handles one limit itself.
+  Status acquire_batch(std::span<const AcquireRequest> requests, Nanos now,
+                       std::span<Decision> out);
   std::unique_ptr<Shard[]> shards_;
   size_t shard_count_;
   size_t shard_mask_;

@@ -16,15 +16,16 @@ TokenBucketStep token_bucket(const Limit& limit, const TokenBucketState& state, 
   const int64_t rate = limit.units_per_ns();
   const int64_t full = static_cast<int64_t>(limit.size()) * unit;
 
-  // Refill. Compare in 128 bits: (elapsed * rate) overflows 64 bits after
-  // decades of idleness at high rates. Time that runs backwards refills nothing.
+  // Refill. (elapsed * rate) overflows 64 bits after decades of idleness at
+  // high rates: an overflow means full. Time that runs backwards refills nothing.
   int64_t level = state.level_units;
   const int64_t elapsed = now.count() - state.last_ns;
   if (elapsed > 0) {
-    if (static_cast<i128>(elapsed) * rate >= full - level) {
+    int64_t added;
+    if (__builtin_mul_overflow(elapsed, rate, &added) || added >= full - level) {
       level = full;
     } else {
-      level += elapsed * rate;
+      level += added;
     }
   }
   const int64_t last = std::max(state.last_ns, now.count());
@@ -36,7 +37,8 @@ TokenBucketStep token_bucket(const Limit& limit, const TokenBucketState& state, 
     const int64_t left = level - need;
     step.decision.allowed = true;
     step.decision.remaining = static_cast<uint64_t>(left / unit);
-    step.decision.reset_after = Nanos{ceil_div(full - left, rate)};
+    // rate is 1 for most limits (100 per minute, 10 per second...): no division.
+    step.decision.reset_after = Nanos{rate == 1 ? full - left : ceil_div(full - left, rate)};
     step.next = {left, last};
   } else {
     step.decision.allowed = false;

@@ -399,6 +399,13 @@ Status MemoryStore::acquire(std::span<const AcquireRequest> requests, Nanos now,
     out[0] = shard.acquire_one(r, fp, now);
     return {};
   }
+  return acquire_batch(requests, now, out);
+}
+
+// Kept out of acquire() so that the one-limit path stays a small function.
+[[gnu::noinline]] Status MemoryStore::acquire_batch(std::span<const AcquireRequest> requests,
+                                                    Nanos now, std::span<Decision> out) {
+  const size_t n = requests.size();
   SmallVector<Pending, 4> pending(n);
   for (size_t i = 0; i < n; ++i) {
     const AcquireRequest& r = requests[i];
