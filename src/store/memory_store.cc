@@ -49,6 +49,17 @@ uint32_t seconds_down(int64_t ns) {
   return s >= UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(s);
 }
 
+// Asks for the line in a writable state (the decision will write it), so a
+// line last written by another core moves once, not shared then upgraded.
+inline void prefetch_for_write(const void* p) {
+#if defined(__x86_64__)
+  // PREFETCHW; a no-op on x86 processors that lack it. Never faults.
+  asm volatile("prefetchw %0" : : "m"(*static_cast<const char*>(p)));
+#else
+  __builtin_prefetch(p, 1);
+#endif
+}
+
 core::SlidingLog* log_of(const Slot& slot) {
   return std::bit_cast<core::SlidingLog*>(slot.state.a);
 }
@@ -76,8 +87,6 @@ class alignas(64) MemoryStore::Shard {
     rng_ = random_seed() | 1;
   }
 
-  mutable store::SpinLock lock;
-
   // Starts loading fp's home slot into this core's cache, before the caller
   // takes the lock: the miss (the slot table is larger than the caches at
   // many keys) then overlaps the hash, the lock and the previous decision's
@@ -88,7 +97,8 @@ class alignas(64) MemoryStore::Shard {
     const uintptr_t base = table_hint_.load(std::memory_order_relaxed);
     const size_t capacity = capacity_hint_.load(std::memory_order_relaxed);
     if (capacity == 0) return;
-    __builtin_prefetch(reinterpret_cast<const void*>(base + home(fp, capacity) * sizeof(Slot)), 1);
+    prefetch_for_write(&lock);
+    prefetch_for_write(reinterpret_cast<const void*>(base + home(fp, capacity) * sizeof(Slot)));
   }
 
   size_t find(uint64_t fp) const {
@@ -309,16 +319,24 @@ class alignas(64) MemoryStore::Shard {
     if (victim != npos) erase(victim);
   }
 
-  // The fields every decision reads or writes share the lock's cache line
-  // (`lock` is the first member): one line per shard on the hot path.
+  // Two cache lines per shard. The first is read by every decision but
+  // written only when the table is allocated: both cores can keep a copy.
   std::atomic<uintptr_t> table_hint_{0};  // slots_ and capacity_, for prefetch()
   std::atomic<size_t> capacity_hint_{0};
   std::unique_ptr<Slot[]> slots_;
   size_t capacity_ = 0;
-  uint32_t tick_ = 0;
   size_t max_capacity_ = 0;
-  size_t size_ = 0;
   size_t max_size_ = 0;
+
+ public:
+  // The second is written by every decision: the lock and what it guards
+  // that changes per decision or per insertion. One line moves between cores
+  // when two threads use one shard, not two.
+  alignas(64) mutable store::SpinLock lock;
+
+ private:
+  uint32_t tick_ = 0;
+  size_t size_ = 0;
   size_t sweep_cursor_ = 0;
   uint64_t rng_ = 1;
   int64_t log_bytes_ = 0;
