@@ -109,6 +109,20 @@ TEST_F(RedisStoreTest, SeveralLimitsAreAllOrNothing) {
   EXPECT_EQ(alone->remaining, 1u);
 }
 
+TEST_F(RedisStoreTest, AHostNameIsResolvedAndConnectedTo) {
+  // "localhost" is looked up asynchronously (never by hiredis on the loop);
+  // a call made during the lookup fails fast like one made while reconnecting.
+  store_ = make_store(local_options("localhost:" + std::to_string(server_.port())));
+  ASSERT_NE(store_, nullptr);
+  const uint64_t errors_when_ready = store_->stats().connection_errors;
+  for (uint64_t i = 0; i < 3; ++i) {
+    auto d = acquire_one(*store_, must(Limit::fixed_window(2, 1h)), "named", us(kEpochUs));
+    ASSERT_TRUE(d.ok()) << d.error().message;
+    EXPECT_EQ(d->allowed, i < 2);
+  }
+  EXPECT_EQ(store_->stats().connection_errors, errors_when_ready);
+}
+
 TEST_F(RedisStoreTest, EveryWriteSetsTheTtlToTheTimeUntilFull) {
   RedisStoreOptions o = local_options(server_.address());
   o.ttl_extra = 0ms;

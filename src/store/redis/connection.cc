@@ -53,12 +53,14 @@ Connection::Connection(boost::asio::io_context& io, Endpoint endpoint, Shared& s
       name_(endpoint_.name()),
       shared_(shared),
       listener_(listener),
+      resolver_(io),
       timer_(io),
       backoff_(shared.options.reconnect_min) {}
 
 Connection::~Connection() {
   destroying_ = true;
   alive_.reset();
+  resolver_.cancel();
   timer_.cancel();
   if (ac_ != nullptr) {
     redisAsyncContext* ac = ac_;
@@ -73,8 +75,42 @@ void Connection::ensure_connecting() {
 }
 
 void Connection::connect() {
+  addresses_.clear();
+  next_address_ = 0;
+  boost::system::error_code not_ip;
+  boost::asio::ip::make_address(endpoint_.host, not_ip);
+  if (!not_ip) {
+    connect_to(endpoint_.host);
+    return;
+  }
+  state_ = State::kResolving;
+  const auto alive = std::weak_ptr<bool>(alive_);
+  timer_.expires_after(shared_.options.connect_timeout);
+  timer_.async_wait([this, alive](const boost::system::error_code& ec) {
+    if (ec || alive.expired() || state_ != State::kResolving) return;
+    resolver_.cancel();  // its handler sees operation_aborted and ignores it
+    lost("resolving " + name_ + " timed out", true);
+  });
+  resolver_.async_resolve(
+      endpoint_.host, std::to_string(endpoint_.port),
+      [this, alive](const boost::system::error_code& ec,
+                    const boost::asio::ip::tcp::resolver::results_type& results) {
+        if (alive.expired() || state_ != State::kResolving) return;
+        if (ec || results.empty()) {
+          lost("cannot resolve " + name_ + ": " + (ec ? ec.message() : "no address"), true);
+          return;
+        }
+        timer_.cancel();
+        for (const auto& entry : results)
+          addresses_.push_back(entry.endpoint().address().to_string());
+        next_address_ = 1;
+        connect_to(addresses_.front());
+      });
+}
+
+void Connection::connect_to(const std::string& ip) {
   state_ = State::kConnecting;
-  redisAsyncContext* ac = redisAsyncConnect(endpoint_.host.c_str(), endpoint_.port);
+  redisAsyncContext* ac = redisAsyncConnect(ip.c_str(), endpoint_.port);
   if (ac == nullptr) {
     lost("cannot allocate a connection to " + name_, true);
     return;
@@ -120,9 +156,10 @@ void Connection::on_connect_cb(const redisAsyncContext* ac, int status) {
   Connection* self = owner(ac);
   if (self == nullptr || self->ac_ != ac) return;
   if (status != REDIS_OK) {
-    // hiredis frees the context right after this callback.
+    // hiredis frees the context right after this callback. An error counts
+    // once every address of the name has failed.
     self->lost("cannot connect to " + self->name_ + ": " + (ac->errstr ? ac->errstr : "error"),
-               true);
+               self->next_address_ >= self->addresses_.size());
     return;
   }
   if (self->handshake_pending_ == 0) {
@@ -204,6 +241,7 @@ void Connection::drop(std::string why) {
 
 void Connection::lost(std::string why, bool count_error) {
   const bool was_up = state_ == State::kUp;
+  const bool was_connecting = state_ == State::kConnecting;
   // adapter_ stays: hiredis may still call its cleanup hook while it frees
   // the context; the next connect() replaces it.
   ac_ = nullptr;
@@ -213,19 +251,30 @@ void Connection::lost(std::string why, bool count_error) {
     shared_.log.log(ErrorKind::kConnection, why);
   }
   state_ = State::kBackoff;
-  schedule_reconnect();
+  schedule_reconnect(was_connecting);
   if (was_up) listener_.on_state(*this, false);
 }
 
-void Connection::schedule_reconnect() {
+void Connection::schedule_reconnect(bool was_connecting) {
   timer_.cancel();
-  timer_.expires_after(backoff_);
-  backoff_ = std::min(backoff_ * 2, shared_.options.reconnect_max);
-  timer_.async_wait(
-      [this, alive = std::weak_ptr<bool>(alive_)](const boost::system::error_code& ec) {
-        if (ec || alive.expired() || state_ != State::kBackoff) return;
-        connect();
-      });
+  // Not connect_to() right here: this may run inside a hiredis callback,
+  // and the context being freed still needs its adapter.
+  const bool next_address = was_connecting && next_address_ < addresses_.size();
+  if (next_address) {
+    timer_.expires_after(std::chrono::milliseconds(0));
+  } else {
+    timer_.expires_after(backoff_);
+    backoff_ = std::min(backoff_ * 2, shared_.options.reconnect_max);
+  }
+  timer_.async_wait([this, next_address,
+                     alive = std::weak_ptr<bool>(alive_)](const boost::system::error_code& ec) {
+    if (ec || alive.expired() || state_ != State::kBackoff) return;
+    if (next_address) {
+      connect_to(addresses_[next_address_++]);
+    } else {
+      connect();
+    }
+  });
 }
 
 }  // namespace sluice::redis

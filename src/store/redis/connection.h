@@ -14,11 +14,13 @@
 #include <hiredis/async.h>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "store/redis/address.h"
 #include "store/redis/hiredis_asio.h"
@@ -62,19 +64,26 @@ class Connection {
   const std::string& name() const { return name_; }
 
  private:
-  enum class State { kIdle, kConnecting, kUp, kBackoff };
+  // kResolving: a host name is being looked up (asynchronously: getaddrinfo
+  // inside hiredis would block the whole event loop); not usable yet.
+  enum class State { kIdle, kResolving, kConnecting, kUp, kBackoff };
 
   static void on_connect_cb(const redisAsyncContext* ac, int status);
   static void on_disconnect_cb(const redisAsyncContext* ac, int status);
   static void on_reply_cb(redisAsyncContext* ac, void* reply, void* privdata);
   static void on_handshake_cb(redisAsyncContext* ac, void* reply, void* privdata);
 
+  // Resolves the host if it is a name, then connect_to() its first address;
+  // a failed connect tries the next one before backing off.
   void connect();
+  void connect_to(const std::string& ip);
   // The context is gone (or going): forget it and reconnect after a backoff.
   void lost(std::string why, bool count_error);
   // Frees the context from outside hiredis callbacks.
   void drop(std::string why);
-  void schedule_reconnect();
+  // After a backoff: connect() again. With addresses of this lookup still
+  // untried (and the failure was in connecting): the next one, at once.
+  void schedule_reconnect(bool was_connecting);
 
   boost::asio::io_context& io_;
   Endpoint endpoint_;
@@ -84,6 +93,9 @@ class Connection {
   State state_ = State::kIdle;
   redisAsyncContext* ac_ = nullptr;
   std::shared_ptr<HiredisAsio> adapter_;
+  boost::asio::ip::tcp::resolver resolver_;
+  std::vector<std::string> addresses_;  // of the last lookup, in resolver order
+  size_t next_address_ = 0;
   boost::asio::steady_timer timer_;  // connect timeout, then backoff
   std::chrono::milliseconds backoff_;
   size_t in_flight_ = 0;
