@@ -69,6 +69,7 @@ cat <<'EOF'
   Sluice is running as a gateway (examples/quickstart.yaml):
     gateway        http://127.0.0.1:8080   -> demo upstream http://127.0.0.1:3000
     decision API   http://127.0.0.1:8080/v1/check   http://127.0.0.1:8080/v1/auth
+    dashboard      http://127.0.0.1:9090/dashboard   (live counts; open it in a browser)
     admin          http://127.0.0.1:9090/metrics   /admin/stats   /healthz  (keep it private)
 
   Try, from another terminal:
