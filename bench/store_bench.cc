@@ -60,10 +60,12 @@ const bool kRegistered = [] {
   }
   // Each thread on its own half of the keys: two-thread scaling when keys
   // do not move between cores.
-  configure(benchmark::RegisterBenchmark("store/token_bucket/keys:10000/own_keys", BM_StoreAcquire,
-                                         Algorithm::kTokenBucket, size_t{10'000},
-                                         ClockKind::kSimulated, KeyMode::kOwn),
-            {2});
+  for (size_t key_count : {size_t{10'000}, size_t{1'000'000}}) {
+    const std::string name = "store/token_bucket/keys:" + std::to_string(key_count) + "/own_keys";
+    configure(benchmark::RegisterBenchmark(name.c_str(), BM_StoreAcquire, Algorithm::kTokenBucket,
+                                           key_count, ClockKind::kSimulated, KeyMode::kOwn),
+              {2});
+  }
   // The same with SystemClock read per decision: what reading the clock costs.
   configure(benchmark::RegisterBenchmark("store/token_bucket/keys:10000/system_clock",
                                          BM_StoreAcquire, Algorithm::kTokenBucket, size_t{10'000},
