@@ -1,9 +1,11 @@
 #include "rls/grpc_server.h"
 
+#include <absl/synchronization/mutex.h>
 #include <grpc/grpc.h>
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
+#include <mutex>
 #include <thread>
 
 namespace sluice::rls {
@@ -18,6 +20,13 @@ GrpcServer::~GrpcServer() {
 Result<std::unique_ptr<GrpcServer>> GrpcServer::start(const std::string& address,
                                                       std::span<grpc::Service* const> services,
                                                       const GrpcServerOptions& options) {
+  // Debian builds Abseil without NDEBUG, so every absl::Mutex lock taken in
+  // gRPC also records the lock order in a graph for deadlock detection (the
+  // GraphCycles functions were about 4% of the server's samples under load).
+  // Off for the process: 6-8% less server CPU per ShouldRateLimit call.
+  static std::once_flag no_deadlock_graph;
+  std::call_once(no_deadlock_graph,
+                 [] { absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore); });
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);

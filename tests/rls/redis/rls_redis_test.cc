@@ -30,13 +30,6 @@ using namespace std::chrono_literals;
 using SteadyClock = std::chrono::steady_clock;
 using testing::RedisServer;
 
-#define REQUIRE_REDIS()                                                                         \
-  do {                                                                                          \
-    if (!::sluice::testing::redis_installed())                                                  \
-      GTEST_SKIP() << "redis-server/redis-cli not installed; scripts/install-deps.sh installs " \
-                      "redis-server and redis-tools";                                           \
-  } while (0)
-
 constexpr uint32_t kPerHour = 40;
 
 const std::string kDescriptors = R"(domain: edge
@@ -70,20 +63,42 @@ pb::RateLimitRequest tenant(const std::string& name) {
   return request("edge", {{{"tenant", name}}});
 }
 
+// Each test: a Redis of its own on a free port, the descriptor folder, and
+// enough of the hour left that the hourly window stays put.
+class RlsRedis : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!::sluice::testing::redis_installed()) {
+      GTEST_SKIP() << "redis-server/redis-cli not installed; scripts/install-deps.sh installs "
+                      "redis-server and redis-tools";
+    }
+    ASSERT_TRUE(redis_.start());
+    dir_.write("edge.yaml", kDescriptors);
+    ensure_hour_left(60);
+  }
+
+  // A server on this Redis, ready (null, with a test failure, otherwise).
+  std::unique_ptr<SluiceProcess> start_server(const std::string& on_failure,
+                                              const std::string& timeout) {
+    auto server = SluiceProcess::start(rls_redis_yaml(dir_, redis_.address(), on_failure, timeout));
+    if (server != nullptr && !wait_ready(*server, true, 10s)) {
+      ADD_FAILURE() << "not ready: " << server->log();
+      return nullptr;
+    }
+    return server;
+  }
+
+  RedisServer redis_;
+  DescriptorDir dir_;
+};
+
 // ---------------------------------------------------------------- exactness
 
-TEST(RlsRedis, TwoServersOnOneRedisAnswerOkExactlyRequestsPerUnitTimes) {
-  REQUIRE_REDIS();
-  RedisServer redis;
-  ASSERT_TRUE(redis.start());
-  DescriptorDir dir;
-  dir.write("edge.yaml", kDescriptors);
-  ensure_hour_left(60);
+TEST_F(RlsRedis, TwoServersOnOneRedisAnswerOkExactlyRequestsPerUnitTimes) {
   std::vector<std::unique_ptr<SluiceProcess>> servers;
   for (int i = 0; i < 2; ++i) {
-    servers.push_back(SluiceProcess::start(rls_redis_yaml(dir, redis.address(), "deny", "2s")));
+    servers.push_back(start_server("deny", "2s"));
     ASSERT_NE(servers.back(), nullptr);
-    ASSERT_TRUE(wait_ready(*servers.back(), true, 10s)) << servers.back()->log();
   }
 
   // 600 calls on one descriptor from 8 clients (4 per server, each on its
@@ -175,17 +190,13 @@ std::chrono::milliseconds time_until_enforced(RlsClient& client, const std::stri
   return 1min;
 }
 
-class RlsRedisFaults : public ::testing::TestWithParam<bool> {
+class RlsRedisFaults : public RlsRedis, public ::testing::WithParamInterface<bool> {
  protected:
   void SetUp() override {
-    if (!::sluice::testing::redis_installed()) GTEST_SKIP() << "redis-server not installed";
-    ASSERT_TRUE(redis_.start());
-    dir_.write("edge.yaml", kDescriptors);
-    ensure_hour_left(60);
-    server_ = SluiceProcess::start(
-        rls_redis_yaml(dir_, redis_.address(), GetParam() ? "allow" : "deny", "100ms"));
+    RlsRedis::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    server_ = start_server(GetParam() ? "allow" : "deny", "100ms");
     ASSERT_NE(server_, nullptr);
-    ASSERT_TRUE(wait_ready(*server_, true, 10s)) << server_->log();
     client_ = std::make_unique<RlsClient>(grpc_port(server_->log()));
     // 40 -> 39: Redis decides.
     const pb::RateLimitResponse first = client_->call(tenant("before"));
@@ -203,8 +214,6 @@ class RlsRedisFaults : public ::testing::TestWithParam<bool> {
     EXPECT_EQ(*code, 0);
   }
 
-  RedisServer redis_;
-  DescriptorDir dir_;
   std::unique_ptr<SluiceProcess> server_;
   std::unique_ptr<RlsClient> client_;
 };
@@ -246,24 +255,17 @@ INSTANTIATE_TEST_SUITE_P(OnFailure, RlsRedisFaults, ::testing::Values(true, fals
 
 // ---------------------------------------------------------------- shutdown
 
-TEST(RlsRedis, SigtermAnswersTheCallsInFlightThenExitsDespiteIdleConnections) {
-  REQUIRE_REDIS();
-  RedisServer redis;
-  ASSERT_TRUE(redis.start());
-  DescriptorDir dir;
-  dir.write("edge.yaml", kDescriptors);
-  ensure_hour_left(60);
+TEST_F(RlsRedis, SigtermStillAnswersACallInFlightThenExitsPromptly) {
   // shutdown_grace 2 s; a Redis call may take up to 1.5 s.
-  auto server = SluiceProcess::start(rls_redis_yaml(dir, redis.address(), "deny", "1500ms"));
+  auto server = start_server("deny", "1500ms");
   ASSERT_NE(server, nullptr);
-  ASSERT_TRUE(wait_ready(*server, true, 10s)) << server->log();
   const int port = grpc_port(server->log());
   // An idle client: its connection stays open through the shutdown.
   RlsClient idle(port);
   EXPECT_EQ(idle.call(tenant("idle")).overall_code(), OK);
 
   // A call held in flight by a paused Redis when SIGTERM comes.
-  ASSERT_EQ(redis.text({"CLIENT", "PAUSE", "500", "ALL"}), "OK");
+  ASSERT_EQ(redis_.text({"CLIENT", "PAUSE", "500", "ALL"}), "OK");
   pb::RateLimitResponse held;
   grpc::Status held_status;
   std::thread caller([&] {
@@ -274,7 +276,8 @@ TEST(RlsRedis, SigtermAnswersTheCallsInFlightThenExitsDespiteIdleConnections) {
   const auto signalled = SteadyClock::now();
   server->send_signal(SIGTERM);
   caller.join();
-  // Answered by Redis once the pause ended, not by on_failure or a cancel.
+  // Answered by Redis once the pause ended: the idle connections are cut only
+  // after the calls in flight are done, so this one is not cancelled.
   ASSERT_TRUE(held_status.ok()) << held_status.error_code() << ": " << held_status.error_message();
   EXPECT_EQ(held.overall_code(), OK);
   ASSERT_EQ(held.statuses_size(), 1);
@@ -290,7 +293,7 @@ TEST(RlsRedis, SigtermAnswersTheCallsInFlightThenExitsDespiteIdleConnections) {
 
 // ---------------------------------------------------------------- config
 
-TEST(RlsRedis, ADescriptorLimitRedisCannotCountExactlyStopsStartup) {
+TEST(RlsRedisConfig, ADescriptorLimitRedisCannotCountExactlyStopsStartup) {
   DescriptorDir dir;
   dir.write("big.yaml", R"(domain: big
 descriptors:
