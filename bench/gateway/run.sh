@@ -7,7 +7,9 @@
 #
 # Environment: DURATION (wrk seconds per run, at most 10; default 10),
 # CONNECTIONS (default 50), THREADS (server worker threads / nginx workers,
-# default 1), ROUNDS (default 1: each comparison once; 2 alternates them twice).
+# default 1), ROUNDS (default 1: each comparison once; 2 alternates them twice),
+# BASELINE (optional: another build directory whose `sluice` runs beside the
+# first, same config, for before/after figures in the same run; named "base").
 #
 # Scenarios, each with the same wrk command against Sluice and against nginx:
 #   pass   GET /pass   limit far above the offered load: every request is proxied
@@ -85,6 +87,21 @@ EOF
 sluice_pid=$!
 pids+=($sluice_pid)
 
+base_pid=""
+if [[ -n ${BASELINE:-} ]]; then
+  if [[ ! -x $BASELINE/sluice ]]; then
+    echo "gateway bench: BASELINE=$BASELINE has no sluice" >&2
+    exit 1
+  fi
+  base_port=$(free_port)
+  base_admin_port=$(free_port)
+  sed -e "s/^listen: .*/listen: 127.0.0.1:$base_port/" -e "s/^admin: .*/admin: 127.0.0.1:$base_admin_port/" \
+    "$work/sluice.yaml" >"$work/base.yaml"
+  "$BASELINE/sluice" serve --config "$work/base.yaml" 2>"$work/base.log" &
+  base_pid=$!
+  pids+=($base_pid)
+fi
+
 mkdir -p "$work/nginx"
 user_line=""
 [[ $(id -u) == 0 ]] && user_line="user $(id -un);"
@@ -135,6 +152,7 @@ pids+=($nginx_pid)
 wait_port "$up_port"
 wait_port "$sl_port"
 wait_port "$ng_port"
+[[ -n $base_pid ]] && wait_port "$base_port"
 sleep 0.5
 
 # utime+stime of a process tree (the PID and its children), in clock ticks.
@@ -179,29 +197,46 @@ echo "$(nproc) cores shared by wrk, the server under test and the upstream; load
 echo "sluice $("$sluice" --version 2>/dev/null | head -1), $(nginx -v 2>&1)"
 echo
 # Warm both paths (pools, caches) and spend /deny's single token.
-for u in "http://127.0.0.1:$sl_port" "http://127.0.0.1:$ng_port"; do
+urls=("http://127.0.0.1:$sl_port" "http://127.0.0.1:$ng_port")
+[[ -n $base_pid ]] && urls+=("http://127.0.0.1:$base_port")
+for u in "${urls[@]}"; do
   wrk -t1 -c10 -d1s "$u/pass" >/dev/null
   wrk -t1 -c1 -d1s "$u/deny" >/dev/null
 done
 for ((r = 1; r <= rounds; r++)); do
   run "pass  sluice" "$sluice_pid" "http://127.0.0.1:$sl_port/pass"
   run "pass  nginx" "$nginx_pid" "http://127.0.0.1:$ng_port/pass"
+  [[ -n $base_pid ]] && run "pass  base" "$base_pid" "http://127.0.0.1:$base_port/pass"
   run "deny  sluice" "$sluice_pid" "http://127.0.0.1:$sl_port/deny"
   run "deny  nginx" "$nginx_pid" "http://127.0.0.1:$ng_port/deny"
+  [[ -n $base_pid ]] && run "deny  base" "$base_pid" "http://127.0.0.1:$base_port/deny"
   run "auth allowed sluice" "$sluice_pid" "http://127.0.0.1:$sl_port/v1/auth" \
     -H "X-Original-Method: GET" -H "X-Original-URI: /pass"
   run "auth denied sluice" "$sluice_pid" "http://127.0.0.1:$sl_port/v1/auth" \
     -H "X-Original-Method: GET" -H "X-Original-URI: /deny"
+  if [[ -n $base_pid ]]; then
+    run "auth allowed base" "$base_pid" "http://127.0.0.1:$base_port/v1/auth" \
+      -H "X-Original-Method: GET" -H "X-Original-URI: /pass"
+    run "auth denied base" "$base_pid" "http://127.0.0.1:$base_port/v1/auth" \
+      -H "X-Original-Method: GET" -H "X-Original-URI: /deny"
+  fi
 done
 echo
-echo "Ratios sluice/nginx (req/s; p99 nginx/sluice, > 1 = sluice faster):"
+echo "Ratios against nginx, means over the rounds (req/s sluice/nginx; p99 nginx/sluice and CPU"
+echo "per request nginx/sluice: > 1 = sluice better):"
 awk '
   function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
-  { key = $1; who = $2; rps[key, who] += $3; p99[key, who] += ms($6); n[key, who]++ }
+  $1 == "pass" || $1 == "deny" {
+    key = $1; who = $2; rps[key, who] += $3; p99[key, who] += ms($6); cpu[key, who] += $7; n[key, who]++
+  }
   END {
-    for (k in n) { split(k, parts, SUBSEP); seen[parts[1]] = 1 }
-    for (s in seen) if ((s, "nginx") in n && (s, "sluice") in n)
-      printf "  %-5s throughput %.2fx   p99 %.2fx\n", s,
-        (rps[s, "sluice"] / n[s, "sluice"]) / (rps[s, "nginx"] / n[s, "nginx"]),
-        (p99[s, "nginx"] / n[s, "nginx"]) / (p99[s, "sluice"] / n[s, "sluice"])
-  }' "$results"
+    for (k in n) { split(k, parts, SUBSEP); if (parts[2] != "nginx") pairs[parts[1], parts[2]] = 1 }
+    for (k in pairs) {
+      split(k, parts, SUBSEP); s = parts[1]; w = parts[2]
+      if (!((s, "nginx") in n)) continue
+      printf "  %-5s %-7s throughput %.2fx   p99 %.2fx   CPU/req %.2fx\n", s, w,
+        (rps[s, w] / n[s, w]) / (rps[s, "nginx"] / n[s, "nginx"]),
+        (p99[s, "nginx"] / n[s, "nginx"]) / (p99[s, w] / n[s, w]),
+        (cpu[s, "nginx"] / n[s, "nginx"]) / (cpu[s, w] / n[s, w])
+    }
+  }' "$results" | sort

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli/time_text.h"
+#include "util/json_escape.h"
 
 namespace sluice::cli {
 namespace {
@@ -20,31 +21,9 @@ std::string pad_right(const std::string& s, size_t width) {
 
 std::string json_string(std::string_view s) {
   std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char esc[8];
-          std::snprintf(esc, sizeof esc, "\\u%04x", static_cast<unsigned>(c));
-          out += esc;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
+  append_json_escaped(s, out);
+  out += '"';
+  return out;
 }
 
 int64_t window_ms(const SimLimit& limit) {

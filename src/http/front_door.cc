@@ -1,6 +1,9 @@
 #include "http/front_door.h"
 
+#include <charconv>
 #include <chrono>
+#include <cstring>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -25,17 +28,10 @@ constexpr std::string_view kAuthPath = "/v1/auth";
 std::string_view sv(boost::beast::string_view s) {
   return {s.data(), s.size()};
 }
-boost::beast::string_view bsv(std::string_view s) {
-  return {s.data(), s.size()};
-}
 
 std::string_view path_of(std::string_view target) {
   const size_t q = target.find('?');
   return q == std::string_view::npos ? target : target.substr(0, q);
-}
-
-void add_rate_headers(Response& res, const RateHeaders& headers) {
-  for (const RateHeaders::Field& f : headers) res.set(bsv(f.name), bsv(f.value));
 }
 
 // Milliseconds rounded up: a caller that waits this long is never early.
@@ -44,12 +40,38 @@ uint64_t ms_rounded_up(Nanos d) {
   return static_cast<uint64_t>((d.count() + 999'999) / 1'000'000);
 }
 
-Response rate_limited_response(const RateHeaders& headers, int status) {
-  Response res{static_cast<bhttp::status>(status), 11};
-  res.set(bhttp::field::content_type, bsv(kRateLimitedContentType));
-  res.body() = std::string(kRateLimitedBody);
-  add_rate_headers(res, headers);
-  return res;
+Reply rate_limited_reply(const RateHeaders& headers, int status) {
+  Reply reply;
+  reply.status = static_cast<bhttp::status>(status);
+  reply.content_type = kRateLimitedContentType;
+  reply.rate_headers = &headers;
+  reply.body = kRateLimitedBody;
+  return reply;
+}
+
+// The body of a /v1/check answer, written into `buf` (large enough for the
+// longest: five 20-digit numbers and the names).
+std::string_view check_body(const policy::Verdict& verdict, std::span<char, 192> buf) {
+  char* p = buf.data();
+  char* const end = buf.data() + buf.size();
+  const auto put = [&p, end](std::string_view s) {
+    if (s.size() > static_cast<size_t>(end - p)) return;  // cannot happen: sized above
+    std::memcpy(p, s.data(), s.size());
+    p += s.size();
+  };
+  const auto put_uint = [&p, end](uint64_t v) { p = std::to_chars(p, end, v).ptr; };
+  const Decision& d = verdict.decision;
+  put(verdict.allowed ? "{\"allowed\":true" : "{\"allowed\":false");
+  put(",\"limit\":");
+  put_uint(d.limit);
+  put(",\"remaining\":");
+  put_uint(d.remaining);
+  put(",\"reset_after_ms\":");
+  put_uint(ms_rounded_up(d.reset_after));
+  put(",\"retry_after_ms\":");
+  put_uint(ms_rounded_up(d.retry_after));
+  put("}");
+  return {buf.data(), static_cast<size_t>(p - buf.data())};
 }
 
 Response bad_request(std::string_view message) {
@@ -133,10 +155,15 @@ void FrontDoor::on_header(const std::shared_ptr<Session>& session) {
   const std::string_view path = path_of(sv(req.target()));
   if (path == kCheckPath) {
     if (req.method() != bhttp::verb::post) {
-      Response res = error_response(HttpStatus::method_not_allowed, "METHOD_NOT_ALLOWED",
-                                    "/v1/check takes POST with a JSON body");
-      res.set(bhttp::field::allow, "POST");
-      return session->respond(std::move(res));
+      static const std::string kBody =
+          error_body("METHOD_NOT_ALLOWED", "/v1/check takes POST with a JSON body");
+      Reply reply;
+      reply.status = HttpStatus::method_not_allowed;
+      reply.content_type = "application/json";
+      reply.extra_name = "Allow";
+      reply.extra_value = "POST";
+      reply.body = kBody;
+      return session->respond(reply);
     }
     return session->read_body(
         [this, session](std::string body) { handle_check(session, std::move(body)); });
@@ -226,23 +253,20 @@ void FrontDoor::handle_check(const std::shared_ptr<Session>& session, std::strin
       std::make_unique<policy::Plan>(state->policy.plan_policy(request.policy, request.key));
   const policy::Plan& planned = *plan;
   const Nanos now = context_.clock.now();
-  decide_and_count(
-      state, planned, metrics, now, request.cost,
-      [session, state, now, plan = std::move(plan)](policy::Verdict verdict) {
-        if (verdict.invalid) return session->respond(bad_request(verdict.error));
-        const Decision& d = verdict.decision;
-        std::string json = cat(
-            {"{\"allowed\":", verdict.allowed ? "true" : "false",
-             ",\"limit\":", std::to_string(d.limit), ",\"remaining\":", std::to_string(d.remaining),
-             ",\"reset_after_ms\":", std::to_string(ms_rounded_up(d.reset_after)),
-             ",\"retry_after_ms\":", std::to_string(ms_rounded_up(d.retry_after)), "}"});
-        Response res = json_response(
-            verdict.allowed ? HttpStatus::ok : HttpStatus::too_many_requests, std::move(json));
-        RateHeaders headers;
-        append_rate_headers(verdict, state->policy.config().headers, now, headers);
-        add_rate_headers(res, headers);
-        session->respond(std::move(res));
-      });
+  decide_and_count(state, planned, metrics, now, request.cost,
+                   [session, state, now, plan = std::move(plan)](policy::Verdict verdict) {
+                     if (verdict.invalid) return session->respond(bad_request(verdict.error));
+                     char buf[192];
+                     RateHeaders headers;
+                     append_rate_headers(verdict, state->policy.config().headers, now, headers);
+                     Reply reply;
+                     reply.status =
+                         verdict.allowed ? HttpStatus::ok : HttpStatus::too_many_requests;
+                     reply.content_type = "application/json";
+                     reply.rate_headers = &headers;
+                     reply.body = check_body(verdict, buf);
+                     session->respond(reply);
+                   });
 }
 
 void FrontDoor::handle_auth(const std::shared_ptr<Session>& session) {
@@ -271,11 +295,12 @@ void FrontDoor::handle_auth(const std::shared_ptr<Session>& session) {
         RateHeaders rate;
         append_rate_headers(verdict, state->policy.config().headers, now, rate);
         if (verdict.allowed) {
-          Response res{bhttp::status::no_content, 11};
-          add_rate_headers(res, rate);
-          return session->respond(std::move(res));
+          Reply reply;
+          reply.status = HttpStatus::no_content;
+          reply.rate_headers = &rate;
+          return session->respond(reply);
         }
-        session->respond(rate_limited_response(rate, state->policy.config().auth_deny_status));
+        session->respond(rate_limited_reply(rate, state->policy.config().auth_deny_status));
       });
 }
 
@@ -304,7 +329,7 @@ void FrontDoor::handle_gateway(const std::shared_ptr<Session>& session) {
               error_response(HttpStatus::internal_server_error, "INTERNAL", verdict.error));
         }
         if (!verdict.allowed) {
-          return session->respond(rate_limited_response(exchange->rate_headers, 429));
+          return session->respond(rate_limited_reply(exchange->rate_headers, 429));
         }
         if (state->policy.config().upstream) {
           if (forwarder_) {
@@ -313,15 +338,21 @@ void FrontDoor::handle_gateway(const std::shared_ptr<Session>& session) {
             return forwarder_->forward(std::move(exchange));
           }
           // The seam: no proxy in this build yet.
-          Response res = error_response(HttpStatus::bad_gateway, "UPSTREAM_UNAVAILABLE",
-                                        "the upstream cannot be reached");
-          add_rate_headers(res, exchange->rate_headers);
-          return session->respond(std::move(res));
+          static const std::string kBody =
+              error_body("UPSTREAM_UNAVAILABLE", "the upstream cannot be reached");
+          Reply reply;
+          reply.status = HttpStatus::bad_gateway;
+          reply.content_type = "application/json";
+          reply.rate_headers = &exchange->rate_headers;
+          reply.body = kBody;
+          return session->respond(reply);
         }
         // Decision-only mode (no upstream): every path is a probe of its route.
-        Response res = json_response(HttpStatus::ok, "{\"allowed\":true}");
-        add_rate_headers(res, exchange->rate_headers);
-        session->respond(std::move(res));
+        Reply reply;
+        reply.content_type = "application/json";
+        reply.rate_headers = &exchange->rate_headers;
+        reply.body = "{\"allowed\":true}";
+        session->respond(reply);
       });
 }
 

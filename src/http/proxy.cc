@@ -27,6 +27,7 @@
 #include <boost/beast/http/status.hpp>
 #include <boost/beast/http/write.hpp>
 
+#include "http/head_writer.h"
 #include "http/proxy_headers.h"
 #include "http/proxy_pool.h"
 #include "http/responses.h"
@@ -88,12 +89,6 @@ bool is_parse_error(const beast::error_code& ec) {
   return ec.category() == bhttp::make_error_code(bhttp::error::bad_target).category() &&
          ec != bhttp::error::end_of_stream && ec != bhttp::error::partial_message &&
          ec != bhttp::error::need_buffer;
-}
-
-void append_number(uint64_t n, std::string& out) {
-  char digits[24];
-  const auto r = std::to_chars(digits, digits + sizeof digits, n);
-  out.append(digits, static_cast<size_t>(r.ptr - digits));
 }
 
 // How the proxy frames a body it sends.
@@ -311,7 +306,7 @@ void ProxyExchange::build_request_head() {
   } else if (length) {
     request_framing_ = Framing::kLength;
     out.append("Content-Length: ");
-    append_number(*length, out);
+    append_uint(*length, out);
     out.append("\r\n", 2);
   }
   out.append("\r\n", 2);
@@ -491,12 +486,7 @@ void ProxyExchange::start_response() {
 
   std::string& out = response_head_;
   out.reserve(512);
-  out.append(client_version_ >= 11 ? "HTTP/1.1 " : "HTTP/1.0 ");
-  append_number(in.result_int(), out);
-  out += ' ';
-  const std::string_view reason = sv(in.reason());
-  out.append(reason.empty() ? sv(bhttp::obsolete_reason(in.result())) : reason);
-  out.append("\r\n", 2);
+  append_status_line(client_version_ >= 11 ? 11 : 10, in.result_int(), sv(in.reason()), out);
   // The rate headers are Sluice's: an upstream field of the same name gives way.
   std::array<std::string_view, RateHeaders::kMaxFields> rate_names;
   size_t rate_count = 0;
@@ -513,7 +503,7 @@ void ProxyExchange::start_response() {
   } else if (parser.content_length() && !parser.chunked()) {
     response_framing_ = Framing::kLength;
     out.append("Content-Length: ");
-    append_number(*parser.content_length(), out);
+    append_uint(*parser.content_length(), out);
     out.append("\r\n", 2);
   } else if (client_version_ >= 11) {
     response_framing_ = Framing::kChunked;  // chunked or read-until-close upstream: re-chunked
@@ -522,8 +512,7 @@ void ProxyExchange::start_response() {
     response_framing_ = Framing::kUntilClose;  // an HTTP/1.0 client learns the end from the close
     keep_alive = false;
   }
-  if (client_version_ >= 11 && !keep_alive) out.append("Connection: close\r\n");
-  if (client_version_ < 11 && keep_alive) out.append("Connection: keep-alive\r\n");
+  append_connection_field(client_version_, keep_alive, out);
   out.append("\r\n", 2);
   client_keep_alive_ = keep_alive;
 

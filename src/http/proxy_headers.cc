@@ -84,13 +84,6 @@ bool is_hop_by_hop(std::string_view name) {
   return false;
 }
 
-void append_field(std::string_view name, std::string_view value, std::string& out) {
-  out.append(name);
-  out.append(": ", 2);
-  out.append(value);
-  out.append("\r\n", 2);
-}
-
 void append_end_to_end(const bhttp::fields& from, std::span<const std::string_view> drop,
                        std::string& out) {
   // Checked once: most messages list no field in Connection.

@@ -25,6 +25,8 @@
 
 #include <boost/beast/http/fields.hpp>
 
+#include "http/head_writer.h"
+
 namespace sluice::http::proxy {
 
 // True for a hop-by-hop field name (case-insensitive), Content-Length included
@@ -54,7 +56,7 @@ void append_upstream_target(std::string_view base_path, std::string_view target,
 void append_forwarding_fields(const boost::beast::http::fields& from, std::string_view peer,
                               std::string& out);
 
-// Appends "Name: value\r\n".
-void append_field(std::string_view name, std::string_view value, std::string& out);
+// Appends "Name: value\r\n" (the one writer of fields, head_writer.h).
+using http::append_field;
 
 }  // namespace sluice::http::proxy

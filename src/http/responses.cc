@@ -1,8 +1,8 @@
 #include "http/responses.h"
 
-#include <cstdio>
-
 #include <boost/beast/http/field.hpp>
+
+#include "http/rate_headers.h"
 
 namespace sluice::http {
 
@@ -15,37 +15,26 @@ std::string cat(std::initializer_list<std::string_view> parts) {
   return out;
 }
 
-std::string json_escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
-          out += buf;
-        } else {
-          out += c;
-        }
+Response to_response(const Reply& reply) {
+  namespace bhttp = boost::beast::http;
+  using boost::beast::string_view;
+  Response res{reply.status, 11};
+  if (!reply.content_type.empty()) {
+    res.set(bhttp::field::content_type,
+            string_view(reply.content_type.data(), reply.content_type.size()));
+  }
+  if (reply.rate_headers != nullptr) {
+    for (const RateHeaders::Field& f : *reply.rate_headers) {
+      res.set(string_view(f.name.data(), f.name.size()),
+              string_view(f.value.data(), f.value.size()));
     }
   }
-  return out;
+  if (!reply.extra_name.empty()) {
+    res.set(string_view(reply.extra_name.data(), reply.extra_name.size()),
+            string_view(reply.extra_value.data(), reply.extra_value.size()));
+  }
+  res.body() = std::string(reply.body);
+  return res;
 }
 
 Response json_response(HttpStatus status, std::string body) {

@@ -5,15 +5,18 @@
 #include <limits>
 
 #include <spdlog/spdlog.h>
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address_v6.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/rfc7230.hpp>
-#include <boost/beast/http/write.hpp>
 
+#include "http/head_writer.h"
 #include "observe/logging.h"
 
 namespace sluice::http {
@@ -32,6 +35,11 @@ constexpr size_t kFirstReadBytes = 4096;
 constexpr std::chrono::milliseconds kLingerTime{1000};
 constexpr size_t kLingerBytes = 1024 * 1024;
 constexpr size_t kLingerChunk = 4096;
+// Buffers kept between requests are returned to the allocator when a large
+// request or response (a dashboard page, a long header) left them bigger than this.
+constexpr size_t kKeepBufferBytes = 64 * 1024;
+// Beast's serialization of response<empty_body>{status::continue_, 11}.
+constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
 const SessionLimits kAdminLimits{16 * 1024, 64 * 1024, std::chrono::milliseconds(10000),
                                  std::chrono::milliseconds(60000)};
@@ -58,6 +66,27 @@ bool client_wants_keep_alive(const RequestHeader& req) {
 
 bool is_http_error(const beast::error_code& ec) {
   return ec.category() == bhttp::make_error_code(bhttp::error::bad_target).category();
+}
+
+// Feeds the bytes already in `buffer` to `parser`, as Beast's read operations
+// do before reading. True when no read is needed: the header (`header_only`)
+// or the whole message is parsed, or parsing failed (`ec` set). False when the
+// parser needs more bytes than are buffered.
+template <class Parser>
+bool parse_buffered(Parser& parser, beast::flat_buffer& buffer, bool header_only,
+                    beast::error_code& ec) {
+  while (buffer.size() > 0) {
+    const size_t used = parser.put(buffer.data(), ec);
+    buffer.consume(used);
+    if (ec == bhttp::error::need_more) {
+      ec = {};
+      return false;
+    }
+    if (ec) return true;
+    if (header_only ? parser.is_header_done() : parser.is_done()) return true;
+    if (used == 0) return false;
+  }
+  return header_only ? parser.is_header_done() : parser.is_done();
 }
 
 }  // namespace
@@ -126,14 +155,14 @@ void Session::do_wait() {
   if (buffer_.size() > 0) return do_read_header();  // a pipelined request is already here
   // Waiting for the first byte of a request is bounded by the idle timeout;
   // once it arrives, the header must be complete within header_timeout.
-  stream_.expires_after(limits_.idle_timeout);
-  stream_.async_read_some(
+  set_deadline(Wait::kIdle, SteadyClock::now() + limits_.idle_timeout);
+  stream_.socket().async_read_some(
       buffer_.prepare(kFirstReadBytes),
       [self = shared_from_this()](beast::error_code ec, size_t n) { self->on_first_bytes(ec, n); });
 }
 
 void Session::on_first_bytes(beast::error_code ec, size_t n) {
-  stream_.expires_never();
+  wait_ = Wait::kNone;
   if (ec) return close_now();  // idle timeout, client closed, or draining
   buffer_.commit(n);
   if (draining_) return close_now();
@@ -145,7 +174,7 @@ void Session::do_read_header() {
   timed_out_ = false;
   body_read_ = false;
   close_after_ = false;
-  started_ = std::chrono::steady_clock::now();
+  started_ = SteadyClock::now();
   set_limits();
   body_parser_.reset();
   header_parser_.emplace();
@@ -154,16 +183,18 @@ void Session::do_read_header() {
   // The body limit is applied when (and if) the body is read: a proxied body
   // streams and is not bounded here.
   header_parser_->body_limit(boost::none);
-  arm_timer();
-  reading_ = true;
+  header_parser_->eager(false);
+  // Usually the whole header came with the first bytes: no read, no timer.
+  beast::error_code ec;
+  if (parse_buffered(*header_parser_, buffer_, true, ec)) return on_header(ec);
+  set_deadline(Wait::kRead, started_ + limits_.header_timeout);
   bhttp::async_read_header(
-      stream_, buffer_, *header_parser_,
+      stream_.socket(), buffer_, *header_parser_,
       [self = shared_from_this()](beast::error_code ec, size_t) { self->on_header(ec); });
 }
 
 void Session::on_header(beast::error_code ec) {
-  timer_.cancel();
-  reading_ = false;
+  wait_ = Wait::kNone;
   if (ec) {
     if (timed_out_) {
       context_.metrics.rejected_timeout->add();
@@ -208,15 +239,14 @@ void Session::read_body(std::function<void(std::string body)> then) {
   // read never completes (io_context destroyed at shutdown).
   const auto expect = header_parser_->get().find(bhttp::field::expect);
   if (expect != header_parser_->get().end() && beast::iequals(expect->value(), "100-continue")) {
-    auto cont = std::make_shared<bhttp::response<bhttp::empty_body>>(bhttp::status::continue_, 11);
-    stream_.expires_after(limits_.header_timeout);
-    bhttp::async_write(stream_, *cont,
-                       [self = shared_from_this(), cont, then = std::move(then)](
-                           beast::error_code ec, size_t) mutable {
-                         self->stream_.expires_never();
-                         if (ec) return self->close_now();
-                         self->do_read_body(std::move(then));
-                       });
+    set_deadline(Wait::kWrite, SteadyClock::now() + limits_.header_timeout);
+    asio::async_write(
+        stream_.socket(), asio::buffer(kContinue.data(), kContinue.size()),
+        [self = shared_from_this(), then = std::move(then)](beast::error_code ec, size_t) mutable {
+          self->wait_ = Wait::kNone;
+          if (ec) return self->close_now();
+          self->do_read_body(std::move(then));
+        });
     return;
   }
   do_read_body(std::move(then));
@@ -227,18 +257,19 @@ void Session::do_read_body(std::function<void(std::string body)> then) {
   body_parser_.emplace(std::move(*header_parser_));
   header_parser_.reset();
   body_parser_->body_limit(limits_.max_body_bytes);
-  arm_timer();
-  reading_ = true;
+  body_parser_->eager(true);
+  beast::error_code ec;
+  if (parse_buffered(*body_parser_, buffer_, false, ec)) return on_body(ec, std::move(then));
+  set_deadline(Wait::kRead, SteadyClock::now() + limits_.header_timeout);
   bhttp::async_read(
-      stream_, buffer_, *body_parser_,
+      stream_.socket(), buffer_, *body_parser_,
       [self = shared_from_this(), then = std::move(then)](beast::error_code ec, size_t) mutable {
         self->on_body(ec, std::move(then));
       });
 }
 
 void Session::on_body(beast::error_code ec, std::function<void(std::string body)> then) {
-  timer_.cancel();
-  reading_ = false;
+  wait_ = Wait::kNone;
   if (ec) {
     if (timed_out_) {
       context_.metrics.rejected_timeout->add();
@@ -267,44 +298,81 @@ const RequestHeader& Session::header() const {
   return header_parser_->get().base();
 }
 
-// ---------------------------------------------------------------- timers
+// ---------------------------------------------------------------- the timer
 
-void Session::arm_timer() {
+void Session::set_deadline(Wait wait, SteadyClock::time_point deadline) {
+  wait_ = wait;
+  deadline_ = deadline;
+  // A timer armed for later would miss this deadline; one armed for earlier
+  // re-arms itself when it fires.
+  if (!timer_armed_ || deadline < timer_expiry_) arm_timer(deadline);
+}
+
+void Session::arm_timer(SteadyClock::time_point expiry) {
   const uint64_t seq = ++timer_seq_;
-  timer_.expires_after(limits_.header_timeout);
+  timer_armed_ = true;
+  timer_expiry_ = expiry;
+  timer_.expires_at(expiry);  // cancels a pending wait: its handler sees an old seq
   timer_.async_wait(
       [self = shared_from_this(), seq](beast::error_code ec) { self->on_timer(ec, seq); });
 }
 
 void Session::on_timer(beast::error_code ec, uint64_t seq) {
-  // A cancelled timer, or one whose wait completed just before it was
-  // cancelled (its handler still runs): only the current arming counts.
-  if (ec || seq != timer_seq_) return;
-  if (!reading_) return;
-  timed_out_ = true;
-  // Cancelling (not closing) the socket lets the read complete with an error
-  // while the connection stays usable for the 408.
+  if (seq != timer_seq_) return;  // superseded by a later arming
+  timer_armed_ = false;
+  // Cancelled (closing, draining), or nothing waited for: the next
+  // set_deadline() arms it again.
+  if (ec || wait_ == Wait::kNone || phase_ == Phase::kClosed) return;
+  if (SteadyClock::now() < deadline_) return arm_timer(deadline_);
+  const Wait expired = wait_;
+  wait_ = Wait::kNone;
+  if (expired == Wait::kLinger) return close_now();
+  // Reading: the read completes with an error and the session answers 408.
+  // Idle or writing: the operation fails and the connection closes.
+  // Cancelling (not closing) the socket lets a 408 still be written.
+  if (expired == Wait::kRead) timed_out_ = true;
   beast::error_code ignored;
   stream_.socket().cancel(ignored);
 }
 
 // ---------------------------------------------------------------- writing
 
+bool Session::on_own_thread() {
+  const asio::any_io_executor executor = stream_.get_executor();
+  const auto* io = executor.target<asio::io_context::executor_type>();
+  return io != nullptr && io->running_in_this_thread();
+}
+
 void Session::respond(Response response) {
   asio::dispatch(stream_.get_executor(),
                  [self = shared_from_this(), r = std::move(response)]() mutable {
                    if (self->phase_ != Phase::kInRequest) return;  // already answered or closed
-                   if (self->should_discard_body()) {
-                     // Read the unused body so the connection can carry the next request.
-                     auto pending = std::make_shared<Response>(std::move(r));
-                     return self->read_body([self, pending](std::string) {
-                       self->response_.emplace(std::move(*pending));
-                       self->do_write();
-                     });
-                   }
                    self->response_.emplace(std::move(r));
-                   self->do_write();
+                   self->pending_ = Pending::kBeast;
+                   self->write_when_body_handled();
                  });
+}
+
+void Session::respond(const Reply& reply) {
+  if (!on_own_thread()) return respond(to_response(reply));
+  if (phase_ != Phase::kInRequest) return;  // already answered or closed
+  // The status line and fields now (the views are the caller's); the framing
+  // when writing, once it is known whether the connection stays open.
+  out_.clear();
+  append_status_line(header().version(), static_cast<unsigned>(reply.status), {}, out_);
+  append_reply_fields(reply, out_);
+  reply_body_.assign(reply.body);
+  reply_status_ = static_cast<unsigned>(reply.status);
+  pending_ = Pending::kText;
+  write_when_body_handled();
+}
+
+void Session::write_when_body_handled() {
+  // Read the unused body so the connection can carry the next request.
+  if (should_discard_body()) {
+    return read_body([self = shared_from_this()](std::string) { self->do_write(); });
+  }
+  do_write();
 }
 
 bool Session::should_discard_body() const {
@@ -320,35 +388,44 @@ bool Session::should_discard_body() const {
 
 void Session::do_write() {
   phase_ = Phase::kWriting;
-  Response& res = *response_;
   const RequestHeader& req = header();
-  res.version(req.version());
+  const unsigned version = req.version();
   // An unread body is in the way of the next request: close after this one.
   const bool keep_alive =
       client_wants_keep_alive(req) && !draining_ && !close_after_ && !body_pending();
-  res.keep_alive(keep_alive);
-  res.prepare_payload();
-  if (req.method() == bhttp::verb::head) res.body().clear();  // Content-Length stays
-  stream_.expires_after(limits_.header_timeout);
-  bhttp::async_write(stream_, res, [self = shared_from_this()](beast::error_code ec, size_t n) {
-    self->on_write(ec, n);
-  });
+  const bool head = req.method() == bhttp::verb::head;  // Content-Length stays, no body
+  if (pending_ == Pending::kBeast) {
+    out_.clear();
+    append_beast_response(*response_, version, keep_alive, head, out_);
+    written_status_ = response_->result_int();
+    written_body_bytes_ = head ? 0 : response_->body().size();
+    response_.reset();
+  } else {
+    append_framing(version, keep_alive, reply_body_.size(), out_);
+    if (!head) out_.append(reply_body_);
+    written_status_ = reply_status_;
+    written_body_bytes_ = head ? 0 : reply_body_.size();
+  }
+  pending_ = Pending::kNone;
+  written_keep_alive_ = keep_alive;
+  set_deadline(Wait::kWrite, SteadyClock::now() + limits_.header_timeout);
+  asio::async_write(
+      stream_.socket(), asio::buffer(out_),
+      [self = shared_from_this()](beast::error_code ec, size_t) { self->on_write(ec); });
 }
 
-void Session::on_write(beast::error_code ec, size_t) {
-  stream_.expires_never();
+void Session::on_write(beast::error_code ec) {
+  wait_ = Wait::kNone;
   if (ec) return close_now();
-  const bool keep_alive = response_->keep_alive();
-  log_access(response_->result_int(), response_->body().size());
-  response_.reset();
-  finish_request(keep_alive);
+  log_access(written_status_, written_body_bytes_);
+  finish_request(written_keep_alive_);
 }
 
 void Session::log_access(unsigned status, size_t body_bytes) {
   if (admin_ || !state_ || !state_->policy.config().logging.access_log) return;
   const RequestHeader& req = header();
-  const auto elapsed = std::chrono::duration_cast<std::chrono::microseconds>(
-      std::chrono::steady_clock::now() - started_);
+  const auto elapsed =
+      std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - started_);
   const beast::string_view method = req.method_string();
   const beast::string_view target = req.target();
   observe::access_logger().info("{} \"{} {}\" {} {} {:.3f}ms", peer_text_,
@@ -368,6 +445,9 @@ void Session::finish_request(bool keep_alive) {
   state_.reset();
   header_parser_.reset();
   body_parser_.reset();
+  if (out_.capacity() > kKeepBufferBytes) out_ = std::string();
+  if (reply_body_.capacity() > kKeepBufferBytes) reply_body_ = std::string();
+  if (buffer_.size() == 0 && buffer_.capacity() > kKeepBufferBytes) buffer_.shrink_to_fit();
   if (keep_alive && !draining_) return do_wait();
   linger_close();
 }
@@ -376,45 +456,48 @@ void Session::finish_request(bool keep_alive) {
 
 void Session::reject(HttpStatus status, std::string_view code, std::string_view message) {
   phase_ = Phase::kWriting;
-  response_.emplace(error_response(status, code, message));
-  response_->version(11);
-  response_->keep_alive(false);
-  response_->prepare_payload();
-  stream_.expires_after(limits_.header_timeout);
-  bhttp::async_write(stream_, *response_,
-                     [self = shared_from_this()](beast::error_code ec, size_t) {
-                       self->stream_.expires_never();
-                       self->response_.reset();
-                       if (ec) return self->close_now();
-                       self->linger_close();
-                     });
+  pending_ = Pending::kNone;
+  response_.reset();
+  const std::string body = error_body(code, message);
+  out_.clear();
+  append_status_line(11, static_cast<unsigned>(status), {}, out_);
+  append_field("Content-Type", "application/json", out_);
+  append_framing(11, false, body.size(), out_);
+  out_.append(body);
+  set_deadline(Wait::kWrite, SteadyClock::now() + limits_.header_timeout);
+  asio::async_write(stream_.socket(), asio::buffer(out_),
+                    [self = shared_from_this()](beast::error_code ec, size_t) {
+                      self->wait_ = Wait::kNone;
+                      if (ec) return self->close_now();
+                      self->linger_close();
+                    });
 }
 
 void Session::linger_close() {
   phase_ = Phase::kClosing;
-  timer_.cancel();
   beast::error_code ec;
   stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
   if (ec) return close_now();
-  linger_buffer_ = std::make_unique<char[]>(kLingerChunk);
+  if (!linger_buffer_) linger_buffer_ = std::make_unique<char[]>(kLingerChunk);
   lingered_bytes_ = 0;
-  stream_.expires_after(kLingerTime);
+  set_deadline(Wait::kLinger, SteadyClock::now() + kLingerTime);
   do_linger();
 }
 
 void Session::do_linger() {
-  stream_.async_read_some(asio::buffer(linger_buffer_.get(), kLingerChunk),
-                          [self = shared_from_this()](beast::error_code ec, size_t n) {
-                            self->lingered_bytes_ += n;
-                            if (ec || self->lingered_bytes_ > kLingerBytes) {
-                              return self->close_now();
-                            }
-                            self->do_linger();
-                          });
+  stream_.socket().async_read_some(asio::buffer(linger_buffer_.get(), kLingerChunk),
+                                   [self = shared_from_this()](beast::error_code ec, size_t n) {
+                                     self->lingered_bytes_ += n;
+                                     if (ec || self->lingered_bytes_ > kLingerBytes) {
+                                       return self->close_now();
+                                     }
+                                     self->do_linger();
+                                   });
 }
 
 void Session::close_now() {
   phase_ = Phase::kClosed;
+  wait_ = Wait::kNone;
   timer_.cancel();
   beast::error_code ec;
   stream_.socket().close(ec);

@@ -11,6 +11,19 @@
 // connection back with resume()). A handler may finish later, from another
 // thread: respond() and resume() post themselves onto the session's thread.
 //
+// Responses are written as text into one buffer the connection reuses, in one
+// write (head_writer.h): a Reply (the hot paths) without building a Beast
+// message, a Response (admin, rare errors) as Beast would serialize it.
+// Bytes already read are parsed before asking the socket for more, so a
+// request that arrived whole is handled without another read.
+//
+// Timeouts: one timer per connection, armed lazily. Each wait (idle, reading,
+// writing, lingering) sets a deadline; the timer is re-armed only when the
+// new deadline is earlier than the one it is armed for, and on expiry it
+// re-arms itself for the current deadline if that has not passed. So a busy
+// keep-alive connection re-arms its timer about once per timeout period, not
+// once per request.
+//
 // Protocol errors are answered, then the connection closes: malformed HTTP 400,
 // header too large 431, body too large 413, header or body too slow 408 (an
 // idle keep-alive connection is simply closed). Closing is "lingering": the
@@ -105,6 +118,10 @@ class Session : public std::enable_shared_from_this<Session> {
   // first when it is small (Content-Length <= max_body_bytes); otherwise the
   // connection closes after the response. Callable from any thread.
   void respond(Response response);
+  // The same for a Reply, copied before this returns (its views may then go).
+  // On the session's thread it is formatted straight into the connection's
+  // buffer; from another thread it goes through respond(Response).
+  void respond(const Reply& reply);
 
   // --- For a handler that takes the connection over (the gateway proxy) ---
   boost::beast::tcp_stream& stream() { return stream_; }
@@ -118,6 +135,11 @@ class Session : public std::enable_shared_from_this<Session> {
 
  private:
   enum class Phase { kIdle, kReadingHeader, kInRequest, kWriting, kClosing, kClosed };
+  // What the connection's deadline applies to.
+  enum class Wait { kNone, kIdle, kRead, kWrite, kLinger };
+  // What do_write() sends.
+  enum class Pending { kNone, kText, kBeast };
+  using SteadyClock = std::chrono::steady_clock;
 
   void do_wait();
   void on_first_bytes(boost::beast::error_code ec, size_t n);
@@ -126,10 +148,13 @@ class Session : public std::enable_shared_from_this<Session> {
   void do_read_body(std::function<void(std::string body)> then);
   void on_body(boost::beast::error_code ec, std::function<void(std::string body)> then);
   bool should_discard_body() const;
+  bool on_own_thread();
+  void write_when_body_handled();
   void do_write();
-  void on_write(boost::beast::error_code ec, size_t n);
+  void on_write(boost::beast::error_code ec);
   void finish_request(bool keep_alive);
-  void arm_timer();
+  void set_deadline(Wait wait, SteadyClock::time_point deadline);
+  void arm_timer(SteadyClock::time_point expiry);
   void on_timer(boost::beast::error_code ec, uint64_t seq);
   // Answers a protocol error and closes.
   void reject(HttpStatus status, std::string_view code, std::string_view message);
@@ -153,14 +178,31 @@ class Session : public std::enable_shared_from_this<Session> {
   std::shared_ptr<const State> state_;
   std::optional<HeaderParser> header_parser_;
   std::optional<BodyParser> body_parser_;
+
+  // The response being sent: a Reply's status line and fields already in
+  // out_ and its body in reply_body_ (kText), or a Beast message (kBeast).
+  // out_ and reply_body_ keep their capacity from one request to the next.
+  Pending pending_ = Pending::kNone;
   std::optional<Response> response_;
+  std::string out_;
+  std::string reply_body_;
+  unsigned reply_status_ = 0;
+  unsigned written_status_ = 0;
+  size_t written_body_bytes_ = 0;
+  bool written_keep_alive_ = false;
+
+  // The deadline and the one timer (see the top of this file).
+  Wait wait_ = Wait::kNone;
+  SteadyClock::time_point deadline_;
+  SteadyClock::time_point timer_expiry_;
+  bool timer_armed_ = false;
   uint64_t timer_seq_ = 0;
-  bool reading_ = false;  // a header or body read is pending (the timer applies)
+
   bool timed_out_ = false;
   bool draining_ = false;
   bool body_read_ = false;
   bool close_after_ = false;
-  std::chrono::steady_clock::time_point started_;
+  SteadyClock::time_point started_;
   std::unique_ptr<char[]> linger_buffer_;
   size_t lingered_bytes_ = 0;
 };

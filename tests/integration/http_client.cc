@@ -68,14 +68,24 @@ std::vector<std::string> HttpResponse::header_names() const {
   return out;
 }
 
-HttpConnection::HttpConnection(const std::string& host, uint16_t port) : host_(host) {
+HttpConnection::HttpConnection(const std::string& host, uint16_t port) {
   fd_ = connect_to(host, port);
   if (fd_ < 0) {
     throw std::runtime_error("cannot connect to " + host + ":" + std::to_string(port) + ": " +
                              std::strerror(errno));
   }
-  if (host.find(':') != std::string::npos) host_ = "[" + host + "]";
-  host_ += ":" + std::to_string(port);
+  // Built with append(): GCC 12 warns falsely (-Wrestrict) on
+  // `"literal" + std::string&&` in optimised builds.
+  const bool ipv6 = host.find(':') != std::string::npos;
+  const std::string port_text = std::to_string(port);
+  std::string authority;
+  authority.reserve(host.size() + port_text.size() + 3);
+  if (ipv6) authority.append(1, '[');
+  authority.append(host);
+  if (ipv6) authority.append(1, ']');
+  authority.append(1, ':');
+  authority.append(port_text);
+  host_ = std::move(authority);
 }
 
 HttpConnection::~HttpConnection() {
@@ -109,12 +119,23 @@ void HttpConnection::send_request(const std::string& method, const std::string& 
   for (const auto& [n, v] : headers) {
     if (lower(n) == "host") has_host = true;
     if (lower(n) == "content-length" || lower(n) == "transfer-encoding") has_length = true;
-    out += n + ": " + v + "\r\n";
+    out += n;
+    out += ": ";
+    out += v;
+    out += "\r\n";
   }
-  if (!has_host) out += "Host: " + host_ + "\r\n";
-  if (!body.empty() && !has_length)
-    out += "Content-Length: " + std::to_string(body.size()) + "\r\n";
-  out += "\r\n" + body;
+  if (!has_host) {
+    out += "Host: ";
+    out += host_;
+    out += "\r\n";
+  }
+  if (!body.empty() && !has_length) {
+    out += "Content-Length: ";
+    out += std::to_string(body.size());
+    out += "\r\n";
+  }
+  out += "\r\n";
+  out += body;
   send_raw(out);
 }
 
