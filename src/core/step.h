@@ -38,33 +38,32 @@ S unpack(const PackedState& p) {
   return std::bit_cast<S>(p);
 }
 
+// One algorithm's step on packed state.
+template <class S, class Step>
+PackedStep run(Step algorithm_step, const Limit& limit, PackedState state, Nanos now,
+               uint64_t cost) {
+  const auto s = algorithm_step(limit, unpack<S>(state), now, cost);
+  return {s.decision, pack(s.next)};
+}
+
 }  // namespace detail
 
 // The state of a key never seen (a full bucket, an empty window).
 // Not for sliding_log.
 PackedState fresh_state(const Limit& limit, Nanos now);
 
-// Not for sliding_log. Inline, and the state by value (two registers, not a
-// stack copy the callee reloads): with link-time optimisation, which the
-// Release build uses, the algorithms inline into it.
+// Not for sliding_log. Inline; with link-time optimisation (the Release
+// build) the algorithms inline into it too.
 inline PackedStep step(const Limit& limit, PackedState state, Nanos now, uint64_t cost) {
   switch (limit.algorithm()) {
-    case Algorithm::kTokenBucket: {
-      auto s = token_bucket(limit, detail::unpack<TokenBucketState>(state), now, cost);
-      return {s.decision, detail::pack(s.next)};
-    }
-    case Algorithm::kGcra: {
-      auto s = gcra(limit, detail::unpack<GcraState>(state), now, cost);
-      return {s.decision, detail::pack(s.next)};
-    }
-    case Algorithm::kFixedWindow: {
-      auto s = fixed_window(limit, detail::unpack<FixedWindowState>(state), now, cost);
-      return {s.decision, detail::pack(s.next)};
-    }
-    case Algorithm::kSlidingWindow: {
-      auto s = sliding_window(limit, detail::unpack<SlidingWindowState>(state), now, cost);
-      return {s.decision, detail::pack(s.next)};
-    }
+    case Algorithm::kTokenBucket:
+      return detail::run<TokenBucketState>(token_bucket, limit, state, now, cost);
+    case Algorithm::kGcra:
+      return detail::run<GcraState>(gcra, limit, state, now, cost);
+    case Algorithm::kFixedWindow:
+      return detail::run<FixedWindowState>(fixed_window, limit, state, now, cost);
+    case Algorithm::kSlidingWindow:
+      return detail::run<SlidingWindowState>(sliding_window, limit, state, now, cost);
     case Algorithm::kSlidingLog:
       break;
   }
