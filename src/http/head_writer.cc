@@ -62,11 +62,15 @@ void append_reply_fields(const Reply& reply, std::string& out) {
   if (!reply.extra_name.empty()) append_field(reply.extra_name, reply.extra_value, out);
 }
 
-void append_framing(unsigned version, bool keep_alive, size_t body_bytes, std::string& out) {
+void append_framing(unsigned status, unsigned version, bool keep_alive, size_t body_bytes,
+                    std::string& out) {
   append_connection_field(version, keep_alive, out);
-  out.append("Content-Length: ");
-  append_uint(body_bytes, out);
-  out.append("\r\n\r\n", 4);
+  if (status >= 200 && status != 204) {
+    out.append("Content-Length: ");
+    append_uint(body_bytes, out);
+    out.append("\r\n", 2);
+  }
+  out.append("\r\n", 2);
 }
 
 void append_beast_response(Response& res, unsigned version, bool keep_alive, bool head_request,

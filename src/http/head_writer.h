@@ -6,7 +6,7 @@
 //   std::string out;                                   // reused per connection
 //   append_status_line(11, 429, "", out);              // "HTTP/1.1 429 Too Many Requests\r\n"
 //   append_reply_fields(reply, out);                   // Content-Type, rate headers, extra
-//   append_framing(11, false, body.size(), out);       // Connection, Content-Length, blank line
+//   append_framing(200, 11, false, body.size(), out);  // Connection, Content-Length, blank line
 //   out.append(body);
 //
 // Field values are written as given: callers pass values without CR, LF or
@@ -44,13 +44,13 @@ void append_connection_field(unsigned version, bool keep_alive, std::string& out
 // (when given), the extra field (when named).
 void append_reply_fields(const Reply& reply, std::string& out);
 
-// The end of a header block the way Beast's keep_alive() and prepare_payload()
-// frame a message with a body of `body_bytes` and no Connection field: the
-// Connection field (see above), "Content-Length: <body_bytes>", the blank
-// line. Content-Length is written for every status, 204 included, as Beast
-// 1.81 writes it (RFC 9110 §8.6 says a 204 should carry none; kept so the
-// bytes clients see do not change).
-void append_framing(unsigned version, bool keep_alive, size_t body_bytes, std::string& out);
+// The end of a header block of a message with a body of `body_bytes` and no
+// Connection field: the Connection field (see above),
+// "Content-Length: <body_bytes>", the blank line. A 1xx or 204 carries no
+// Content-Length (RFC 9110 §8.6; Beast 1.81's prepare_payload() wrote
+// "Content-Length: 0" on a 204).
+void append_framing(unsigned status, unsigned version, bool keep_alive, size_t body_bytes,
+                    std::string& out);
 
 // A Beast response as its serializer writes it, after res.version(version),
 // res.keep_alive(keep_alive) and res.prepare_payload() (which this applies to

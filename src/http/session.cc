@@ -401,7 +401,7 @@ void Session::do_write() {
     written_body_bytes_ = head ? 0 : response_->body().size();
     response_.reset();
   } else {
-    append_framing(version, keep_alive, reply_body_.size(), out_);
+    append_framing(reply_status_, version, keep_alive, reply_body_.size(), out_);
     if (!head) out_.append(reply_body_);
     written_status_ = reply_status_;
     written_body_bytes_ = head ? 0 : reply_body_.size();
@@ -462,7 +462,7 @@ void Session::reject(HttpStatus status, std::string_view code, std::string_view 
   out_.clear();
   append_status_line(11, static_cast<unsigned>(status), {}, out_);
   append_field("Content-Type", "application/json", out_);
-  append_framing(11, false, body.size(), out_);
+  append_framing(static_cast<unsigned>(status), 11, false, body.size(), out_);
   out_.append(body);
   set_deadline(Wait::kWrite, SteadyClock::now() + limits_.header_timeout);
   asio::async_write(stream_.socket(), asio::buffer(out_),

@@ -2,6 +2,7 @@
 // and the same bytes Beast's serializer writes for the same message.
 #include "http/head_writer.h"
 
+#include <cstring>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -23,7 +24,7 @@ std::string written(const Reply& reply, unsigned version, bool keep_alive, bool 
   std::string out;
   append_status_line(version, static_cast<unsigned>(reply.status), {}, out);
   append_reply_fields(reply, out);
-  append_framing(version, keep_alive, reply.body.size(), out);
+  append_framing(static_cast<unsigned>(reply.status), version, keep_alive, reply.body.size(), out);
   if (!head) out.append(reply.body);
   return out;
 }
@@ -67,15 +68,13 @@ TEST(HeadWriter, RateLimitedReplyIsExactlyTheSeedsResponse) {
 TEST(HeadWriter, ConnectionFieldFollowsVersionAndKeepAlive) {
   Reply reply;
   reply.status = HttpStatus::no_content;
-  // Content-Length: 0 even on a 204, as Beast wrote it (kept byte for byte).
-  EXPECT_EQ(written(reply, 11, true, false),
-            "HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n");
+  // A 204 has no Content-Length (RFC 9110 §8.6).
+  EXPECT_EQ(written(reply, 11, true, false), "HTTP/1.1 204 No Content\r\n\r\n");
   EXPECT_EQ(written(reply, 11, false, false),
-            "HTTP/1.1 204 No Content\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
+            "HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(written(reply, 10, true, false),
-            "HTTP/1.0 204 No Content\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n");
-  EXPECT_EQ(written(reply, 10, false, false),
-            "HTTP/1.0 204 No Content\r\nContent-Length: 0\r\n\r\n");
+            "HTTP/1.0 204 No Content\r\nConnection: keep-alive\r\n\r\n");
+  EXPECT_EQ(written(reply, 10, false, false), "HTTP/1.0 204 No Content\r\n\r\n");
 }
 
 TEST(HeadWriter, HeadRequestKeepsContentLengthWithoutBody) {
@@ -152,8 +151,14 @@ TEST(HeadWriter, RepliesMatchBeastsSerializerByteForByte) {
     for (unsigned version : {10u, 11u}) {
       for (bool keep_alive : {false, true}) {
         for (bool head : {false, true}) {
-          EXPECT_EQ(written(reply, version, keep_alive, head),
-                    serialized_by_beast(to_response(reply), version, keep_alive, head))
+          std::string beast = serialized_by_beast(to_response(reply), version, keep_alive, head);
+          if (reply.status == HttpStatus::no_content) {
+            // The one difference: Beast 1.81 frames a 204 with "Content-Length: 0".
+            const size_t at = beast.find("Content-Length: 0\r\n");
+            ASSERT_NE(at, std::string::npos);
+            beast.erase(at, std::strlen("Content-Length: 0\r\n"));
+          }
+          EXPECT_EQ(written(reply, version, keep_alive, head), beast)
               << static_cast<unsigned>(reply.status) << " HTTP " << version << " keep-alive "
               << keep_alive << " HEAD " << head;
         }
