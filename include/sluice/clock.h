@@ -18,22 +18,22 @@ using Nanos = std::chrono::nanoseconds;
 class Clock {
  public:
   virtual ~Clock() = default;
-  // Nanoseconds since the Unix epoch. Never decreases between calls.
+  // Nanoseconds since the Unix epoch. Never decreases between calls made on
+  // one thread.
   virtual Nanos now() const = 0;
 };
 
-// The system's real-time clock, made monotonic: if the wall clock steps back
-// (NTP), now() holds at the latest value returned rather than going backwards,
-// so no bucket ever sees negative elapsed time.
+// The system's real-time clock, made monotonic per thread: if the wall clock
+// steps back (NTP), now() holds at the latest value it returned on the
+// calling thread rather than going backwards. Calls from several threads may
+// reach a store slightly out of order (as any two racing threads can); the
+// algorithms count time that runs backwards as no time passing.
 class SystemClock final : public Clock {
  public:
   Nanos now() const override;
 
   // A process-wide instance.
   static SystemClock& instance();
-
- private:
-  mutable std::atomic<int64_t> latest_ns_{0};
 };
 
 // A clock that only moves when told to. For tests and simulations.
