@@ -287,6 +287,25 @@ TEST_P(RedisServeFaults, PausedRedisIsAnsweredPerOnFailureWithinTheTimeout) {
   EXPECT_TRUE(wait_ready(*server, true, 3s));
 }
 
+TEST(RedisServe, AReloadChangesOnFailureWithoutARestart) {
+  REQUIRE_REDIS();
+  RedisServer redis;
+  ASSERT_TRUE(redis.start());
+  auto server =
+      SluiceProcess::start(redis_yaml({redis.address()}, false, "allow", "100ms", kFaultPolicy));
+  ASSERT_NE(server, nullptr);
+  ASSERT_TRUE(wait_ready(*server, true, 10s)) << server->log();
+  redis.kill();
+  expect_on_failure(*server, true, 3, "allow-");
+
+  server->rewrite_config(redis_yaml({redis.address()}, false, "deny", "100ms", kFaultPolicy));
+  ASSERT_EQ(server->admin_post("/admin/reload").status, 200) << server->log();
+  expect_on_failure(*server, false, 3, "deny-");
+  EXPECT_EQ(server->metric("sluice_store_errors_total"), 6);
+  EXPECT_EQ(server->log().find("takes effect only after a restart"), std::string::npos)
+      << server->log();
+}
+
 INSTANTIATE_TEST_SUITE_P(OnFailure, RedisServeFaults, ::testing::Values(true, false),
                          [](const ::testing::TestParamInfo<bool>& info) {
                            return info.param ? std::string("Allow") : std::string("Deny");
