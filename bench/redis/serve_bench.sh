@@ -48,6 +48,7 @@ trap cleanup EXIT
 for _ in $(seq 100); do redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break; sleep 0.05; done
 
 cpu() { awk '{print $14 + $15}' "/proc/$redis_pid/stat"; }
+sluice_cpu() { awk '{print $14 + $15}' "/proc/$sluice_pid/stat"; }
 hz=$(getconf CLK_TCK)
 
 # Runs sluice serve with the given store section, then wrk against it.
@@ -78,11 +79,11 @@ YAML
     exit 1
   fi
   redis-cli -p "$redis_port" flushall >/dev/null
-  local c0 c1 out rate p50 p99 total us
-  c0=$(cpu)
+  local c0 c1 s0 s1 out rate p50 p99 total us sus
+  c0=$(cpu); s0=$(sluice_cpu)
   out=$(wrk -t2 -c64 -d"${SECS}s" --latency -s bench/redis/check_random_keys.lua \
     "http://127.0.0.1:$port/v1/check")
-  c1=$(cpu)
+  c1=$(cpu); s1=$(sluice_cpu)
   rate=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
   p50=$(echo "$out" | awk '$1 == "50%" {print $2}')
   p99=$(echo "$out" | awk '$1 == "99%" {print $2}')
@@ -91,7 +92,8 @@ YAML
     echo "$name: unexpected answers: $(echo "$out" | grep Non-2xx)" >&2
   fi
   us=$(awk -v t=$((c1 - c0)) -v hz="$hz" -v n="$total" 'BEGIN {printf "%.2f", n ? t / hz * 1e6 / n : 0}')
-  echo "sluice serve, $name: $rate decisions/s, p50 $p50, p99 $p99, redis cpu $us us/decision"
+  sus=$(awk -v t=$((s1 - s0)) -v hz="$hz" -v n="$total" 'BEGIN {printf "%.2f", n ? t / hz * 1e6 / n : 0}')
+  echo "sluice serve, $name: $rate decisions/s, p50 $p50, p99 $p99, sluice cpu $sus us/decision, redis cpu $us us/decision"
   curl -s "http://127.0.0.1:$admin/metrics" | grep -E '^sluice_(store_errors_total|redis_errors_total)' |
     awk '$2 != 0 {print "  " $0}'
   kill "$sluice_pid"; wait "$sluice_pid" 2>/dev/null || true
