@@ -15,7 +15,7 @@ constexpr const char* kUsage = R"(sluice - rate limiting for APIs that scale
 Usage:
   sluice serve --config FILE
                   Run the server: gateway, POST /v1/check, GET /v1/auth on
-                  `listen`; /healthz /metrics /admin/* on `admin`. SIGHUP
+                  `listen`; /dashboard /metrics /admin/* on `admin`. SIGHUP
                   reloads, SIGTERM drains and exits. `sluice serve --help`.
   sluice simulate [--scenario NAME | --trace FILE] [--format table|csv|json]
                   Replay traffic against all five algorithms on a simulated

@@ -22,7 +22,8 @@ constexpr const char* kServeUsage = R"(Usage: sluice serve --config FILE
 
 Runs the Sluice server described by FILE (docs/CONFIG.md):
   listen   the gateway (when `upstream` is set), POST /v1/check, GET /v1/auth
-  admin    /healthz /readyz /metrics /admin/stats, POST /admin/reload, POST /admin/reset
+  admin    /dashboard (live page) /healthz /readyz /metrics /admin/stats,
+           POST /admin/reload, POST /admin/reset
            (127.0.0.1 by default; never expose it)
   grpc     the Envoy RLS v3 API, with the descriptor files of rls.config_dir
            (docs/ENVOY.md)
