@@ -153,6 +153,9 @@ class RedisStore final : public Store {
   // Keys in the database (DBSIZE, summed over masters; synchronous): this
   // counts every key, so give Sluice a database of its own. 0 if unavailable.
   size_t size() const override;
+  // The same count as of the last health check (every health_interval),
+  // without waiting; 0 until one has answered.
+  size_t observed_size() const override;
 
   // Blocks until ready() or `timeout` passes; returns ready().
   bool wait_ready(std::chrono::milliseconds timeout) const;

@@ -60,6 +60,10 @@ class Store {
 
   // Number of (limit, key) states currently held.
   virtual size_t size() const = 0;
+
+  // size() as last observed, without waiting on anything remote: for
+  // metrics and dashboards polled often. The memory store counts in place.
+  virtual size_t observed_size() const { return size(); }
 };
 
 // True if every decision allowed.

@@ -130,9 +130,9 @@ Response AdminHandler::stats() const {
   const auto uptime =
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started_);
   std::string out = cat(
-      {"{\"generation\":", std::to_string(state->generation), ",\"uptime_seconds\":",
-       std::to_string(uptime.count()), ",\"keys_held\":", std::to_string(context_.store.size()),
-       ",\"version\":", quoted_json(kVersion),
+      {"{\"generation\":", std::to_string(state->generation),
+       ",\"uptime_seconds\":", std::to_string(uptime.count()), ",\"keys_held\":",
+       std::to_string(context_.store.observed_size()), ",\"version\":", quoted_json(kVersion),
        ",\"store\":{\"backend\":", quoted_json(store_backend_),
        ",\"ready\":", context_.store.ready() ? "true" : "false", "},\"reloads\":{\"succeeded\":",
        std::to_string(counter_value(context_.metrics.reload_success)), ",\"failed\":",

@@ -194,7 +194,7 @@ Server::Server(policy::Config config, std::shared_ptr<Store> store, ServerOption
   m.rejected_timeout = r.counter(rejected, rejected_help, {{"reason", "timeout"}});
   Store* s = store_.get();
   r.gauge("sluice_keys_held", "Limit states held by the store.", {},
-          [s] { return static_cast<double>(s->size()); });
+          [s] { return static_cast<double>(s->observed_size()); });
   r.gauge("sluice_store_ready", "1 while the store answers (Redis reachable), else 0 (/readyz).",
           {}, [s] { return s->ready() ? 1.0 : 0.0; });
   ServerContext* c = &context_;

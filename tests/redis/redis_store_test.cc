@@ -260,6 +260,11 @@ TEST_F(RedisStoreTest, SizeCountsTheKeysInTheDatabase) {
     ASSERT_TRUE(acquire_one(*store_, limit, "k" + std::to_string(i), us(kEpochUs)).ok());
   }
   EXPECT_EQ(store_->size(), 7u);
+  // The count for metrics follows at the next health check (every 50 ms here).
+  const auto until = std::chrono::steady_clock::now() + 2s;
+  while (store_->observed_size() != 7u && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(store_->observed_size(), 7u);
 }
 
 TEST_F(RedisStoreTest, DatabaseAndPasswordFromTheUrl) {

@@ -255,6 +255,26 @@ class RedisStore::Impl {
                              ready_.store(round->ok, std::memory_order_relaxed);
                          });
     }
+    // The key count for metrics and /admin/stats, so that they never wait
+    // for Redis; kept as it was when a master does not answer.
+    struct Count {
+      size_t waiting;
+      bool ok = true;
+      size_t keys = 0;
+    };
+    auto count = std::make_shared<Count>(Count{nodes.size()});
+    for (const std::string& node : nodes) {
+      internal_->command(redis::command({"DBSIZE"}), node, -1, health_timeout(),
+                         [this, count](Status s, const redisReply* reply) {
+                           if (s.ok() && reply != nullptr && reply->type == REDIS_REPLY_INTEGER) {
+                             count->keys += static_cast<size_t>(reply->integer);
+                           } else {
+                             count->ok = false;
+                           }
+                           if (--count->waiting == 0 && count->ok)
+                             observed_keys_.store(count->keys, std::memory_order_relaxed);
+                         });
+    }
   }
 
   void schedule_refresh() {
@@ -326,6 +346,7 @@ class RedisStore::Impl {
   boost::asio::steady_timer health_timer_;
   boost::asio::steady_timer refresh_timer_;
   std::atomic<bool> ready_{false};
+  std::atomic<size_t> observed_keys_{0};  // DBSIZE summed at the last health check
   std::atomic<bool> refresh_requested_{false};
   uint64_t health_generation_ = 0;
   bool stopping_ = false;  // internal thread only
@@ -455,6 +476,10 @@ size_t RedisStore::size() const {
     (void)s;
   }
   return total;
+}
+
+size_t RedisStore::observed_size() const {
+  return impl_->observed_keys_.load(std::memory_order_relaxed);
 }
 
 RedisStoreStats RedisStore::stats() const {
