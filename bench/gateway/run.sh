@@ -47,9 +47,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
-}
+source bench/lib.sh
 wait_port() {
   for _ in $(seq 200); do
     (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
@@ -155,20 +153,6 @@ wait_port "$ng_port"
 [[ -n $base_pid ]] && wait_port "$base_port"
 sleep 0.5
 
-# utime+stime of a process tree (the PID and its children), in clock ticks.
-cpu_ticks() {
-  local total=0 pid
-  for pid in "$1" $(pgrep -P "$1" || true); do
-    if [[ -r /proc/$pid/stat ]]; then
-      # Fields after the command name (which may hold spaces): utime is 14, stime 15.
-      local rest
-      rest=$(sed 's/^.*) //' "/proc/$pid/stat")
-      set -- $rest
-      total=$((total + ${12} + ${13}))
-    fi
-  done
-  echo "$total"
-}
 hz=$(getconf CLK_TCK)
 
 results="$work/results.txt"

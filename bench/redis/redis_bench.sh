@@ -26,12 +26,8 @@ SEED_REQUESTS=400000
 command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null ||
   { echo "redis-server/redis-benchmark missing: scripts/install-deps.sh" >&2; exit 1; }
 
-port=""
-for _ in $(seq 50); do
-  p=$((20000 + RANDOM % 40000))
-  if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then port=$p; break; fi
-done
-[ -n "$port" ] || { echo "no free port" >&2; exit 1; }
+source bench/lib.sh
+port=$(free_port)
 dir=$(mktemp -d)
 redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" \
   --logfile "$dir/redis.log" --daemonize no &
@@ -39,7 +35,7 @@ pid=$!
 trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; rm -rf "$dir"' EXIT
 for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.05; done
 
-cpu() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
+cpu() { cpu_ticks "$pid"; }
 hz=$(getconf CLK_TCK)
 sha=$(redis-cli -p "$port" script load "$(cat bench/redis/seed_token_bucket.lua)")
 

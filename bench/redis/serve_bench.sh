@@ -25,13 +25,7 @@ for tool in redis-server redis-cli wrk; do
   command -v "$tool" >/dev/null || { echo "$tool missing: scripts/install-deps.sh" >&2; exit 1; }
 done
 
-free_port() {
-  for _ in $(seq 50); do
-    local p=$((20000 + RANDOM % 40000))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return; fi
-  done
-  echo "no free port" >&2; exit 1
-}
+source bench/lib.sh
 
 dir=$(mktemp -d)
 redis_port=$(free_port)
@@ -47,8 +41,8 @@ cleanup() {
 trap cleanup EXIT
 for _ in $(seq 100); do redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break; sleep 0.05; done
 
-cpu() { awk '{print $14 + $15}' "/proc/$redis_pid/stat"; }
-sluice_cpu() { awk '{print $14 + $15}' "/proc/$sluice_pid/stat"; }
+cpu() { cpu_ticks "$redis_pid"; }
+sluice_cpu() { cpu_ticks "$sluice_pid"; }
 hz=$(getconf CLK_TCK)
 
 # Runs sluice serve with the given store section, then wrk against it.

@@ -55,12 +55,12 @@ if [[ -z $port ]]; then
   exit 1
 fi
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$server_pid/stat"; }
+source bench/lib.sh
 hz=$(getconf CLK_TCK)
-before=$(cpu_ticks)
+before=$(cpu_ticks "$server_pid")
 line=$("$load" --target "127.0.0.1:$port" --seconds "$seconds" --in-flight "$in_flight" \
   --domain edge --key remote_address --value 10.0.0. --values "$values")
-after=$(cpu_ticks)
+after=$(cpu_ticks "$server_pid")
 echo "$line"
 calls=$(sed -n 's/.*calls \([0-9]\+\) seconds.*/\1/p' <<<"$line")
 awk -v t=$((after - before)) -v hz="$hz" -v calls="$calls" 'BEGIN {
