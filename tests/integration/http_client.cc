@@ -139,22 +139,27 @@ void HttpConnection::send_request(const std::string& method, const std::string& 
   send_raw(out);
 }
 
-bool HttpConnection::fill(std::chrono::steady_clock::time_point deadline) {
+HttpConnection::Received HttpConnection::receive(std::chrono::steady_clock::time_point deadline,
+                                                 std::string& into) {
   for (;;) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return false;
+    if (left.count() <= 0) return Received::kTimeout;
     pollfd p{fd_, POLLIN, 0};
     const int r = ::poll(&p, 1, static_cast<int>(left.count()));
     if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
+    if (r <= 0) return Received::kTimeout;
     char buf[16384];
     const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    buffer_.append(buf, static_cast<size_t>(n));
-    return true;
+    if (n <= 0) return Received::kClosed;  // EOF or reset
+    into.append(buf, static_cast<size_t>(n));
+    return Received::kData;
   }
+}
+
+bool HttpConnection::fill(std::chrono::steady_clock::time_point deadline) {
+  return receive(deadline, buffer_) == Received::kData;
 }
 
 HttpResponse HttpConnection::read_response(std::chrono::milliseconds timeout) {
@@ -200,18 +205,17 @@ HttpResponse HttpConnection::read_response(std::chrono::milliseconds timeout) {
 
 bool HttpConnection::closed_by_peer(std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::string ignored;
   for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return false;
-    pollfd p{fd_, POLLIN, 0};
-    const int r = ::poll(&p, 1, static_cast<int>(left.count()));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    char buf[4096];
-    const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return true;  // EOF or reset
+    switch (receive(deadline, ignored)) {
+      case Received::kData:
+        ignored.clear();
+        break;
+      case Received::kClosed:
+        return true;
+      case Received::kTimeout:
+        return false;
+    }
   }
 }
 

@@ -56,6 +56,9 @@ class HttpConnection {
 
  private:
   // Reads more bytes into buffer_; false on EOF, error or timeout.
+  enum class Received { kData, kClosed, kTimeout };
+  // Waits until `deadline` for bytes and appends what one recv() gives to `into`.
+  Received receive(std::chrono::steady_clock::time_point deadline, std::string& into);
   bool fill(std::chrono::steady_clock::time_point deadline);
 
   int fd_ = -1;

@@ -231,19 +231,27 @@ void expect_enforced(const SluiceProcess& server, const std::string& key) {
       << "a real denial, not on_failure: " << denied.body;
 }
 
-class RedisServeFaults : public ::testing::TestWithParam<bool> {};
+// One Redis and one server with on_failure allow (param true) or deny,
+// limits enforced before the fault.
+class RedisServeFaults : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override {
+    REQUIRE_REDIS();
+    allow = GetParam();
+    ASSERT_TRUE(redis.start());
+    server = SluiceProcess::start(
+        redis_yaml({redis.address()}, false, allow ? "allow" : "deny", "100ms", kFaultPolicy));
+    ASSERT_NE(server, nullptr);
+    ASSERT_TRUE(wait_ready(*server, true, 10s)) << server->log();
+    expect_enforced(*server, "before");
+  }
+
+  bool allow = true;
+  RedisServer redis;
+  std::unique_ptr<SluiceProcess> server;
+};
 
 TEST_P(RedisServeFaults, KilledRedisIsAnsweredPerOnFailureAndRestartedRedisEnforcesAgain) {
-  REQUIRE_REDIS();
-  const bool allow = GetParam();
-  RedisServer redis;
-  ASSERT_TRUE(redis.start());
-  auto server = SluiceProcess::start(
-      redis_yaml({redis.address()}, false, allow ? "allow" : "deny", "100ms", kFaultPolicy));
-  ASSERT_NE(server, nullptr);
-  ASSERT_TRUE(wait_ready(*server, true, 10s)) << server->log();
-  expect_enforced(*server, "before");
-
   redis.kill();
   expect_on_failure(*server, allow, 20, "down-");
   EXPECT_TRUE(wait_ready(*server, false, 3s)) << "/readyz should say 503 while Redis is down";
@@ -263,16 +271,6 @@ TEST_P(RedisServeFaults, KilledRedisIsAnsweredPerOnFailureAndRestartedRedisEnfor
 }
 
 TEST_P(RedisServeFaults, PausedRedisIsAnsweredPerOnFailureWithinTheTimeout) {
-  REQUIRE_REDIS();
-  const bool allow = GetParam();
-  RedisServer redis;
-  ASSERT_TRUE(redis.start());
-  auto server = SluiceProcess::start(
-      redis_yaml({redis.address()}, false, allow ? "allow" : "deny", "100ms", kFaultPolicy));
-  ASSERT_NE(server, nullptr);
-  ASSERT_TRUE(wait_ready(*server, true, 10s)) << server->log();
-  expect_enforced(*server, "before");
-
   // Longer than the timeout, shorter than the store's stall timeout (2 s), so
   // the connection stays and the late replies are dropped.
   const auto paused_at = Clock::now();
