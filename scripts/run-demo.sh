@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make run`: the demo upstream on 127.0.0.1:3000 and Sluice as a gateway in
-# front of it (examples/quickstart.yaml: 127.0.0.1:8080, admin 127.0.0.1:9090),
+# front of it (examples/quickstart.yaml: 127.0.0.1:8080, decision API
+# 127.0.0.1:8082, admin 127.0.0.1:9090),
 # with the lines to try printed. Ctrl-C stops both.
 #
 #   scripts/run-demo.sh [BUILD_DIR]      # default: build (what `make` builds)
@@ -21,7 +22,7 @@ done
 
 # Something already on one of the ports would answer instead of the demo.
 port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-for port in 3000 8080 9090; do
+for port in 3000 8080 8082 9090; do
   if port_busy "$port"; then
     echo "run-demo: 127.0.0.1:$port is already in use; stop what listens there first" >&2
     exit 1
@@ -68,7 +69,7 @@ cat <<'EOF'
 
   Sluice is running as a gateway (examples/quickstart.yaml):
     gateway        http://127.0.0.1:8080   -> demo upstream http://127.0.0.1:3000
-    decision API   http://127.0.0.1:8080/v1/check   http://127.0.0.1:8080/v1/auth
+    decision API   http://127.0.0.1:8082/v1/check   http://127.0.0.1:8082/v1/auth  (your programs only)
     dashboard      http://127.0.0.1:9090/dashboard   (live counts; open it in a browser)
     admin          http://127.0.0.1:9090/metrics   /admin/stats   /healthz  (keep it private)
 
@@ -81,7 +82,7 @@ cat <<'EOF'
     for i in $(seq 7); do curl -si http://127.0.0.1:8080/api/hello | head -5; echo; done
 
     # an explicit decision for any program (policy "login": 3, then 1 per minute)
-    curl -si -X POST http://127.0.0.1:8080/v1/check -d '{"policy":"login","key":"user:42"}'
+    curl -si -X POST http://127.0.0.1:8082/v1/check -d '{"policy":"login","key":"user:42"}'
 
     # what Sluice counted
     curl -s http://127.0.0.1:9090/metrics | grep '^sluice_requests_total'

@@ -6,6 +6,11 @@
 //
 // Everything a client can influence (keys, route names) is written with
 // textContent, never as HTML.
+//
+// With admin_token_all the stats need "Authorization: Bearer <token>": the
+// page takes the token from its URL fragment (/dashboard#token=..., never
+// sent to the server or its logs) or from the form it shows on a 401, and
+// keeps it in this tab's sessionStorage only.
 
 const POLL_INTERVAL_MS = 1000;
 const POLL_TIMEOUT_MS = 2000;
@@ -15,6 +20,24 @@ const CHART_WINDOW_MS = 3 * 60 * 1000;
 const CHART_GAP_MS = 2500;
 
 const $ = (id) => document.getElementById(id);
+const TOKEN_KEY = 'sluice-admin-token';
+
+function takeTokenFromFragment() {
+  const match = /^#token=(.+)$/.exec(window.location.hash);
+  if (match === null) return;
+  sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(match[1]));
+  // Out of the address bar and the history, where it could be copied.
+  history.replaceState(null, '', window.location.pathname + window.location.search);
+}
+
+function authHeaders() {
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  return token === null ? {} : { Authorization: `Bearer ${token}` };
+}
+
+function askForToken(show) {
+  $('token-form').hidden = !show;
+}
 
 // The previous successful poll: when it arrived and its counters, to turn
 // counts into rates. Reset when the server restarts.
@@ -224,7 +247,10 @@ async function poll() {
   const timer = setTimeout(() => abort.abort(), POLL_TIMEOUT_MS);
   let stats;
   try {
-    const response = await fetch('/admin/stats', { cache: 'no-store', signal: abort.signal });
+    const response = await fetch('/admin/stats',
+      { cache: 'no-store', signal: abort.signal, headers: authHeaders() });
+    askForToken(response.status === 401);
+    if (response.status === 401) throw new Error('the admin token is needed');
     if (!response.ok) throw new Error(`HTTP ${response.status}`);
     stats = await response.json();
   } catch (error) {
@@ -242,4 +268,12 @@ async function poll() {
   render(stats, performance.now());
 }
 
+$('token-form').addEventListener('submit', (event) => {
+  event.preventDefault();
+  sessionStorage.setItem(TOKEN_KEY, $('token-input').value.trim());
+  $('token-input').value = '';
+  askForToken(false);
+});
+
+takeTokenFromFragment();
 poll();

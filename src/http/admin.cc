@@ -7,6 +7,7 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 
+#include "http/access.h"
 #include "http/dashboard.h"
 #include "policy/policy.h"
 #include "sluice/memory_store.h"
@@ -65,6 +66,20 @@ uint64_t counter_value(const observe::Counter* c) {
   return c == nullptr ? 0 : c->value();
 }
 
+std::optional<std::string_view> field(const RequestHeader& req, bhttp::field name) {
+  const auto it = req.find(name);
+  if (it == req.end()) return std::nullopt;
+  return sv(it->value());
+}
+
+// application/json, with or without parameters ("; charset=utf-8").
+bool is_json(std::string_view content_type) {
+  const std::string_view media = content_type.substr(0, content_type.find(';'));
+  size_t end = media.size();
+  while (end > 0 && (media[end - 1] == ' ' || media[end - 1] == '\t')) --end;
+  return boost::beast::iequals(media.substr(0, end), "application/json");
+}
+
 }  // namespace
 
 AdminHandler::AdminHandler(ServerContext& context, ReloadFunction reload)
@@ -79,10 +94,60 @@ void AdminHandler::note_reload(const ReloadOutcome& outcome) {
       LastReload{outcome, std::chrono::duration_cast<std::chrono::milliseconds>(now).count()};
 }
 
+std::optional<Response> AdminHandler::refuse(const Session& session, std::string_view path) const {
+  const RequestHeader& req = session.header();
+  const policy::Config& config = context_.state.load()->policy.config();
+  const policy::AdminAccess& access = config.admin_access;
+  const std::optional<std::string_view> host = field(req, bhttp::field::host);
+  if (!admin_host_allowed(host, config.admin.host, session.local_address(), access)) {
+    return error_response(
+        HttpStatus::misdirected_request, "MISDIRECTED_REQUEST",
+        cat({"this admin port answers Host ", config.admin.host,
+             ", localhost and the names in admin_hosts, not ", host.value_or("")}));
+  }
+  const bool post = req.method() == bhttp::verb::post;
+  if (post) {
+    // A browser sends Origin with every cross-site POST: a web page must
+    // never drive the admin port (reset, reload) from a user's machine.
+    const std::optional<std::string_view> origin = field(req, bhttp::field::origin);
+    if (origin && !same_origin(*origin, host.value_or(""))) {
+      return error_response(HttpStatus::forbidden, "FORBIDDEN",
+                            cat({"a POST from origin ", *origin, " is not allowed"}));
+    }
+  }
+  // The dashboard's files hold no data (the page asks /admin/stats with the
+  // token), so a browser can load them before it has a token.
+  const bool guarded = post || (access.token_all && !is_dashboard_path(path));
+  if (guarded && !access.token.empty()) {
+    const std::optional<std::string_view> authorization = field(req, bhttp::field::authorization);
+    if (!authorization || !bearer_token_matches(*authorization, access.token)) {
+      Response res = error_response(HttpStatus::unauthorized, "UNAUTHORIZED",
+                                    "this admin endpoint needs \"Authorization: Bearer <token>\" "
+                                    "(admin_token_file)");
+      res.set(bhttp::field::www_authenticate, "Bearer");
+      return res;
+    }
+  }
+  // Forms and text/plain are what a page can POST without asking (no CORS
+  // preflight): a body must say it is JSON. A POST without a body (reload)
+  // needs no Content-Type.
+  if (post) {
+    const std::optional<std::string_view> type = field(req, bhttp::field::content_type);
+    if ((session.has_body() || type) && !(type && is_json(*type))) {
+      return error_response(HttpStatus::unsupported_media_type, "UNSUPPORTED_MEDIA_TYPE",
+                            "the body of an admin POST must be Content-Type: application/json");
+    }
+  }
+  return std::nullopt;
+}
+
 void AdminHandler::on_header(const std::shared_ptr<Session>& session) {
   const RequestHeader& req = session->header();
   std::string_view path = sv(req.target());
   path = path.substr(0, path.find('?'));
+  if (std::optional<Response> refused = refuse(*session, path)) {
+    return session->respond(std::move(*refused));
+  }
   const bool get = req.method() == bhttp::verb::get || req.method() == bhttp::verb::head;
   const bool post = req.method() == bhttp::verb::post;
 

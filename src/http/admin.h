@@ -1,5 +1,10 @@
-// AdminHandler: the requests of the `admin` port. It must never be exposed
-// beyond the host (docs/CONFIG.md): it can reload the config and reset keys.
+// AdminHandler: the requests of the `admin` port. It can reload the config
+// and reset keys, so before anything else (docs/CONFIG.md):
+//   a Host other than the admin address, localhost or admin_hosts  -> 421
+//   a POST whose Origin is another site                              -> 403
+//   with admin_token_file: a POST (every endpoint with admin_token_all,
+//   but the dashboard's files) without the bearer token              -> 401
+//   a POST body that is not Content-Type: application/json           -> 415
 //
 //   GET  /healthz        200 "ok" while the process serves
 //   GET  /readyz         200 when the store answers, else 503
@@ -51,6 +56,9 @@ class AdminHandler final : public RequestHandler {
     int64_t unix_ms = 0;  // when it finished (system clock)
   };
 
+  // The answer to a request the admin port must not serve (wrong Host,
+  // foreign Origin, no token, not JSON), or nothing.
+  std::optional<Response> refuse(const Session& session, std::string_view path) const;
   Response stats() const;
   Response reset(std::string_view body);
   Response reload();

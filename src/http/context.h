@@ -7,7 +7,9 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <memory>
+#include <utility>
 
 #include "http/state.h"
 #include "observe/metrics.h"
@@ -27,6 +29,28 @@ struct ServerMetrics {
   observe::Counter* rejected_header_too_large = nullptr;  // 431
   observe::Counter* rejected_body_too_large = nullptr;    // 413
   observe::Counter* rejected_timeout = nullptr;           // 408 / slow client dropped
+  // sluice_connections_refused_total: closed at accept, server.max_connections reached.
+  observe::Counter* connections_refused = nullptr;
+};
+
+// One open client connection, counted in ServerContext::open_connections
+// from its accept until its Session ends (or until the hand-off to a worker
+// is dropped before a Session exists, at shutdown): the count that
+// server.max_connections is held to. Move-only.
+class ConnectionTicket {
+ public:
+  explicit ConnectionTicket(std::atomic<size_t>& open) : open_(&open) {
+    open_->fetch_add(1, std::memory_order_relaxed);
+  }
+  ConnectionTicket(ConnectionTicket&& other) noexcept
+      : open_(std::exchange(other.open_, nullptr)) {}
+  ConnectionTicket& operator=(ConnectionTicket&&) = delete;
+  ~ConnectionTicket() {
+    if (open_ != nullptr) open_->fetch_sub(1, std::memory_order_relaxed);
+  }
+
+ private:
+  std::atomic<size_t>* open_;
 };
 
 struct ServerContext {

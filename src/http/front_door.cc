@@ -12,6 +12,7 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 
+#include "http/access.h"
 #include "http/beast_headers.h"
 #include "http/rate_headers.h"
 #include "policy/request.h"
@@ -76,6 +77,23 @@ std::string_view check_body(const policy::Verdict& verdict, std::span<char, 192>
 
 Response bad_request(std::string_view message) {
   return error_response(HttpStatus::bad_request, "BAD_REQUEST", message);
+}
+
+Reply json_error_reply(HttpStatus status, const std::string& body) {
+  Reply reply;
+  reply.status = status;
+  reply.content_type = "application/json";
+  reply.body = body;
+  return reply;
+}
+
+void respond_bad_path(Session& session) {
+  static const std::string kBody =
+      error_body("BAD_PATH",
+                 "the path holds an encoded slash or backslash (%2F, %5C) or a backslash, which "
+                 "servers read differently; send the path with plain '/' separators");
+  session.context().metrics.rejected_bad_request->add();
+  session.respond(json_error_reply(HttpStatus::bad_request, kBody));
 }
 
 // The store key of the limit a verdict reports (for the top denied keys).
@@ -145,31 +163,55 @@ CheckRequest parse_check(std::string_view body) {
 
 }  // namespace
 
-FrontDoor::FrontDoor(ServerContext& context, std::unique_ptr<Forwarder> forwarder)
-    : context_(context), forwarder_(std::move(forwarder)) {}
+FrontDoor::FrontDoor(ServerContext& context, Port port, std::unique_ptr<Forwarder> forwarder)
+    : context_(context), port_(port), forwarder_(std::move(forwarder)) {}
 
 FrontDoor::~FrontDoor() = default;
 
 void FrontDoor::on_header(const std::shared_ptr<Session>& session) {
   const RequestHeader& req = session->header();
   const std::string_view path = path_of(sv(req.target()));
-  if (path == kCheckPath) {
-    if (req.method() != bhttp::verb::post) {
+  const bool decision_path = path == kCheckPath || path == kAuthPath;
+  if (port_ == Port::kDecisionApi) {
+    if (decision_path) return handle_decision_api(session, path);
+    static const std::string kBody = error_body(
+        "NOT_FOUND", "this port serves the decision API only: POST /v1/check, GET /v1/auth");
+    return session->respond(json_error_reply(HttpStatus::not_found, kBody));
+  }
+  const policy::Config& config = session->state()->policy.config();
+  // On a gateway (or beside a decision port) these are paths of the API
+  // behind: routed and proxied, never answered here.
+  if (decision_path && !config.upstream && !config.decision_api.listen) {
+    return handle_decision_api(session, path);
+  }
+  handle_gateway(session);
+}
+
+void FrontDoor::handle_decision_api(const std::shared_ptr<Session>& session,
+                                    std::string_view path) {
+  const RequestHeader& req = session->header();
+  const std::string& token = session->state()->policy.config().decision_api.token;
+  if (!token.empty()) {
+    const auto authorization = req.find(bhttp::field::authorization);
+    if (authorization == req.end() || !bearer_token_matches(sv(authorization->value()), token)) {
       static const std::string kBody =
-          error_body("METHOD_NOT_ALLOWED", "/v1/check takes POST with a JSON body");
-      Reply reply;
-      reply.status = HttpStatus::method_not_allowed;
-      reply.content_type = "application/json";
-      reply.extra_name = "Allow";
-      reply.extra_value = "POST";
-      reply.body = kBody;
+          error_body("UNAUTHORIZED", "the decision API needs \"Authorization: Bearer <token>\"");
+      Reply reply = json_error_reply(HttpStatus::unauthorized, kBody);
+      reply.extra_name = "WWW-Authenticate";
+      reply.extra_value = "Bearer";
       return session->respond(reply);
     }
-    return session->read_body(
-        [this, session](std::string body) { handle_check(session, std::move(body)); });
   }
   if (path == kAuthPath) return handle_auth(session);
-  handle_gateway(session);
+  if (req.method() != bhttp::verb::post) {
+    static const std::string kBody =
+        error_body("METHOD_NOT_ALLOWED", "/v1/check takes POST with a JSON body");
+    Reply reply = json_error_reply(HttpStatus::method_not_allowed, kBody);
+    reply.extra_name = "Allow";
+    reply.extra_value = "POST";
+    return session->respond(reply);
+  }
+  session->read_body([this, session](std::string body) { handle_check(session, std::move(body)); });
 }
 
 template <class Then>
@@ -287,6 +329,7 @@ void FrontDoor::handle_auth(const std::shared_ptr<Session>& session) {
   info.peer = session->peer();
   info.headers = &headers;
   auto plan = std::make_unique<policy::Plan>(state->policy.plan(info));
+  if (plan->bad_path) return respond_bad_path(*session);
   const policy::Plan& planned = *plan;
   const Nanos now = context_.clock.now();
   decide_and_count(
@@ -316,6 +359,7 @@ void FrontDoor::handle_gateway(const std::shared_ptr<Session>& session) {
 
   auto exchange = std::make_shared<GatewayExchange>();
   exchange->plan = state->policy.plan(info);
+  if (exchange->plan.bad_path) return respond_bad_path(*session);
   const policy::Plan& plan = exchange->plan;
   const Nanos now = context_.clock.now();
   decide_and_count(

@@ -1,4 +1,4 @@
-// FrontDoor: the requests of the `listen` port (DESIGN.md §6).
+// FrontDoor: the requests of the `listen` port and of `decision_api.listen`.
 //
 //   POST /v1/check   a named policy applied to a caller-given key
 //   *    /v1/auth    for nginx auth_request: the original request comes in
@@ -6,6 +6,16 @@
 //   anything else    the gateway: the routes decide; allowed requests go to the
 //                    Forwarder when `upstream` is set (502 while none exists),
 //                    and get 200 {"allowed":true} in decision-only mode (no upstream)
+//
+// The decision API (/v1/check, /v1/auth) lets a caller spend any key's
+// limit, so it is for trusted callers only: served on decision_api.listen
+// when that is set (and nothing else is), else on `listen` only when no
+// upstream is set. A gateway's public port routes and proxies those paths
+// like any other. With decision_api.token_file every decision request needs
+// "Authorization: Bearer <token>" (401 without).
+//
+// A path holding %2F, %5C or a backslash gets 400 BAD_PATH before anything is
+// decided (policy/path.h says why).
 //
 // Every door builds a policy::Plan, asks policy::decide_async() (the answer may
 // come later, from the store's event loop: the session waits), and answers with the
@@ -28,13 +38,16 @@ namespace sluice::http {
 
 class FrontDoor final : public RequestHandler {
  public:
+  enum class Port { kListen, kDecisionApi };
   // `forwarder` may be null (no proxy built): allowed gateway requests get 502.
-  FrontDoor(ServerContext& context, std::unique_ptr<Forwarder> forwarder);
+  FrontDoor(ServerContext& context, Port port, std::unique_ptr<Forwarder> forwarder);
   ~FrontDoor() override;
 
   void on_header(const std::shared_ptr<Session>& session) override;
 
  private:
+  // /v1/check and /v1/auth, once the caller is known to be allowed to ask.
+  void handle_decision_api(const std::shared_ptr<Session>& session, std::string_view path);
   void handle_check(const std::shared_ptr<Session>& session, std::string body);
   void handle_auth(const std::shared_ptr<Session>& session);
   void handle_gateway(const std::shared_ptr<Session>& session);
@@ -50,6 +63,7 @@ class FrontDoor final : public RequestHandler {
              std::chrono::steady_clock::time_point start, const policy::Verdict& verdict);
 
   ServerContext& context_;
+  const Port port_;
   std::unique_ptr<Forwarder> forwarder_;
 };
 

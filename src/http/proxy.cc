@@ -30,8 +30,10 @@
 #include "http/head_writer.h"
 #include "http/proxy_headers.h"
 #include "http/proxy_pool.h"
+#include "http/request_checks.h"
 #include "http/responses.h"
 #include "observe/denial_log.h"
+#include "policy/ip.h"
 
 namespace sluice::http {
 
@@ -285,10 +287,11 @@ void ProxyExchange::build_request_head() {
   out += ' ';
   proxy::append_upstream_target(upstream_.base_path, sv(in.target()), out);
   out.append(" HTTP/1.1\r\n");  // keep-alive to the upstream whatever the client speaks
-  // X-Forwarded-For is rewritten below; "100 Continue" is Sluice's to send
-  // (start()), so Expect stops here when Sluice handles it.
-  static constexpr std::string_view kDropPlain[] = {"X-Forwarded-For"};
-  static constexpr std::string_view kDropExpect[] = {"X-Forwarded-For", "Expect"};
+  // The forwarding fields are rewritten below; "100 Continue" is Sluice's to
+  // send (start()), so Expect stops here when Sluice handles it.
+  static constexpr std::string_view kDropPlain[] = {"X-Forwarded-For", "X-Real-IP", "Forwarded"};
+  static constexpr std::string_view kDropExpect[] = {"X-Forwarded-For", "X-Real-IP", "Forwarded",
+                                                     "Expect"};
   proxy::append_end_to_end(in,
                            expect_continue_ ? std::span<const std::string_view>(kDropExpect)
                                             : std::span<const std::string_view>(kDropPlain),
@@ -296,13 +299,24 @@ void ProxyExchange::build_request_head() {
   if (in.find(bhttp::field::host) == in.end()) {
     proxy::append_field("Host", endpoint_, out);  // an HTTP/1.0 client sent none
   }
-  proxy::append_forwarding_fields(in, session().peer().text(), out);
+  const std::string peer = session().peer().text();
+  const std::string client = ex_->plan.client.text();
+  proxy::append_forwarding_fields(
+      in,
+      proxy::Forwarding{
+          peer, client,
+          policy::is_trusted_proxy(ex_->state->policy.config().client_ip, session().peer())},
+      out);
   // Framing is re-derived from what the parser knows, never copied.
   const HeaderParser& parser = session().header_parser();
   const boost::optional<std::uint64_t> length = parser.content_length();
   if (has_body_ && parser.chunked()) {
+    // The body is re-chunked; codings applied before chunked (gzip) stay the
+    // client's and travel on.
     request_framing_ = Framing::kChunked;
-    out.append("Transfer-Encoding: chunked\r\n");
+    out.append("Transfer-Encoding: ");
+    out.append(codings_before_chunked(in));
+    out.append("chunked\r\n");
   } else if (length) {
     request_framing_ = Framing::kLength;
     out.append("Content-Length: ");

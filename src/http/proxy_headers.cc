@@ -132,7 +132,7 @@ void append_upstream_target(std::string_view base_path, std::string_view target,
   }
 }
 
-void append_forwarding_fields(const bhttp::fields& from, std::string_view peer, std::string& out) {
+void append_forwarding_fields(const bhttp::fields& from, const Forwarding& who, std::string& out) {
   out.append("X-Forwarded-For: ");
   const auto [first, last] = from.equal_range("X-Forwarded-For");
   for (auto it = first; it != last; ++it) {
@@ -140,8 +140,24 @@ void append_forwarding_fields(const bhttp::fields& from, std::string_view peer, 
     out.append(it->value().data(), it->value().size());
     out.append(", ", 2);
   }
-  out.append(peer);
+  out.append(who.peer);
   out.append("\r\n", 2);
+
+  append_field("X-Real-IP", who.client, out);
+
+  out.append("Forwarded: ");
+  if (who.peer_trusted) {
+    const auto [ffirst, flast] = from.equal_range(bhttp::field::forwarded);
+    for (auto it = ffirst; it != flast; ++it) {
+      if (it->value().empty()) continue;
+      out.append(it->value().data(), it->value().size());
+      out.append(", ", 2);
+    }
+  }
+  const bool v6 = who.peer.find(':') != std::string_view::npos;
+  out.append(v6 ? "for=\"[" : "for=");
+  out.append(who.peer);
+  out.append(v6 ? "]\"\r\n" : "\r\n");
 
   if (from.find("X-Forwarded-Proto") == from.end()) out.append("X-Forwarded-Proto: http\r\n");
   if (from.find("X-Forwarded-Host") == from.end()) {

@@ -46,14 +46,27 @@ void append_end_to_end(const boost::beast::http::fields& from,
 // path, or stays "*".
 void append_upstream_target(std::string_view base_path, std::string_view target, std::string& out);
 
+// Who sent a request, as the forwarding fields tell the upstream.
+struct Forwarding {
+  std::string_view peer;      // the TCP peer, as text ("192.0.2.1", "2001:db8::1")
+  std::string_view client;    // the client address Sluice resolved (the peer
+                              // unless the peer is a trusted proxy)
+  bool peer_trusted = false;  // the peer is in client_ip.trusted_proxies
+};
+
 // Appends the forwarding fields of the upstream request, from what the client
-// sent in `from` (whose own X-Forwarded-For must be dropped from the copy):
+// sent in `from` (whose own X-Forwarded-For, X-Real-IP and Forwarded must be
+// dropped from the copy):
 //   X-Forwarded-For: the client's values (every X-Forwarded-For field, joined
-//     by ", ") with `peer` (the address the request came from) appended;
+//     by ", ") with the peer appended;
+//   X-Real-IP: the resolved client, never the client's own claim (an
+//     upstream reads it as the truth);
+//   Forwarded: "for=<peer>", after the client's Forwarded values only when
+//     the peer is a trusted proxy (RFC 7239 node syntax: IPv6 quoted in brackets);
 //   X-Forwarded-Proto: http, unless the client sent one (a trusted proxy in
 //     front of Sluice knows better; the upstream decides whom to believe);
 //   X-Forwarded-Host: the client's Host, unless the client sent one.
-void append_forwarding_fields(const boost::beast::http::fields& from, std::string_view peer,
+void append_forwarding_fields(const boost::beast::http::fields& from, const Forwarding& who,
                               std::string& out);
 
 // Appends "Name: value\r\n" (the one writer of fields, head_writer.h).

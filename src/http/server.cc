@@ -1,5 +1,7 @@
 #include "http/server.h"
 
+#include <sys/resource.h>
+
 #include <exception>
 #include <functional>
 #include <string>
@@ -9,6 +11,7 @@
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/post.hpp>
 
+#include "observe/denial_log.h"
 #include "observe/logging.h"
 #include "policy/config_loader.h"
 #include "sluice/version.h"
@@ -60,6 +63,37 @@ bool same_store(const policy::StoreConfig& a, const policy::StoreConfig& b) {
          a.redis.time_source_redis == b.redis.time_source_redis;
 }
 
+// Connections the admin port may add above server.max_connections, so that
+// /metrics and /healthz answer while the public ports are full.
+constexpr size_t kAdminReserve = 64;
+// Descriptors kept for what is not a client connection: listeners, the
+// upstream pool's idle connections, Redis, log files, the gRPC server.
+constexpr size_t kReservedDescriptors = 256;
+
+// The open-file limit, raised to its hard maximum first (the default soft
+// limit, 1024 on most systems, is far below what a gateway needs).
+size_t open_file_limit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return 1024;
+  if (limit.rlim_cur < limit.rlim_max) {
+    rlimit raised = limit;
+    raised.rlim_cur = limit.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
+  }
+  return limit.rlim_cur == RLIM_INFINITY ? size_t{1} << 20 : static_cast<size_t>(limit.rlim_cur);
+}
+
+// server.max_connections when not set: what the descriptors allow, with a
+// second descriptor per connection in gateway mode (its upstream connection),
+// so that accept() never fails for want of one.
+size_t derived_max_connections(bool gateway) {
+  const size_t files = open_file_limit();
+  const size_t usable = files > kReservedDescriptors + kAdminReserve + 32
+                            ? files - kReservedDescriptors - kAdminReserve
+                            : 32;
+  return gateway ? usable / 2 : usable;
+}
+
 std::string endpoint_text(const tcp::endpoint& e) {
   const std::string host = e.address().to_string();
   return e.address().is_v6() ? cat({"[", host, "]:", std::to_string(e.port())})
@@ -72,29 +106,35 @@ std::string endpoint_text(const tcp::endpoint& e) {
 
 struct Server::Worker {
   Worker() : io_context(1), guard(io_context.get_executor()) {}
-  // Destroyed in reverse: the front door (and its forwarder's sockets) before
-  // the io_context, the io_context (and the sessions its handlers own) before
+  // Destroyed in reverse: the doors (and the forwarder's sockets) before the
+  // io_context, the io_context (and the sessions its handlers own) before
   // the registry those sessions leave.
   SessionRegistry registry;
   asio::io_context io_context;
   asio::executor_work_guard<asio::io_context::executor_type> guard;
-  std::unique_ptr<FrontDoor> front_door;
+  std::unique_ptr<FrontDoor> front_door;     // `listen`
+  std::unique_ptr<FrontDoor> decision_door;  // `decision_api.listen`
   std::thread thread;
 };
 
 // ---------------------------------------------------------------- Listener
 
 // One acceptor on the control io_context. `place` picks the io_context an
-// accepted socket belongs to and `serve` starts its session (on that io_context).
+// accepted socket belongs to and `serve` starts its session (on that
+// io_context). Above `max_open` open connections (all ports), a new one is
+// answered 503 and closed at once, counted and logged at most once a second.
 class Server::Listener {
  public:
   using Place = std::function<asio::io_context&()>;
-  using Serve = std::function<void(tcp::socket)>;
+  using Serve = std::function<void(tcp::socket, ConnectionTicket)>;
 
-  Listener(asio::io_context& control, std::string name, Place place, Serve serve)
+  Listener(asio::io_context& control, std::string name, ServerContext& context, size_t max_open,
+           Place place, Serve serve)
       : acceptor_(control),
         retry_timer_(control),
         name_(std::move(name)),
+        context_(context),
+        max_open_(max_open),
         place_(std::move(place)),
         serve_(std::move(serve)) {}
 
@@ -152,14 +192,45 @@ class Server::Listener {
         });
         return;
       }
-      serve_(std::move(socket));
+      if (context_.open_connections.load(std::memory_order_relaxed) >= max_open_) {
+        refuse(socket);
+      } else {
+        serve_(std::move(socket), ConnectionTicket(context_.open_connections));
+      }
       do_accept();
     });
+  }
+
+  // The socket was just accepted: its send buffer is empty, so the short
+  // answer leaves in one non-blocking write (or not at all: nobody waits).
+  void refuse(tcp::socket& socket) {
+    static constexpr std::string_view k503 =
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+        "Connection: close\r\nContent-Length: 86\r\n\r\n"
+        R"({"error":{"code":"TOO_MANY_CONNECTIONS","message":"the server is at max_connections"}})";
+    static_assert(k503.size() - k503.find("\r\n\r\n") - 4 == 86);
+    context_.metrics.connections_refused->add();
+    boost::system::error_code ignored;
+    socket.non_blocking(true, ignored);
+    socket.write_some(asio::buffer(k503.data(), k503.size()), ignored);
+    socket.shutdown(tcp::socket::shutdown_both, ignored);
+    socket.close(ignored);
+    const observe::DenialLogGate::Admission a = refusal_log_.admit(context_.clock.now());
+    if (a.log) {
+      spdlog::warn("{}: connection refused, {} connections open (server.max_connections){}", name_,
+                   context_.open_connections.load(std::memory_order_relaxed),
+                   a.suppressed_before == 0 ? std::string()
+                                            : cat({" (", std::to_string(a.suppressed_before),
+                                                   " refusals not logged before this one)"}));
+    }
   }
 
   tcp::acceptor acceptor_;
   asio::steady_timer retry_timer_;
   std::string name_;
+  ServerContext& context_;
+  const size_t max_open_;
+  observe::DenialLogGate refusal_log_{1.0};
   Place place_;
   Serve serve_;
 };
@@ -192,6 +263,9 @@ Server::Server(policy::Config config, std::shared_ptr<Store> store, ServerOption
       r.counter(rejected, rejected_help, {{"reason", "header_too_large"}});
   m.rejected_body_too_large = r.counter(rejected, rejected_help, {{"reason", "body_too_large"}});
   m.rejected_timeout = r.counter(rejected, rejected_help, {{"reason", "timeout"}});
+  m.connections_refused =
+      r.counter("sluice_connections_refused_total",
+                "Connections closed at accept because server.max_connections were open.", {});
   Store* s = store_.get();
   r.gauge("sluice_keys_held", "Limit states held by the store.", {},
           [s] { return static_cast<double>(s->observed_size()); });
@@ -209,13 +283,19 @@ Server::Server(policy::Config config, std::shared_ptr<Store> store, ServerOption
   context_.state.store(build_state(std::move(config), generation_, context_.registry));
 
   const policy::Config& cfg = context_.state.load()->policy.config();
+  max_connections_ = cfg.server.max_connections != 0
+                         ? cfg.server.max_connections
+                         : derived_max_connections(cfg.upstream.has_value());
   size_t threads = cfg.server.threads;
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   for (size_t i = 0; i < threads; ++i) {
     auto worker = std::make_unique<Worker>();
     std::unique_ptr<Forwarder> forwarder;
     if (options_.make_forwarder) forwarder = options_.make_forwarder(worker->io_context);
-    worker->front_door = std::make_unique<FrontDoor>(context_, std::move(forwarder));
+    worker->front_door =
+        std::make_unique<FrontDoor>(context_, FrontDoor::Port::kListen, std::move(forwarder));
+    worker->decision_door =
+        std::make_unique<FrontDoor>(context_, FrontDoor::Port::kDecisionApi, nullptr);
     workers_.push_back(std::move(worker));
   }
 }
@@ -229,29 +309,40 @@ Server::~Server() {
 
 Status Server::start() {
   const policy::Config& cfg = context_.state.load()->policy.config();
-  // Workers take connections round robin. One accept is pending at a time,
-  // so accept_worker_ names the worker of the socket being accepted.
-  front_listener_ = std::make_unique<Listener>(
-      control_, "listen",
-      [this]() -> asio::io_context& {
-        accept_worker_ = workers_[next_worker_++ % workers_.size()].get();
-        return accept_worker_->io_context;
-      },
-      [this](tcp::socket socket) {
-        Worker* worker = accept_worker_;
-        // The session starts on its worker's thread and lives there.
-        asio::post(worker->io_context, [this, worker, s = std::move(socket)]() mutable {
-          std::make_shared<Session>(std::move(s), context_, *worker->front_door, worker->registry,
-                                    false)
-              ->start();
-        });
-      });
+  // Workers take connections round robin (from every public port). One
+  // accept is pending at a time per listener, all on the control thread, so
+  // accept_worker_ names the worker of the socket being accepted.
+  const auto place = [this]() -> asio::io_context& {
+    accept_worker_ = workers_[next_worker_++ % workers_.size()].get();
+    return accept_worker_->io_context;
+  };
+  // The session starts on its worker's thread and lives there.
+  const auto serve_on_worker = [this](std::unique_ptr<FrontDoor> Worker::*door) {
+    return [this, door](tcp::socket socket, ConnectionTicket ticket) {
+      Worker* worker = accept_worker_;
+      asio::post(worker->io_context,
+                 [this, worker, door, s = std::move(socket), t = std::move(ticket)]() mutable {
+                   std::make_shared<Session>(std::move(s), std::move(t), context_, *(worker->*door),
+                                             worker->registry, false)
+                       ->start();
+                 });
+    };
+  };
+  front_listener_ = std::make_unique<Listener>(control_, "listen", context_, max_connections_,
+                                               place, serve_on_worker(&Worker::front_door));
   if (Status st = front_listener_->bind(cfg.listen); !st.ok()) return st;
+  if (cfg.decision_api.listen) {
+    decision_listener_ =
+        std::make_unique<Listener>(control_, "decision_api", context_, max_connections_, place,
+                                   serve_on_worker(&Worker::decision_door));
+    if (Status st = decision_listener_->bind(*cfg.decision_api.listen); !st.ok()) return st;
+  }
   admin_listener_ = std::make_unique<Listener>(
-      control_, "admin", [this]() -> asio::io_context& { return control_; },
-      [this](tcp::socket socket) {
-        std::make_shared<Session>(std::move(socket), context_, admin_handler_, admin_sessions_,
-                                  true)
+      control_, "admin", context_, max_connections_ + kAdminReserve,
+      [this]() -> asio::io_context& { return control_; },
+      [this](tcp::socket socket, ConnectionTicket ticket) {
+        std::make_shared<Session>(std::move(socket), std::move(ticket), context_, admin_handler_,
+                                  admin_sessions_, true)
             ->start();
       });
   if (Status st = admin_listener_->bind(cfg.admin); !st.ok()) return st;
@@ -280,6 +371,7 @@ int Server::run() {
     });
   }
   front_listener_->start();
+  if (decision_listener_) decision_listener_->start();
   admin_listener_->start();
   log_startup();
   for (;;) {
@@ -304,17 +396,32 @@ void Server::log_startup() const {
   spdlog::info("sluice {} serving, config {}", kVersion, c.source);
   const std::string listen = endpoint_text(front_listener_->local_endpoint());
   if (c.upstream) {
-    spdlog::info("listening on http://{} (gateway to {}, /v1/check, /v1/auth)", listen,
-                 c.upstream->url);
+    spdlog::info("listening on http://{} (gateway to {})", listen, c.upstream->url);
+  } else if (c.decision_api.listen) {
+    spdlog::info(
+        "listening on http://{} (decision-only: every path answers {{\"allowed\":true}} "
+        "or 429)",
+        listen);
   } else {
     spdlog::info(
         "listening on http://{} (decision API: /v1/check, /v1/auth; other paths "
         "answer {{\"allowed\":true}} or 429)",
         listen);
   }
-  spdlog::info("admin on http://{} (/healthz /readyz /metrics /admin/*; never expose it)",
-               endpoint_text(admin_listener_->local_endpoint()));
-  spdlog::info("{} worker thread(s), store {}", workers_.size(), store_text(c.store));
+  if (decision_listener_) {
+    spdlog::info("decision API on http://{} (/v1/check, /v1/auth{})",
+                 endpoint_text(decision_listener_->local_endpoint()),
+                 c.decision_api.token.empty() ? "" : "; bearer token required");
+  } else if (c.upstream) {
+    spdlog::info(
+        "/v1/check and /v1/auth are not served: the gateway's public port proxies them "
+        "like any path (set decision_api.listen to serve them)");
+  }
+  spdlog::info("admin on http://{} (/healthz /readyz /metrics /dashboard /admin/*{})",
+               endpoint_text(admin_listener_->local_endpoint()),
+               c.admin_access.token.empty() ? "; never expose it" : "; bearer token required");
+  spdlog::info("{} worker thread(s), store {}, at most {} connections", workers_.size(),
+               store_text(c.store), max_connections_);
   for (const policy::Route& r : c.routes) {
     spdlog::info("route \"{}\" key {}: {}", r.name, r.key.text, describe_limits(r.limits));
   }
@@ -407,8 +514,13 @@ ReloadOutcome Server::reload() {
   restart_needed("admin", before.admin.text(), after.admin.text());
   restart_needed("grpc", before.grpc ? before.grpc->text() : "none",
                  after.grpc ? after.grpc->text() : "none");
+  restart_needed("decision_api.listen",
+                 before.decision_api.listen ? before.decision_api.listen->text() : "none",
+                 after.decision_api.listen ? after.decision_api.listen->text() : "none");
   restart_needed("server.threads", std::to_string(before.server.threads),
                  std::to_string(after.server.threads));
+  restart_needed("server.max_connections", std::to_string(before.server.max_connections),
+                 std::to_string(after.server.max_connections));
   if (!same_store(before.store, after.store)) {
     restart_needed("store", store_text(before.store),
                    store_text(after.store) + " (or its options)");
@@ -442,6 +554,7 @@ void Server::begin_shutdown(const char* why) {
   spdlog::info("{}: no longer accepting; draining {} connection(s) for up to {} ms", why,
                context_.open_connections.load(), grace.count());
   if (front_listener_) front_listener_->stop();
+  if (decision_listener_) decision_listener_->stop();
   if (admin_listener_) admin_listener_->stop();
   if (options_.companion != nullptr) options_.companion->begin_shutdown(grace);
   collect_timer_.cancel();

@@ -128,7 +128,9 @@ class Server {
   boost::asio::io_context control_{1};
   AdminHandler admin_handler_;
   std::unique_ptr<Listener> front_listener_;
+  std::unique_ptr<Listener> decision_listener_;  // decision_api.listen, when set
   std::unique_ptr<Listener> admin_listener_;
+  size_t max_connections_ = 0;  // server.max_connections, or derived from the fd limit
   boost::asio::signal_set signals_;
   boost::asio::steady_timer collect_timer_;
   boost::asio::steady_timer drain_timer_;

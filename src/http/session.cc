@@ -17,6 +17,7 @@
 #include <boost/beast/http/rfc7230.hpp>
 
 #include "http/head_writer.h"
+#include "http/request_checks.h"
 #include "observe/logging.h"
 
 namespace sluice::http {
@@ -29,6 +30,9 @@ using tcp = asio::ip::tcp;
 namespace {
 
 constexpr size_t kFirstReadBytes = 4096;
+// Bytes asked of the socket per read while a header is incomplete; never
+// more than one past max_header_bytes in all (see continue_header()).
+constexpr size_t kHeaderReadBytes = 4096;
 // Lingering close: how long and how much unread input is drained after an
 // error response before the socket is closed (closing with unread input makes
 // the kernel send a reset, which can destroy the response in flight).
@@ -91,26 +95,28 @@ bool parse_buffered(Parser& parser, beast::flat_buffer& buffer, bool header_only
 
 }  // namespace
 
-Session::Session(tcp::socket socket, ServerContext& context, RequestHandler& handler,
-                 SessionRegistry& registry, bool admin)
+Session::Session(tcp::socket socket, ConnectionTicket ticket, ServerContext& context,
+                 RequestHandler& handler, SessionRegistry& registry, bool admin)
     : stream_(std::move(socket)),
       timer_(stream_.get_executor()),
       context_(context),
       handler_(handler),
       registry_(registry),
-      admin_(admin) {
-  context_.open_connections.fetch_add(1, std::memory_order_relaxed);
+      admin_(admin),
+      ticket_(std::move(ticket)),
+      accepted_(SteadyClock::now()) {
   beast::error_code ec;
   const tcp::endpoint remote = stream_.socket().remote_endpoint(ec);
   if (!ec) {
     peer_ = to_ip(remote.address());
     peer_text_ = peer_.text();
   }
+  const tcp::endpoint local = stream_.socket().local_endpoint(ec);
+  if (!ec) local_text_ = to_ip(local.address()).text();
 }
 
 Session::~Session() {
   registry_.sessions.erase(this);
-  context_.open_connections.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void Session::start() {
@@ -153,9 +159,15 @@ void Session::do_wait() {
   phase_ = Phase::kIdle;
   if (draining_) return close_now();
   if (buffer_.size() > 0) return do_read_header();  // a pipelined request is already here
-  // Waiting for the first byte of a request is bounded by the idle timeout;
-  // once it arrives, the header must be complete within header_timeout.
-  set_deadline(Wait::kIdle, SteadyClock::now() + limits_.idle_timeout);
+  // Between requests a keep-alive connection may stay silent for the idle
+  // timeout; once a byte arrives, the header must be complete within
+  // header_timeout. A new connection has header_timeout from its accept for
+  // its whole first header: a client that connects and sends nothing holds
+  // a connection no longer than one that sends slowly.
+  const SteadyClock::time_point deadline = requests_ == 0
+                                               ? accepted_ + limits_.header_timeout
+                                               : SteadyClock::now() + limits_.idle_timeout;
+  set_deadline(Wait::kIdle, deadline);
   stream_.socket().async_read_some(
       buffer_.prepare(kFirstReadBytes),
       [self = shared_from_this()](beast::error_code ec, size_t n) { self->on_first_bytes(ec, n); });
@@ -175,6 +187,8 @@ void Session::do_read_header() {
   body_read_ = false;
   close_after_ = false;
   started_ = SteadyClock::now();
+  header_deadline_ = (requests_ == 0 ? accepted_ : started_) + limits_.header_timeout;
+  header_bytes_ = 0;
   set_limits();
   body_parser_.reset();
   header_parser_.emplace();
@@ -184,13 +198,45 @@ void Session::do_read_header() {
   // streams and is not bounded here.
   header_parser_->body_limit(boost::none);
   header_parser_->eager(false);
-  // Usually the whole header came with the first bytes: no read, no timer.
+  continue_header();
+}
+
+// Parses what is buffered and reads more until the header is complete.
+// Beast's header_limit bounds only the bytes not yet parsed when a read
+// completes (fields parsed by earlier reads are not counted), so a header
+// sent in small pieces could grow without bound: the total is counted here.
+void Session::continue_header() {
   beast::error_code ec;
-  if (parse_buffered(*header_parser_, buffer_, true, ec)) return on_header(ec);
-  set_deadline(Wait::kRead, started_ + limits_.header_timeout);
-  bhttp::async_read_header(
-      stream_.socket(), buffer_, *header_parser_,
-      [self = shared_from_this()](beast::error_code ec, size_t) { self->on_header(ec); });
+  const size_t buffered = buffer_.size();
+  const bool finished = parse_buffered(*header_parser_, buffer_, true, ec);
+  header_bytes_ += buffered - buffer_.size();
+  const size_t pending = header_parser_->is_header_done() ? 0 : buffer_.size();
+  if (!ec && header_bytes_ + pending > limits_.max_header_bytes) {
+    ec = bhttp::error::header_limit;
+  }
+  // Usually the whole header came with the first bytes: no read, no timer.
+  if (finished || ec) return on_header(ec);
+  set_deadline(Wait::kRead, header_deadline_);
+  // One byte past the limit is enough to know it is exceeded.
+  const size_t room = limits_.max_header_bytes + 1 - header_bytes_ - pending;
+  stream_.socket().async_read_some(
+      buffer_.prepare(std::min(room, kHeaderReadBytes)),
+      [self = shared_from_this()](beast::error_code e, size_t n) { self->on_header_bytes(e, n); });
+}
+
+void Session::on_header_bytes(beast::error_code ec, size_t n) {
+  wait_ = Wait::kNone;
+  if (ec) {
+    // The timer cancelled the read (408), the client left (end of stream:
+    // closed quietly), or we are draining.
+    if (ec == asio::error::eof) {
+      ec = header_bytes_ + buffer_.size() == 0 ? beast::error_code(bhttp::error::end_of_stream)
+                                               : beast::error_code(bhttp::error::partial_message);
+    }
+    return on_header(ec);
+  }
+  buffer_.commit(n);
+  continue_header();
 }
 
 void Session::on_header(beast::error_code ec) {
@@ -215,7 +261,12 @@ void Session::on_header(beast::error_code ec) {
     return reject(HttpStatus::bad_request, "BAD_REQUEST",
                   cat({"malformed HTTP request: ", ec.message()}));
   }
+  if (std::optional<RequestProblem> problem = check_request_header(header())) {
+    context_.metrics.rejected_bad_request->add();
+    return reject(problem->status, problem->code, problem->message);
+  }
   phase_ = Phase::kInRequest;
+  ++requests_;
   handler_.on_header(shared_from_this());
 }
 
@@ -291,6 +342,13 @@ void Session::on_body(beast::error_code ec, std::function<void(std::string body)
                   cat({"malformed HTTP request body: ", ec.message()}));
   }
   then(std::move(body_parser_->get().body()));
+}
+
+bool Session::has_body() const {
+  const RequestHeader& req = header();
+  if (req.find(bhttp::field::transfer_encoding) != req.end()) return true;
+  const auto length = req.find(bhttp::field::content_length);
+  return length != req.end() && length->value() != "0";
 }
 
 const RequestHeader& Session::header() const {

@@ -90,8 +90,8 @@ class Session : public std::enable_shared_from_this<Session> {
  public:
   // `admin`: the admin port (fixed limits, no access log); otherwise limits
   // come from the current State's `server` section.
-  Session(boost::asio::ip::tcp::socket socket, ServerContext& context, RequestHandler& handler,
-          SessionRegistry& registry, bool admin);
+  Session(boost::asio::ip::tcp::socket socket, ConnectionTicket ticket, ServerContext& context,
+          RequestHandler& handler, SessionRegistry& registry, bool admin);
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -104,7 +104,12 @@ class Session : public std::enable_shared_from_this<Session> {
   const RequestHeader& header() const;
   // True when the request has a body that has not been read.
   bool body_pending() const;
+  // True when the request says it has a body (a Content-Length above 0, or
+  // chunked), whether or not it was read.
+  bool has_body() const;
   const policy::IpAddress& peer() const { return peer_; }
+  // The address the connection arrived on, as text ("127.0.0.1", "::1").
+  const std::string& local_address() const { return local_text_; }
   // The State this request is decided with (front door only; null on admin).
   const std::shared_ptr<const State>& state() const { return state_; }
   ServerContext& context() { return context_; }
@@ -144,6 +149,8 @@ class Session : public std::enable_shared_from_this<Session> {
   void do_wait();
   void on_first_bytes(boost::beast::error_code ec, size_t n);
   void do_read_header();
+  void continue_header();
+  void on_header_bytes(boost::beast::error_code ec, size_t n);
   void on_header(boost::beast::error_code ec);
   void do_read_body(std::function<void(std::string body)> then);
   void on_body(boost::beast::error_code ec, std::function<void(std::string body)> then);
@@ -171,9 +178,17 @@ class Session : public std::enable_shared_from_this<Session> {
   SessionRegistry& registry_;
   const bool admin_;
 
+  ConnectionTicket ticket_;
   Phase phase_ = Phase::kIdle;
   policy::IpAddress peer_;
   std::string peer_text_;
+  std::string local_text_;
+  // The first header of a connection must be complete within header_timeout
+  // of the accept; later ones within header_timeout of their first byte.
+  SteadyClock::time_point accepted_;
+  SteadyClock::time_point header_deadline_;
+  uint64_t requests_ = 0;    // requests whose header was read on this connection
+  size_t header_bytes_ = 0;  // of the header being read, parsed so far
   SessionLimits limits_;
   std::shared_ptr<const State> state_;
   std::optional<HeaderParser> header_parser_;

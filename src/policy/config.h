@@ -22,11 +22,11 @@ struct HostPort {
 };
 
 struct Upstream {
-  std::string url;   // as written: http://127.0.0.1:3000
-  HostPort address;  // resolved from the URL
+  std::string url;        // as written: http://127.0.0.1:3000
+  HostPort address;       // resolved from the URL
   std::string base_path;  // path prefix of the URL ("" when none)
   Millis connect_timeout{1000};
-  Millis timeout{30000};  // whole upstream response; 504 after it
+  Millis timeout{30000};             // whole upstream response; 504 after it
   size_t max_idle_connections = 64;  // per worker thread
 };
 
@@ -98,18 +98,22 @@ struct NamedPolicy {
 };
 
 struct ServerLimits {
-  size_t max_header_bytes = 16 * 1024;        // 431 above
-  size_t max_body_bytes = 1024 * 1024;        // 413 above (check/auth; proxied bodies stream)
-  Millis header_timeout{10000};               // slow clients: 408 / close
-  Millis idle_timeout{60000};                 // keep-alive idle
-  size_t threads = 0;                         // 0 = one per core
-  Millis shutdown_grace{10000};               // drain in-flight requests on SIGTERM
+  // Client connections open at once (listen, decision_api and admin ports);
+  // above it new ones are closed at once. 0 = derived from the open-file limit.
+  size_t max_connections = 0;
+  size_t max_header_bytes = 16 * 1024;  // 431 above
+  size_t max_body_bytes = 1024 * 1024;  // 413 above (check/auth; proxied bodies stream)
+  Millis header_timeout{10000};         // slow clients: 408 / close
+  Millis idle_timeout{60000};           // keep-alive idle
+  size_t threads = 0;                   // 0 = one per core
+  Millis shutdown_grace{10000};         // drain in-flight requests on SIGTERM
 };
 
 struct LoggingConfig {
   std::string level = "info";  // trace debug info warn error
   bool access_log = false;
-  double denial_log_per_second = 1.0;  // denials logged at most this often (plus a count of the rest)
+  double denial_log_per_second =
+      1.0;  // denials logged at most this often (plus a count of the rest)
 };
 
 // The Envoy RLS v3 gRPC API (served on `grpc`): where its envoyproxy/ratelimit
@@ -126,10 +130,32 @@ struct RlsSettings {
   bool merge_domains = false;     // several files may define one domain
 };
 
+// Who may ask for decisions (/v1/check, /v1/auth): a port of their own, and a
+// bearer token. Without `listen` they are served on the main `listen` port
+// only when no upstream is set (a pure decision service): a gateway's public
+// port never answers them, so no public client can spend another's limits.
+struct DecisionApi {
+  std::optional<HostPort> listen;
+  std::string token_file;  // as resolved; empty = no token
+  std::string token;       // the file's content without its trailing newline
+};
+
+// Who may use the admin port (besides binding it to loopback).
+struct AdminAccess {
+  std::string token_file;  // admin_token_file, resolved; empty = no token
+  std::string token;
+  // Host names the admin port answers besides its own address and localhost
+  // (any other Host gets 421: DNS rebinding).
+  std::vector<std::string> hosts;
+  bool token_all = false;  // the token also guards the GET endpoints
+};
+
 struct Config {
   std::string source;  // file path it was loaded from
   HostPort listen{"127.0.0.1", 8080};
   HostPort admin{"127.0.0.1", 9090};
+  AdminAccess admin_access;
+  DecisionApi decision_api;
   std::optional<HostPort> grpc;
   std::optional<RlsSettings> rls;  // set iff grpc is set (the loader checks)
   std::optional<Upstream> upstream;
@@ -140,7 +166,7 @@ struct Config {
   int auth_deny_status = 429;
   std::vector<NamedPolicy> policies;
   std::optional<Route> default_route;  // applies when no route matches; none = unlimited
-  std::vector<Route> routes;          // first match wins
+  std::vector<Route> routes;           // first match wins
   ServerLimits server;
   LoggingConfig logging;
 };

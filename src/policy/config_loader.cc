@@ -30,6 +30,10 @@ using Keys = std::vector<std::string_view>;
 
 const Keys kTopKeys = {"listen",
                        "admin",
+                       "admin_token_file",
+                       "admin_token_all",
+                       "admin_hosts",
+                       "decision_api",
                        "grpc",
                        "rls",
                        "upstream",
@@ -43,6 +47,7 @@ const Keys kTopKeys = {"listen",
                        "routes",
                        "server",
                        "logging"};
+const Keys kDecisionApiKeys = {"listen", "token_file"};
 const Keys kRlsKeys = {"config_dir", "response_headers", "dynamic_metadata", "shadow_mode",
                        "merge_domains"};
 const Keys kUpstreamKeys = {"url", "connect_timeout", "timeout", "max_idle_connections"};
@@ -53,8 +58,8 @@ const Keys kClientIpKeys = {"trusted_proxies", "ipv6_prefix"};
 const Keys kLimitKeys = {"algorithm", "capacity", "refill_rate", "limit", "window"};
 const Keys kDefaultKeys = {"key", "limits"};
 const Keys kRouteKeys = {"match", "name", "key", "limits"};
-const Keys kServerKeys = {"max_header_bytes", "max_body_bytes", "header_timeout",
-                          "idle_timeout",     "threads",        "shutdown_grace"};
+const Keys kServerKeys = {"max_connections", "max_header_bytes", "max_body_bytes", "header_timeout",
+                          "idle_timeout",    "threads",          "shutdown_grace"};
 const Keys kLoggingKeys = {"level", "access_log", "denial_log_per_second"};
 const Keys kAlgorithms = {"token_bucket", "gcra", "fixed_window", "sliding_log", "sliding_window"};
 
@@ -73,6 +78,53 @@ std::string child(const std::string& path, std::string_view key) {
 
 std::string index(const std::string& path, size_t i) {
   return path + "[" + std::to_string(i) + "]";
+}
+
+constexpr size_t kMaxConfigBytes = 16 * 1024 * 1024;
+constexpr size_t kMaxTokenBytes = 4096;
+
+std::string cat_text(std::initializer_list<std::string_view> parts) {
+  std::string out;
+  for (std::string_view p : parts) out.append(p);
+  return out;
+}
+
+// Reads a whole regular file of at most `max_bytes`. On failure, `error`
+// says why, naming the file as `what` ("the config file").
+std::optional<std::string> read_small_file(const std::string& path, std::string_view what,
+                                           size_t max_bytes, std::string* error) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    *error = cat_text({"cannot open ", what, ": ", std::strerror(errno)});
+    return std::nullopt;
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    *error = cat_text({"cannot read ", what, ": not a regular file"});
+    return std::nullopt;
+  }
+  std::string text;
+  char buf[8192];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int saved = errno;
+      ::close(fd);
+      *error = cat_text({"cannot read ", what, ": ", std::strerror(saved)});
+      return std::nullopt;
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+    if (text.size() > max_bytes) {
+      ::close(fd);
+      *error = cat_text({what, " is larger than ", std::to_string(max_bytes), " bytes"});
+      return std::nullopt;
+    }
+  }
+  ::close(fd);
+  return text;
 }
 
 // How a node appears in "got ..." messages.
@@ -305,6 +357,8 @@ class Loader {
     if (!m) return;
     host_port(m->get("listen"), &config_.listen);
     host_port(m->get("admin"), &config_.admin);
+    admin_access(*m);
+    if (const Item* d = m->get("decision_api")) decision_api(*d);
     const Item* grpc_item = m->get("grpc");
     if (grpc_item != nullptr) {
       HostPort hp;
@@ -340,6 +394,105 @@ class Loader {
     if (const Item* r = m->get("routes")) routes(*r);
     if (const Item* s = m->get("server")) server(*s);
     if (const Item* l = m->get("logging")) logging(*l);
+  }
+
+  // admin_token_file, admin_token_all, admin_hosts; and the rule that an admin
+  // port reachable from other hosts must have a token.
+  void admin_access(const Mapping& top) {
+    AdminAccess& access = config_.admin_access;
+    const Item* token_file = top.get("admin_token_file");
+    if (token_file != nullptr) {
+      if (auto secret = secret_file(*token_file)) {
+        access.token_file = secret->first;
+        access.token = secret->second;
+      }
+    }
+    if (const Item* all = top.get("admin_token_all")) {
+      if (auto b = boolean(*all)) access.token_all = *b;
+      if (access.token_all && token_file == nullptr) {
+        error(*all, "needs `admin_token_file`: the token that guards every admin endpoint");
+      }
+    }
+    if (const Item* hosts = top.get("admin_hosts")) {
+      if (auto items = sequence(*hosts, "a list of host names like [sluice-admin.internal]")) {
+        for (const Item& i : *items) {
+          const std::optional<std::string> name = scalar(i, "a host name");
+          if (!name) continue;
+          if (!host_problem(*name, false).empty()) {
+            error(i, "must be a host name like sluice-admin.internal (no port, no scheme), got " +
+                         quoted(*name));
+            continue;
+          }
+          access.hosts.push_back(to_lower(*name));
+        }
+      }
+    }
+    // Reachable from other hosts, the admin port can reload and reset limits:
+    // never without a token.
+    if (token_file == nullptr && !is_loopback_host(config_.admin.host)) {
+      const Item* admin = top.get("admin");
+      error(admin != nullptr ? *admin : top.self,
+            "an admin port on " + quoted(config_.admin.host) +
+                " is reachable from other hosts and can reload the config and reset limits: set "
+                "`admin_token_file` (a bearer token for it), or bind it to 127.0.0.1");
+    }
+  }
+
+  void decision_api(const Item& item) {
+    const std::optional<Mapping> m =
+        mapping(item, &kDecisionApiKeys, "a mapping with listen: and token_file:");
+    if (!m) return;
+    DecisionApi& api = config_.decision_api;
+    if (const Item* l = m->get("listen")) {
+      HostPort hp;
+      const size_t errors_before = errors_.size();
+      host_port(l, &hp);
+      if (errors_.size() == errors_before) api.listen = hp;
+    }
+    if (const Item* t = m->get("token_file")) {
+      if (auto secret = secret_file(*t)) {
+        api.token_file = secret->first;
+        api.token = secret->second;
+      }
+    }
+  }
+
+  // A bearer token kept in a file (named by `item`, relative to the config
+  // file's folder): (resolved path, token). The file's trailing newline is
+  // not part of the token; anything else that is not a visible ASCII
+  // character is refused, so that what a client can send in a header is
+  // exactly what the file holds.
+  std::optional<std::pair<std::string, std::string>> secret_file(const Item& item) {
+    const std::optional<std::string> text = scalar(item, "a file path");
+    if (!text) return std::nullopt;
+    if (text->empty()) {
+      error(item, "must not be empty");
+      return std::nullopt;
+    }
+    const std::string path = relative_to_config(*text);
+    std::string reason;
+    std::optional<std::string> content =
+        read_small_file(path, "the token file " + path, kMaxTokenBytes, &reason);
+    if (!content) {
+      error(item, reason);
+      return std::nullopt;
+    }
+    std::string token = std::move(*content);
+    if (token.ends_with('\n')) token.pop_back();
+    if (token.ends_with('\r')) token.pop_back();
+    if (token.empty()) {
+      error(item, "the token file " + path + " is empty");
+      return std::nullopt;
+    }
+    for (const char c : token) {
+      if (c < 0x21 || c > 0x7e) {
+        error(item, "the token file " + path +
+                        " must hold one token of visible ASCII characters (no spaces, no lines "
+                        "after it)");
+        return std::nullopt;
+      }
+    }
+    return std::make_pair(path, std::move(token));
   }
 
   void rls(const Item& item) {
@@ -842,6 +995,10 @@ class Loader {
         }
       }
     };
+    if (const Item* c = m->get("max_connections")) {
+      if (auto v = integer(*c, 1, 10'000'000, "a whole number from 1 to 10000000"))
+        s.max_connections = *v;
+    }
     size("max_header_bytes", 1024, &s.max_header_bytes);
     size("max_body_bytes", 1, &s.max_body_bytes);
     millis(m->get("header_timeout"), false, &s.header_timeout);
@@ -891,37 +1048,15 @@ LoadResult load_config_string(std::string_view yaml, const std::string& name) {
 }
 
 LoadResult load_config_file(const std::string& path) {
-  auto fail = [&](const std::string& message) {
+  std::string error;
+  std::optional<std::string> text =
+      read_small_file(path, "the config file", kMaxConfigBytes, &error);
+  if (!text) {
     LoadResult result;
-    result.errors.push_back(ConfigError{path, 0, 0, message});
+    result.errors.push_back(ConfigError{path, 0, 0, error});
     return result;
-  };
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return fail(std::string("cannot open the config file: ") + std::strerror(errno));
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return fail("cannot read the config file: not a regular file");
   }
-  std::string text;
-  char buf[8192];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int saved = errno;
-      ::close(fd);
-      return fail(std::string("cannot read the config file: ") + std::strerror(saved));
-    }
-    if (n == 0) break;
-    text.append(buf, static_cast<size_t>(n));
-    if (text.size() > 16 * 1024 * 1024) {
-      ::close(fd);
-      return fail("the config file is larger than 16 MiB");
-    }
-  }
-  ::close(fd);
-  return load_config_string(text, path);
+  return load_config_string(*text, path);
 }
 
 }  // namespace sluice::policy

@@ -30,11 +30,15 @@ char upper(char c) {
   return (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c;
 }
 
+}  // namespace
+
 std::string to_lower(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = lower(c);
   return out;
 }
+
+namespace {
 
 bool iequals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
@@ -113,8 +117,11 @@ std::string duration_problem(std::string_view text, Nanos* out) {
   return "";
 }
 
+}  // namespace
+
 // Host names (RFC 1123 labels, '_' tolerated), IPv4 dotted quads, or an IPv6
 // address (without brackets; only when `v6`). Returns why not, or "".
+
 std::string host_problem(std::string_view host, bool v6) {
   if (host.empty()) return "the host is missing";
   const std::string text(host);
@@ -148,6 +155,8 @@ std::string host_problem(std::string_view host, bool v6) {
   }
   return "";
 }
+
+namespace {
 
 // Splits "host:port" / "[v6]:port" / (with a default port) "host" / "[v6]".
 // Returns why not, or "".

@@ -22,6 +22,13 @@ namespace sluice::policy {
 // `"text"` with quotes, control characters escaped: how values appear in messages.
 std::string quoted(std::string_view text);
 
+// ASCII letters lower-cased; other bytes as they are.
+std::string to_lower(std::string_view s);
+
+// "" when `host` is a host name or an IPv4 address (or, with `v6`, an IPv6
+// address written without brackets); otherwise what is wrong with it.
+std::string host_problem(std::string_view host, bool v6);
+
 // A non-negative decimal integer; '_' may separate digits ("1_000_000").
 // No sign, no fraction, no exponent, no hex.
 Result<uint64_t> parse_uint(std::string_view text);

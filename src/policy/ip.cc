@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace sluice::policy {
@@ -77,14 +78,31 @@ std::optional<IpAddress> parse_forwarded_entry(std::string_view entry) {
   return std::nullopt;
 }
 
-bool trusted(const ClientIpConfig& config, const IpAddress& ip) {
+}  // namespace
+
+bool is_trusted_proxy(const ClientIpConfig& config, const IpAddress& ip) {
   for (const Cidr& cidr : config.trusted_proxies) {
     if (cidr_contains(cidr, ip)) return true;
   }
   return false;
 }
 
-}  // namespace
+bool is_loopback(const IpAddress& ip) {
+  static constexpr uint8_t kV6Loopback[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+  if (ip.is_v4()) return ip.bytes[12] == 127;
+  return std::memcmp(ip.bytes, kV6Loopback, 16) == 0;
+}
+
+bool is_loopback_host(std::string_view host) {
+  constexpr std::string_view kLocalhost = "localhost";
+  // (c | 0x20) lower-cases a letter, and only 'L' or 'l' give 'l'.
+  if (std::equal(host.begin(), host.end(), kLocalhost.begin(), kLocalhost.end(),
+                 [](char c, char l) { return (c | 0x20) == l; })) {
+    return true;
+  }
+  const std::optional<IpAddress> ip = parse_ip(host);
+  return ip.has_value() && is_loopback(*ip);
+}
 
 bool IpAddress::is_v4() const {
   return std::memcmp(bytes, kV4MappedPrefix, 12) == 0;
@@ -158,7 +176,7 @@ bool cidr_contains(const Cidr& cidr, const IpAddress& ip) {
 
 IpAddress client_ip(const ClientIpConfig& config, const IpAddress& peer,
                     std::string_view x_forwarded_for, std::string_view x_real_ip) {
-  if (!trusted(config, peer)) return peer;
+  if (!is_trusted_proxy(config, peer)) return peer;
 
   if (!trim(x_forwarded_for).empty()) {
     // Walk from the right: each address was appended by the hop before the one
@@ -175,7 +193,7 @@ IpAddress client_ip(const ClientIpConfig& config, const IpAddress& peer,
         // Garbage stops the walk and the address to its right (a trusted proxy,
         // or the peer) stands: what a client writes cannot choose its key.
         if (!ip) return current;
-        if (!trusted(config, *ip)) return *ip;
+        if (!is_trusted_proxy(config, *ip)) return *ip;
         current = *ip;
       }
       if (comma == std::string_view::npos) break;

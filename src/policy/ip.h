@@ -27,6 +27,15 @@ std::optional<Cidr> parse_cidr(std::string_view text);
 
 bool cidr_contains(const Cidr& cidr, const IpAddress& ip);
 
+// True when `ip` is in one of `config.trusted_proxies`.
+bool is_trusted_proxy(const ClientIpConfig& config, const IpAddress& ip);
+
+// 127.0.0.0/8 or ::1.
+bool is_loopback(const IpAddress& ip);
+// "localhost" (any case) or a loopback address literal: only this host can
+// reach a port bound there.
+bool is_loopback_host(std::string_view host);
+
 // The client's address: the peer itself unless the peer is a trusted proxy;
 // then the rightmost address of X-Forwarded-For that is not a trusted proxy
 // (or X-Real-IP when X-Forwarded-For is absent). Unparseable entries stop the

@@ -106,7 +106,8 @@ class Builder {
 
 }  // namespace
 
-std::string normalize_path(std::string_view target, bool case_insensitive) {
+std::string normalize_path(std::string_view target, bool case_insensitive,
+                           bool* escaped_separator) {
   target = strip_absolute_form(target);
   target = target.substr(0, target.find_first_of("?#"));
 
@@ -115,8 +116,10 @@ std::string normalize_path(std::string_view target, bool case_insensitive) {
   Builder b(out, case_insensitive);
   // A target without a leading '/' (asterisk-form, garbage) is read as if it had one.
   b.open_segment();
+  bool separator = false;
   for (size_t i = 0; i < target.size(); ++i) {
     const unsigned char c = static_cast<unsigned char>(target[i]);
+    if (c == '\\') separator = true;
     if (c == '/') {
       b.close_segment();
       b.open_segment();
@@ -130,6 +133,7 @@ std::string normalize_path(std::string_view target, bool case_insensitive) {
         continue;
       }
       const unsigned char decoded = static_cast<unsigned char>(hi * 16 + lo);
+      if (decoded == '/' || decoded == '\\') separator = true;
       // Unreserved characters are decoded; every other escape stays an escape
       // (in upper case), so "%2F" never becomes a path separator.
       if (is_unreserved(decoded)) {
@@ -146,6 +150,7 @@ std::string normalize_path(std::string_view target, bool case_insensitive) {
   }
   b.close_segment();
   if (out.empty()) out.push_back('/');
+  if (escaped_separator != nullptr) *escaped_separator = separator;
   return out;
 }
 

@@ -17,6 +17,14 @@ namespace sluice::policy {
 // and its escape normalise alike. An absolute-form target (http://host/path)
 // is reduced to its path. Always returns a path starting with '/'.
 // Never fails; the result is at most 3 bytes per input byte.
-std::string normalize_path(std::string_view target, bool case_insensitive);
+//
+// `escaped_separator`, when given, is set when the path holds a separator
+// that frameworks read differently: "%2F" / "%2f" (Flask, nginx and others
+// decode it into a '/', so "/a%2Fb" reaches the handler of "/a/b" while it
+// matches no route here), "%5C" / "%5c" or a raw '\' (Node and Windows
+// servers read a backslash as '/'). Front doors refuse such paths (400
+// BAD_PATH) rather than guess which reading the upstream makes.
+std::string normalize_path(std::string_view target, bool case_insensitive,
+                           bool* escaped_separator = nullptr);
 
 }  // namespace sluice::policy

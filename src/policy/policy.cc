@@ -132,13 +132,6 @@ void append_escaped(std::string& out, std::string_view value) {
   }
 }
 
-bool is_trusted(const ClientIpConfig& config, const IpAddress& peer) {
-  for (const Cidr& cidr : config.trusted_proxies) {
-    if (cidr_contains(cidr, peer)) return true;
-  }
-  return false;
-}
-
 constexpr size_t kDefaultRoute = static_cast<size_t>(-1);
 
 }  // namespace
@@ -196,7 +189,8 @@ const RouteLimit* Policy::find_policy_limit(std::string_view name) const {
 
 Plan Policy::plan(const RequestInfo& request) const {
   Plan plan;
-  plan.normalized_path = normalize_path(request.target, config_.case_insensitive_paths);
+  plan.normalized_path =
+      normalize_path(request.target, config_.case_insensitive_paths, &plan.bad_path);
   size_t index = kDefaultRoute;
   plan.route = match_index(request.method, plan.normalized_path, &index);
 
@@ -204,7 +198,7 @@ Plan Policy::plan(const RequestInfo& request) const {
   // by the TCP address whatever it writes.
   const ClientIpConfig& ip_config = config_.client_ip;
   plan.client = request.peer;
-  if (request.headers != nullptr && is_trusted(ip_config, request.peer)) {
+  if (request.headers != nullptr && is_trusted_proxy(ip_config, request.peer)) {
     const std::string xff = request.headers->get_all("x-forwarded-for");
     std::string_view real_ip;
     if (xff.empty()) real_ip = request.headers->get("x-real-ip").value_or(std::string_view());

@@ -28,6 +28,9 @@ struct PlannedLimit {
 struct Plan {
   const Route* route = nullptr;  // nullptr: no route and no default -> not limited
   std::string normalized_path;
+  // The path holds %2F, %5C or a backslash (see normalize_path): front doors answer
+  // 400 BAD_PATH instead of deciding. The rest of the plan is still filled.
+  bool bad_path = false;
   IpAddress client;
   std::string client_key;  // "ip:192.0.2.1", "h:x-api-key=abc", "global", joined by '+'
   std::vector<PlannedLimit> limits;

@@ -47,10 +47,12 @@ async function until(what, probe, timeoutMs = 10000) {
 }
 
 // Starts `sluice serve` on `listen`/`admin` (port 0 = any free port; the
-// startup log names the ports bound) and waits for /healthz.
-async function startServer(listen = '127.0.0.1:0', admin = '127.0.0.1:0') {
+// startup log names the ports bound) with `extraYaml` added to the config,
+// and waits for /healthz (asked with `token` when given).
+async function startServer(listen = '127.0.0.1:0', admin = '127.0.0.1:0',
+  { extraYaml = '', token = null } = {}) {
   const config = join(dir, 'sluice.yaml');
-  writeFileSync(config, `listen: ${listen}\nadmin: ${admin}\n${policyYaml}`);
+  writeFileSync(config, `listen: ${listen}\nadmin: ${admin}\n${policyYaml}${extraYaml}`);
   const child = spawn(sluiceBinary, ['serve', '--config', config], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -69,9 +71,10 @@ async function startServer(listen = '127.0.0.1:0', admin = '127.0.0.1:0') {
   }, 20000);
   server.base = `http://127.0.0.1:${portAfter('listening on ')}`;
   server.admin = `http://127.0.0.1:${portAfter('admin on ')}`;
+  const auth = token === null ? {} : { authorization: `Bearer ${token}` };
   await until('/healthz', async () => {
     try {
-      return (await fetch(`${server.admin}/healthz`)).status === 200;
+      return (await fetch(`${server.admin}/healthz`, { headers: auth })).status === 200;
     } catch {
       return false;
     }
@@ -269,5 +272,49 @@ test('the dashboard shows exact live counts, follows new decisions and survives 
 
     await browser.close();
     browser = undefined;
+    await stopServer(server);
+  });
+
+// With admin_token_all the stats need the token: the page asks for it (and
+// takes it from its URL fragment, which never reaches the server), keeps it
+// for the tab, and then shows the same exact counts.
+test('with admin_token_all the dashboard asks for the token and then shows the counts',
+  { timeout: 60000 }, async () => {
+    const token = 't0ken-for-the-dashboard';
+    writeFileSync(join(dir, 'admin.token'), `${token}\n`);
+    const server = await startServer('127.0.0.1:0', '127.0.0.1:0', {
+      extraYaml: 'admin_token_file: admin.token\nadmin_token_all: true\n', token });
+    assert.deepEqual(await check(server, 'user:1', 6), [...repeat(200, 5), 429]);
+    assert.equal((await fetch(`${server.admin}/admin/stats`)).status, 401);
+
+    const tokenBrowser = await chromium.launch({
+      executablePath: chromiumPath,
+      args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'],
+    });
+    try {
+      const page = await tokenBrowser.newPage();
+      const pageErrors = [];
+      page.on('pageerror', (e) => pageErrors.push(String(e)));
+      assert.equal((await page.goto(`${server.admin}/dashboard`)).status(), 200);
+      await page.waitForSelector('#token-form', { state: 'visible' });
+      assert.match(await text(page, '#connection'), /the admin token is needed/);
+      await page.fill('#token-input', token);
+      await page.click('#token-form button');
+      await showsEventually('the login policy counts', () => routeRow(page, 'policy:login'),
+        { allowed: '5', denied: '1', errors: '0', rate: '0.0' });
+      assert.equal(await page.isHidden('#token-form'), true);
+      assert.equal(await text(page, '#connection'), 'Connected');
+
+      // A new tab of its own, given the token in the fragment.
+      const second = await tokenBrowser.newPage();
+      await second.goto(`${server.admin}/dashboard#token=${encodeURIComponent(token)}`);
+      await showsEventually('the counts with the fragment\'s token',
+        () => routeRow(second, 'policy:login'), { allowed: '5', denied: '1', errors: '0', rate: '0.0' });
+      assert.equal(new URL(second.url()).hash, '', 'the token stays in the address bar');
+      assert.equal(await second.isHidden('#token-form'), true);
+      assert.deepEqual(pageErrors, []);
+    } finally {
+      await tokenBrowser.close();
+    }
     await stopServer(server);
   });

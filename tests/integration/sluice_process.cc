@@ -97,7 +97,8 @@ void remove_dir(const std::string& dir) {
 }
 
 std::unique_ptr<SluiceProcess> SluiceProcess::start(const std::string& yaml,
-                                                    const std::string& listen_host) {
+                                                    const std::string& listen_host,
+                                                    const Files& files) {
   std::unique_ptr<SluiceProcess> p(new SluiceProcess());
   p->dir_ = make_temp_dir();
   if (p->dir_.empty()) {
@@ -111,6 +112,7 @@ std::unique_ptr<SluiceProcess> SluiceProcess::start(const std::string& yaml,
                                     ? "\"[" + listen_host + "]:0\""
                                     : listen_host + ":0";
   p->header_ = "listen: " + host_text + "\nadmin: 127.0.0.1:0\n";
+  for (const auto& [name, content] : files) write_file(p->dir_ + "/" + name, content);
   write_file(p->config_path_, p->header_ + yaml);
   p->pid_ = spawn(p->config_path_, p->dir_ + "/stdout.log", p->log_path_);
   if (p->pid_ < 0) {
@@ -129,10 +131,12 @@ std::unique_ptr<SluiceProcess> SluiceProcess::start(const std::string& yaml,
     const std::string log = p->log();
     p->port_ = port_after(log, "listening on ");
     p->admin_port_ = port_after(log, "admin on ");
+    p->decision_port_ = port_after(log, "decision API on ");
     if (p->port_ != 0 && p->admin_port_ != 0) {
       if (HttpConnection::can_connect("127.0.0.1", p->admin_port_)) {
+        // 401: the server is up, behind admin_token_all.
         const HttpResponse health = p->admin_get("/healthz");
-        if (health.status == 200) return p;
+        if (health.status == 200 || health.status == 401) return p;
       }
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -186,6 +190,20 @@ HttpResponse SluiceProcess::admin_get(const std::string& target) const {
 HttpResponse SluiceProcess::admin_post(const std::string& target, const std::string& body) const {
   return http_request("127.0.0.1", admin_port_, "POST", target,
                       {{"Content-Type", "application/json"}}, body);
+}
+
+HttpResponse SluiceProcess::admin_request(
+    const std::string& method, const std::string& target,
+    const std::vector<std::pair<std::string, std::string>>& headers,
+    const std::string& body) const {
+  return http_request("127.0.0.1", admin_port_, method, target, headers, body);
+}
+
+HttpResponse SluiceProcess::decision_request(
+    const std::string& method, const std::string& target,
+    const std::vector<std::pair<std::string, std::string>>& headers,
+    const std::string& body) const {
+  return http_request("127.0.0.1", decision_port_, method, target, headers, body);
 }
 
 std::unique_ptr<HttpConnection> SluiceProcess::connect() const {

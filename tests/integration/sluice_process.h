@@ -22,13 +22,19 @@ class SluiceProcess {
   // `yaml` is the config without `listen`/`admin`: the harness adds
   // `listen: <listen_host>:0` and `admin: 127.0.0.1:0`. Fails the calling
   // test (gtest fatal failure) and returns null if the server does not come up.
+  // `files` are written into the config's directory first (name -> content),
+  // for files the config names by a relative path (token files).
+  using Files = std::vector<std::pair<std::string, std::string>>;
   static std::unique_ptr<SluiceProcess> start(const std::string& yaml,
-                                              const std::string& listen_host = "127.0.0.1");
+                                              const std::string& listen_host = "127.0.0.1",
+                                              const Files& files = {});
   ~SluiceProcess();
 
   const std::string& host() const { return host_; }
   uint16_t port() const { return port_; }
   uint16_t admin_port() const { return admin_port_; }
+  // The port of decision_api.listen (the config asks for port 0); 0 if none.
+  uint16_t decision_port() const { return decision_port_; }
   pid_t pid() const { return pid_; }
   const std::string& config_path() const { return config_path_; }
 
@@ -38,7 +44,17 @@ class SluiceProcess {
   HttpResponse post(const std::string& target, const std::string& body,
                     const std::vector<std::pair<std::string, std::string>>& headers = {}) const;
   HttpResponse admin_get(const std::string& target) const;
+  // A JSON body (Content-Type: application/json), or none.
   HttpResponse admin_post(const std::string& target, const std::string& body = "") const;
+  // Any request on the admin port, headers exactly as given (plus Host and
+  // Content-Length when absent).
+  HttpResponse admin_request(const std::string& method, const std::string& target,
+                             const std::vector<std::pair<std::string, std::string>>& headers,
+                             const std::string& body = "") const;
+  // A request on the decision_api port.
+  HttpResponse decision_request(const std::string& method, const std::string& target,
+                                const std::vector<std::pair<std::string, std::string>>& headers,
+                                const std::string& body = "") const;
   std::unique_ptr<HttpConnection> connect() const;
 
   // Replaces the config file (with the same listen/admin lines as at start).
@@ -76,6 +92,7 @@ class SluiceProcess {
   bool exited_ = false;
   uint16_t port_ = 0;
   uint16_t admin_port_ = 0;
+  uint16_t decision_port_ = 0;
 };
 
 // A temporary directory, removed with its files on destruction.

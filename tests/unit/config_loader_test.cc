@@ -3,7 +3,10 @@
 #include "policy/config_loader.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -604,24 +607,119 @@ policies:
   p: {capacity: 1, refill_rate: 1/q}
 unknown: 1
 )");
-  EXPECT_EQ(errors,
-            (Errors{"t.yaml:1:9: listen: must be host:port like 127.0.0.1:8080 or [::1]:8080, got "
-                    "\"nowhere\" (the port is missing)",
-                    "t.yaml:4:25: routes[0].limits[0].capacity: must be a positive integer, got "
-                    "\"0\"",
-                    "t.yaml:5:12: routes[1].match: duplicate route \"GET /a\": routes[0] (line 3) "
-                    "already matches it",
-                    "t.yaml:6:14: routes[1].limits[0]: unknown policy \"missing\" (defined: p)",
-                    "t.yaml:8:33: policies.p.refill_rate: must be a rate like 10/s, 100/m, "
-                    "1000/h, 5/d or 10/2s, got \"1/q\" (unknown unit \"q\"; use ms, s, m, h or d)",
-                    "t.yaml:9:1: unknown: unknown key (known keys: listen, admin, grpc, rls, "
-                    "upstream, store, client_ip, headers, case_insensitive_paths, "
-                    "auth_deny_status, policies, default, routes, server, logging)"}));
+  EXPECT_EQ(
+      errors,
+      (Errors{"t.yaml:1:9: listen: must be host:port like 127.0.0.1:8080 or [::1]:8080, got "
+              "\"nowhere\" (the port is missing)",
+              "t.yaml:4:25: routes[0].limits[0].capacity: must be a positive integer, got "
+              "\"0\"",
+              "t.yaml:5:12: routes[1].match: duplicate route \"GET /a\": routes[0] (line 3) "
+              "already matches it",
+              "t.yaml:6:14: routes[1].limits[0]: unknown policy \"missing\" (defined: p)",
+              "t.yaml:8:33: policies.p.refill_rate: must be a rate like 10/s, 100/m, "
+              "1000/h, 5/d or 10/2s, got \"1/q\" (unknown unit \"q\"; use ms, s, m, h or d)",
+              "t.yaml:9:1: unknown: unknown key (known keys: listen, admin, admin_token_file, "
+              "admin_token_all, admin_hosts, decision_api, grpc, rls, "
+              "upstream, store, client_ip, headers, case_insensitive_paths, "
+              "auth_deny_status, policies, default, routes, server, logging)"}));
 }
 
 TEST(ConfigLoader, ErrorTextWithoutAPositionHasNoLineAndColumn) {
   EXPECT_EQ((ConfigError{"f.yaml", 0, 0, "boom"}).text(), "f.yaml: boom");
   EXPECT_EQ((ConfigError{"f.yaml", 3, 7, "boom"}).text(), "f.yaml:3:7: boom");
+}
+
+// ---- who may ask: the decision API and the admin port --------------------
+
+// A file in a fresh temporary directory, removed with it.
+class TempFile {
+ public:
+  explicit TempFile(const std::string& content) {
+    char dir[] = "/tmp/sluice-config-test-XXXXXX";
+    dir_ = ::mkdtemp(dir) != nullptr ? dir : "";
+    path_ = dir_ + "/token";
+    std::FILE* f = std::fopen(path_.c_str(), "wb");
+    if (f != nullptr) {
+      std::fwrite(content.data(), 1, content.size(), f);
+      std::fclose(f);
+    }
+  }
+  ~TempFile() {
+    std::remove(path_.c_str());
+    ::rmdir(dir_.c_str());
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string dir_;
+  std::string path_;
+};
+
+TEST(ConfigLoader, DecisionApiAndAdminAccessAreRead) {
+  const TempFile decision("d-token\n");
+  const TempFile admin("a-token\r\n");
+  const Config c = valid("decision_api: {listen: 127.0.0.1:8082, token_file: " + decision.path() +
+                         "}\nadmin: 0.0.0.0:9090\nadmin_token_file: " + admin.path() +
+                         "\nadmin_token_all: true\nadmin_hosts: [Sluice-Admin.internal, "
+                         "10.0.0.5]\nserver: {max_connections: 5000}\n");
+  ASSERT_TRUE(c.decision_api.listen.has_value());
+  EXPECT_EQ(c.decision_api.listen->text(), "127.0.0.1:8082");
+  EXPECT_EQ(c.decision_api.token_file, decision.path());
+  EXPECT_EQ(c.decision_api.token, "d-token");  // the trailing newline is not part of it
+  EXPECT_EQ(c.admin_access.token, "a-token");
+  EXPECT_TRUE(c.admin_access.token_all);
+  EXPECT_EQ(c.admin_access.hosts, (std::vector<std::string>{"sluice-admin.internal", "10.0.0.5"}));
+  EXPECT_EQ(c.server.max_connections, 5000u);
+}
+
+TEST(ConfigLoader, TheDefaultsAskForNoTokenAndServeNoDecisionPort) {
+  const Config c = valid("{}");
+  EXPECT_FALSE(c.decision_api.listen.has_value());
+  EXPECT_TRUE(c.decision_api.token.empty());
+  EXPECT_TRUE(c.admin_access.token.empty());
+  EXPECT_FALSE(c.admin_access.token_all);
+  EXPECT_TRUE(c.admin_access.hosts.empty());
+  EXPECT_EQ(c.server.max_connections, 0u);  // derived from the open-file limit
+}
+
+TEST(ConfigLoader, AnAdminPortReachableFromOtherHostsNeedsAToken) {
+  EXPECT_EQ(errors_of("admin: 0.0.0.0:9090\n"),
+            Errors{"t.yaml:1:8: admin: an admin port on \"0.0.0.0\" is reachable from other hosts "
+                   "and can reload the config and reset limits: set `admin_token_file` (a bearer "
+                   "token for it), or bind it to 127.0.0.1"});
+  EXPECT_EQ(errors_of("admin: \"[::]:9090\"\n").size(), 1u);
+  EXPECT_EQ(errors_of("admin: admin.internal:9090\n").size(), 1u);
+  // Loopback in any spelling needs none.
+  valid("admin: 127.0.0.2:9090\n");
+  valid("admin: \"[::1]:9090\"\n");
+  valid("admin: localhost:9090\n");
+}
+
+TEST(ConfigLoader, TokenFileErrors) {
+  const TempFile empty("\n");
+  const TempFile spaced("two words\n");
+  EXPECT_EQ(errors_of("admin_token_file: /nonexistent/admin.token\n"),
+            Errors{"t.yaml:1:19: admin_token_file: cannot open the token file "
+                   "/nonexistent/admin.token: No such file or directory"});
+  EXPECT_EQ(
+      errors_of("decision_api: {token_file: " + empty.path() + "}\n"),
+      Errors{"t.yaml:1:28: decision_api.token_file: the token file " + empty.path() + " is empty"});
+  EXPECT_EQ(errors_of("admin_token_file: " + spaced.path() + "\n"),
+            Errors{"t.yaml:1:19: admin_token_file: the token file " + spaced.path() +
+                   " must hold one token of visible ASCII characters (no spaces, no lines after "
+                   "it)"});
+  EXPECT_EQ(errors_of("admin_token_all: true\n"),
+            Errors{"t.yaml:1:18: admin_token_all: needs `admin_token_file`: the token that guards "
+                   "every admin endpoint"});
+  EXPECT_EQ(errors_of("admin_hosts: [\"http://x\"]\n"),
+            Errors{"t.yaml:1:15: admin_hosts[0]: must be a host name like sluice-admin.internal "
+                   "(no port, no scheme), got \"http://x\""});
+  EXPECT_EQ(errors_of("decision_api: {listen: 127.0.0.1:8082, tokenfile: x}\n"),
+            Errors{"t.yaml:1:40: decision_api.tokenfile: unknown key; did you mean "
+                   "`token_file`?"});
+  EXPECT_EQ(errors_of("server: {max_connections: 0}\n"),
+            Errors{"t.yaml:1:27: server.max_connections: must be a whole number from 1 to "
+                   "10000000, got \"0\""});
 }
 
 }  // namespace

@@ -183,5 +183,24 @@ TEST(NormalizePath, RandomTargetsGiveCanonicalIdempotentPaths) {
   }
 }
 
+// Frameworks read these as separators where this normalisation cannot (the
+// escape stays an escape): the caller must refuse them.
+TEST(NormalizePath, EncodedSlashesAndBackslashesAreFlagged) {
+  for (const std::string_view target :
+       {"/a%2Fb", "/a%2fb", "/a%5Cb", "/a%5cb", "/a\\b", "%2F", "/a/b%2F"}) {
+    bool flagged = false;
+    normalize_path(target, false, &flagged);
+    EXPECT_TRUE(flagged) << target;
+  }
+  for (const std::string_view target :
+       {"/a/b", "/a%252Fb", "/a?x=%2F", "/a#%5C", "/a%2Eb", "/a%20b"}) {
+    bool flagged = true;
+    normalize_path(target, false, &flagged);
+    EXPECT_FALSE(flagged) << target;
+  }
+  // The path itself keeps the escape (upper-cased), as before.
+  EXPECT_EQ(norm("/a%2fb"), "/a%2Fb");
+}
+
 }  // namespace
 }  // namespace sluice::policy

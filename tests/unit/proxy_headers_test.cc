@@ -94,10 +94,10 @@ TEST(ProxyHeaders, XForwardedForGetsThePeerAppendedAndTheOthersAreSetOnce) {
   bhttp::fields plain;
   plain.insert("Host", "api.test");
   std::string out;
-  append_forwarding_fields(plain, "192.0.2.7", out);
+  append_forwarding_fields(plain, Forwarding{"192.0.2.7", "192.0.2.7", false}, out);
   EXPECT_EQ(out,
-            "X-Forwarded-For: 192.0.2.7\r\nX-Forwarded-Proto: http\r\n"
-            "X-Forwarded-Host: api.test\r\n");
+            "X-Forwarded-For: 192.0.2.7\r\nX-Real-IP: 192.0.2.7\r\nForwarded: for=192.0.2.7\r\n"
+            "X-Forwarded-Proto: http\r\nX-Forwarded-Host: api.test\r\n");
 
   bhttp::fields proxied;
   proxied.insert("Host", "api.test");
@@ -106,8 +106,30 @@ TEST(ProxyHeaders, XForwardedForGetsThePeerAppendedAndTheOthersAreSetOnce) {
   proxied.insert("X-Forwarded-Proto", "https");
   proxied.insert("X-Forwarded-Host", "www.test");
   out.clear();
-  append_forwarding_fields(proxied, "2001:db8::1", out);
-  EXPECT_EQ(out, "X-Forwarded-For: 203.0.113.1, 198.51.100.2, 10.0.0.1, 2001:db8::1\r\n");
+  append_forwarding_fields(proxied, Forwarding{"2001:db8::1", "198.51.100.2", true}, out);
+  EXPECT_EQ(out,
+            "X-Forwarded-For: 203.0.113.1, 198.51.100.2, 10.0.0.1, 2001:db8::1\r\n"
+            "X-Real-IP: 198.51.100.2\r\nForwarded: for=\"[2001:db8::1]\"\r\n");
+}
+
+// A client that is not a trusted proxy cannot tell the upstream who it is:
+// its X-Real-IP and Forwarded are replaced (the caller drops them from the
+// copy), and Forwarded names only the peer.
+TEST(ProxyHeaders, ForwardedOfAnUntrustedPeerIsReplacedAndOfATrustedOneExtended) {
+  bhttp::fields spoofed;
+  spoofed.insert("Host", "api.test");
+  spoofed.insert("Forwarded", "for=10.9.9.9");
+  std::string out;
+  append_forwarding_fields(spoofed, Forwarding{"192.0.2.7", "192.0.2.7", false}, out);
+  EXPECT_EQ(out,
+            "X-Forwarded-For: 192.0.2.7\r\nX-Real-IP: 192.0.2.7\r\nForwarded: for=192.0.2.7\r\n"
+            "X-Forwarded-Proto: http\r\nX-Forwarded-Host: api.test\r\n");
+  out.clear();
+  append_forwarding_fields(spoofed, Forwarding{"10.0.0.2", "10.9.9.9", true}, out);
+  EXPECT_EQ(out,
+            "X-Forwarded-For: 10.0.0.2\r\nX-Real-IP: 10.9.9.9\r\n"
+            "Forwarded: for=10.9.9.9, for=10.0.0.2\r\n"
+            "X-Forwarded-Proto: http\r\nX-Forwarded-Host: api.test\r\n");
 }
 
 }  // namespace
