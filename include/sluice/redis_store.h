@@ -34,7 +34,8 @@
 // Limits. Every quantity must stay exact in the doubles of Redis Lua (below
 // 2^53). Window algorithms always fit. token_bucket and gcra need
 // 2 * capacity * unit + rate <= 2^53, where unit / rate is refill_period_us /
-// refill_tokens reduced by their gcd; check_limit() says whether a limit fits
+// refill_tokens reduced by their gcd; check_limit() (limit_fits() without a
+// store) says whether a limit fits
 // and acquire() refuses one that does not with kInvalidArgument.
 //
 // Thread-safety: all methods may be called from any thread, with the rules on
@@ -127,8 +128,9 @@ class RedisStore final : public Store {
   RedisStore& operator=(const RedisStore&) = delete;
 
   // Whether `limit` can be computed exactly by the Redis scripts (see above);
-  // the error explains why not.
-  static Status check_limit(const Limit& limit);
+  // the error explains why not. check_limit() for a config not yet served.
+  static Status limit_fits(const Limit& limit);
+  Status check_limit(const Limit& limit) const override { return limit_fits(limit); }
 
   // Binds the calling thread to `io`, which this thread runs: later
   // acquire_async() calls from this thread use a connection driven by `io`.

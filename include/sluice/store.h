@@ -51,6 +51,15 @@ class Store {
   virtual void acquire_async(std::span<const AcquireRequest> requests, Nanos now,
                              std::span<Decision> out, Done done);
 
+  // Whether the store can apply `limit` exactly; the error says why not (the
+  // Redis store's Lua arithmetic is exact only below 2^53, for example). A
+  // server checks every limit of a config against its store before serving
+  // it. The memory store takes every valid Limit.
+  virtual Status check_limit(const Limit& limit) const {
+    (void)limit;
+    return {};
+  }
+
   // Whether the store can answer now (for /readyz). The memory store always can.
   virtual bool ready() const { return true; }
 

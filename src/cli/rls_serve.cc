@@ -7,7 +7,6 @@
 #include <spdlog/spdlog.h>
 
 #include "sluice/clock.h"
-#include "sluice/redis_store.h"
 
 namespace sluice::cli {
 
@@ -44,43 +43,6 @@ void log_domains(const rls::RlsConfig& config, const std::string& dir) {
                  domain.mark.file);
   }
 }
-
-void log_warnings(const std::vector<std::string>& warnings, const char* when) {
-  for (const std::string& w : warnings) spdlog::warn("{}{}", when, w);
-}
-
-// Every rate_limit of `level` that the Redis store cannot count exactly.
-void check_redis_limits(const rls::DescriptorLevel& level, const std::string& domain,
-                        std::vector<std::string>* errors) {
-  for (const rls::DescriptorNode& node : level.nodes) {
-    if (node.rule && node.rule->limit) {
-      if (Status fits = RedisStore::check_limit(*node.rule->limit); !fits.ok()) {
-        errors->push_back(node.mark.text() + ": domain " + domain + ", descriptor " + node.key +
-                          (node.value.empty() ? "" : "=" + node.value) +
-                          ": with store.backend redis: " + fits.error().message);
-      }
-    }
-    check_redis_limits(node.children, domain, errors);
-  }
-}
-
-}  // namespace
-
-rls::LoadResult load_rls_descriptors(const policy::RlsSettings& settings,
-                                     const policy::StoreConfig& store) {
-  rls::LoadOptions options;
-  options.merge_domains = settings.merge_domains;
-  rls::LoadResult loaded = rls::load_rls_config_dir(settings.config_dir, options);
-  if (loaded.ok() && store.backend == policy::StoreConfig::Backend::kRedis) {
-    for (const auto& [name, domain] : loaded.config->domains) {
-      check_redis_limits(domain.root, name, &loaded.errors);
-    }
-    if (!loaded.ok()) loaded.config.reset();
-  }
-  return loaded;
-}
-
-namespace {
 
 rls::OnStoreFailure on_store_failure(const policy::Config& config) {
   return config.store.redis.on_failure_allow ? rls::OnStoreFailure::kAllow
@@ -141,11 +103,9 @@ RlsRuntime::~RlsRuntime() {
   server_.reset();  // stops it if begin_shutdown did not
 }
 
-std::vector<std::string> RlsRuntime::load(const policy::Config& config) {
-  if (!config.grpc || !config.rls) return {};
-  rls::LoadResult loaded = load_rls_descriptors(*config.rls, config.store);
-  if (!loaded.ok()) return std::move(loaded.errors);
-  log_warnings(loaded.warnings, "RLS: ");
+void RlsRuntime::load(const Deployment& deployment) {
+  const policy::Config& config = *deployment.config;
+  if (!config.grpc || !config.rls) return;
   settings_ = *config.rls;
   rls::RlsOptions options = rls_options(settings_);
   // A descriptor whose store call fails (Redis down or late) is answered per
@@ -154,9 +114,8 @@ std::vector<std::string> RlsRuntime::load(const policy::Config& config) {
   options.on_store_error = [log = std::make_shared<StoreErrorLog>()](const Error& e, bool allowed) {
     (*log)(e, allowed);
   };
-  service_ = std::make_unique<rls::RlsService>(store_, SystemClock::instance(), loaded.config,
+  service_ = std::make_unique<rls::RlsService>(store_, SystemClock::instance(), deployment.rls,
                                                std::move(options));
-  return {};
 }
 
 Status RlsRuntime::listen(const policy::Config& config) {
@@ -227,13 +186,11 @@ void RlsRuntime::register_metrics(observe::Registry& registry) {
   });
 }
 
-std::vector<std::string> RlsRuntime::prepare_reload(const policy::Config& next) {
+void RlsRuntime::stage(const Deployment& next) {
   pending_.reset();
-  if (!next.rls) return {};  // the loader made sure grpc is unset too: a restart question
-  rls::LoadResult loaded = load_rls_descriptors(*next.rls, next.store);
-  if (!loaded.ok()) return std::move(loaded.errors);
-  log_warnings(loaded.warnings, "reload: RLS: ");
-  pending_on_failure_allow_ = next.store.redis.on_failure_allow;
+  const policy::Config& config = *next.config;
+  if (!config.rls) return;  // the loader made sure grpc is unset too: a restart question
+  pending_on_failure_allow_ = config.store.redis.on_failure_allow;
   if (service_ != nullptr) {
     auto restart_needed = [](const char* key, const std::string& from, const std::string& to) {
       if (from != to) {
@@ -243,14 +200,13 @@ std::vector<std::string> RlsRuntime::prepare_reload(const policy::Config& next) 
     };
     auto text = [](bool b) { return std::string(b ? "true" : "false"); };
     restart_needed("response_headers", headers_name(settings_.response_headers),
-                   headers_name(next.rls->response_headers));
+                   headers_name(config.rls->response_headers));
     restart_needed("dynamic_metadata", text(settings_.dynamic_metadata),
-                   text(next.rls->dynamic_metadata));
-    restart_needed("shadow_mode", text(settings_.shadow_mode), text(next.rls->shadow_mode));
+                   text(config.rls->dynamic_metadata));
+    restart_needed("shadow_mode", text(settings_.shadow_mode), text(config.rls->shadow_mode));
   }
-  pending_ = std::move(loaded.config);
-  pending_settings_ = *next.rls;
-  return {};
+  pending_ = next.rls;
+  pending_settings_ = *config.rls;
 }
 
 void RlsRuntime::commit_reload() {

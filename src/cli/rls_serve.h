@@ -1,8 +1,8 @@
-// The Envoy RLS v3 gRPC API inside `sluice serve` (docs/ENVOY.md): loads the
-// envoyproxy/ratelimit descriptor folder named by `rls.config_dir`, serves
+// The Envoy RLS v3 gRPC API inside `sluice serve` (docs/ENVOY.md): serves
 // rls::RlsService on the `grpc` address over the server's own store and the
-// system clock, reloads the folder together with the main config (all or
-// nothing, through http::Companion) and stops with the server.
+// system clock, with the descriptors load_deployment() loaded; takes the
+// descriptors of a reload (staged while the reload loads, put in force with
+// the config through http::Companion) and stops with the server.
 //
 // Thread-safety: as http::Companion — construction, start and the Companion
 // methods run on the server's control thread; the service itself is called
@@ -16,20 +16,14 @@
 #include <thread>
 #include <vector>
 
+#include "cli/deployment.h"
 #include "http/server.h"
 #include "policy/config.h"
-#include "rls/config_loader.h"
 #include "rls/grpc_server.h"
 #include "rls/service.h"
 #include "sluice/store.h"
 
 namespace sluice::cli {
-
-// Loads the descriptor folder of `settings` (errors and warnings as
-// src/rls reports them: "file:line:col: message"). With `store` redis, a
-// rate_limit the Redis store cannot count exactly is an error too.
-rls::LoadResult load_rls_descriptors(const policy::RlsSettings& settings,
-                                     const policy::StoreConfig& store = {});
 
 // The RLS options `settings` asks for (response headers, shadow mode, ...).
 rls::RlsOptions rls_options(const policy::RlsSettings& settings);
@@ -43,13 +37,15 @@ class RlsRuntime final : public http::Companion {
   RlsRuntime(const RlsRuntime&) = delete;
   RlsRuntime& operator=(const RlsRuntime&) = delete;
 
-  // When `config.grpc` is set: loads config.rls's descriptor folder and
-  // builds the service. Returns every error of the descriptor files
-  // ("file:line:col: message"). Without `grpc`, does nothing and succeeds.
-  std::vector<std::string> load(const policy::Config& config);
-  // After a successful load(): starts the gRPC server on config.grpc and logs
-  // the address bound and the domains. Errors: the address cannot be bound.
+  // When `deployment.config->grpc` is set: builds the service on the
+  // descriptors of `deployment` (loaded, so this cannot fail).
+  void load(const Deployment& deployment);
+  // After load(): starts the gRPC server on config.grpc and logs the address
+  // bound and the domains. Errors: the address cannot be bound.
   Status listen(const policy::Config& config);
+  // A reload loaded `next` (all of it valid): keep its descriptors for
+  // commit_reload(), and say which RLS options need a restart.
+  void stage(const Deployment& next);
 
   bool serving() const { return server_ != nullptr; }
   int port() const { return server_ ? server_->port() : 0; }
@@ -57,7 +53,6 @@ class RlsRuntime final : public http::Companion {
 
   // http::Companion
   void register_metrics(observe::Registry& registry) override;
-  std::vector<std::string> prepare_reload(const policy::Config& next) override;
   void commit_reload() override;
   void begin_shutdown(std::chrono::milliseconds grace) override;
 
@@ -66,7 +61,7 @@ class RlsRuntime final : public http::Companion {
   policy::RlsSettings settings_;  // as started (options other than the folder need a restart)
   std::unique_ptr<rls::RlsService> service_;
   std::unique_ptr<rls::GrpcServer> server_;
-  std::shared_ptr<const rls::RlsConfig> pending_;  // loaded by prepare_reload
+  std::shared_ptr<const rls::RlsConfig> pending_;  // staged by stage()
   policy::RlsSettings pending_settings_;
   bool pending_on_failure_allow_ = true;
   std::thread stopper_;  // runs GrpcServer::stop(grace) once shutdown begins

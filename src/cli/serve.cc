@@ -7,12 +7,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include "cli/args.h"
+#include "cli/deployment.h"
 #include "cli/rls_serve.h"
 #include "cli/store_setup.h"
 #include "http/proxy.h"
 #include "http/server.h"
 #include "observe/logging.h"
-#include "policy/config_loader.h"
 
 namespace sluice::cli {
 
@@ -21,12 +22,17 @@ namespace {
 constexpr const char* kServeUsage = R"(Usage: sluice serve --config FILE
 
 Runs the Sluice server described by FILE (docs/CONFIG.md):
-  listen   the gateway (when `upstream` is set), POST /v1/check, GET /v1/auth
-  admin    /dashboard (live page) /healthz /readyz /metrics /admin/stats,
-           POST /admin/reload, POST /admin/reset
-           (127.0.0.1 by default; never expose it)
-  grpc     the Envoy RLS v3 API, with the descriptor files of rls.config_dir
-           (docs/ENVOY.md)
+  listen         the gateway (when `upstream` is set), or the decision service
+                 (POST /v1/check, GET /v1/auth) when it is not
+  decision_api   POST /v1/check, GET /v1/auth for your own programs
+  admin          /dashboard (live page) /healthz /readyz /metrics /admin/stats,
+                 POST /admin/reload, POST /admin/reset (127.0.0.1 by default)
+  grpc           the Envoy RLS v3 API, with the descriptor files of
+                 rls.config_dir (docs/ENVOY.md)
+
+Options:
+  -c, --config FILE   the config file (required)
+  -h, --help          this text
 
 Signals: SIGHUP reloads FILE and the RLS descriptor files together (if either
 is bad, both are refused and the old ones stay);
@@ -37,44 +43,48 @@ Exit codes: 0 after a graceful shutdown, 1 when FILE or a descriptor file is
 invalid or a port cannot be bound, 2 on bad usage.
 )";
 
+constexpr OptionSpec kOptions[] = {{"--config", "-c"}};
+
+void print_errors(const std::vector<config::ConfigError>& errors) {
+  for (const config::ConfigError& e : errors) std::fprintf(stderr, "%s\n", e.text().c_str());
+}
+
 }  // namespace
 
 int run_serve(std::span<const std::string_view> args) {
-  std::string config_path;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--help" || args[i] == "-h") {
-      std::fputs(kServeUsage, stdout);
-      return 0;
-    }
-    if (args[i] == "--config" && i + 1 < args.size()) {
-      config_path = std::string(args[++i]);
-    } else if (args[i].substr(0, 9) == "--config=") {
-      config_path = std::string(args[i].substr(9));
-    } else {
-      std::fprintf(stderr, "sluice serve: unexpected argument '%.*s'\n\n%s",
-                   static_cast<int>(args[i].size()), args[i].data(), kServeUsage);
-      return 2;
-    }
+  const ParsedArgs parsed = parse_args(args, kOptions);
+  if (parsed.help) {
+    std::fputs(kServeUsage, stdout);
+    return 0;
   }
-  if (config_path.empty()) {
-    std::fprintf(stderr, "sluice serve: --config FILE is required\n\n%s", kServeUsage);
+  const std::optional<std::string> config_path = parsed.get("--config");
+  if (!parsed.error.empty() || !config_path) {
+    std::fprintf(stderr, "sluice serve: %s\n\n%s",
+                 parsed.error.empty() ? "--config FILE is required" : parsed.error.c_str(),
+                 kServeUsage);
     return 2;
   }
 
-  policy::LoadResult loaded = policy::load_config_file(config_path);
-  if (!loaded.config) {
-    for (const policy::ConfigError& e : loaded.errors) {
-      std::fprintf(stderr, "%s\n", e.text().c_str());
-    }
-    std::fprintf(stderr, "sluice serve: %zu error(s) in %s; not started\n", loaded.errors.size(),
-                 config_path.c_str());
+  // Every limit is checked against the store the config asks for (and on
+  // reload against the store in service).
+  Deployment deployment = load_deployment(
+      *config_path, [](const policy::Config& c) { return limit_check_for(c.store); });
+  if (!deployment.ok()) {
+    print_errors(deployment.errors);
+    const bool only_descriptors = deployment.descriptor_errors == deployment.errors.size();
+    std::fprintf(
+        stderr, "sluice serve: %zu error(s) in %s; not started\n", deployment.errors.size(),
+        only_descriptors ? ("the RLS descriptor files of " + deployment.descriptor_dir).c_str()
+                         : config_path->c_str());
     return 1;
   }
-  if (!observe::setup_logging(loaded.config->logging.level)) {
-    spdlog::warn("unknown logging.level \"{}\", using info", loaded.config->logging.level);
+  const policy::Config& config = *deployment.config;
+  if (!observe::setup_logging(config.logging.level)) {
+    spdlog::warn("unknown logging.level \"{}\", using info", config.logging.level);
   }
+  for (const config::ConfigError& w : deployment.warnings) spdlog::warn("RLS: {}", w.text());
 
-  Result<ServeStore> made = make_serve_store(*loaded.config);
+  Result<ServeStore> made = make_serve_store(config);
   if (!made.ok()) {
     spdlog::error("{}", made.error().message);
     return 1;
@@ -83,24 +93,29 @@ int run_serve(std::span<const std::string_view> args) {
   // The Envoy RLS gRPC API (when `grpc` is set) runs over the same store; it
   // outlives the server, and the store outlives both.
   RlsRuntime rls(*store);
-  if (std::vector<std::string> errors = rls.load(*loaded.config); !errors.empty()) {
-    for (const std::string& e : errors) std::fprintf(stderr, "%s\n", e.c_str());
-    std::fprintf(stderr,
-                 "sluice serve: %zu error(s) in the RLS descriptor files of %s; not started\n",
-                 errors.size(), loaded.config->rls->config_dir.c_str());
-    return 1;
-  }
+  rls.load(deployment);
   try {
-    if (Status st = rls.listen(*loaded.config); !st.ok()) {
+    if (Status st = rls.listen(config); !st.ok()) {
       spdlog::error("{}", st.error().message);
       return 1;
     }
     http::ServerOptions options;
-    options.config_path = config_path;
+    options.config_path = *config_path;
+    // A reload reads the file and the descriptor files again, checks them
+    // against the store in service, and hands the descriptors to the RLS
+    // runtime for the moment the server swaps the config.
+    options.load_config = [path = *config_path, &store, &rls] {
+      Deployment next = load_deployment(path, [s = store.get()](const policy::Config&) {
+        return [s](const Limit& limit) { return s->check_limit(limit); };
+      });
+      for (const config::ConfigError& w : next.warnings) spdlog::warn("reload: RLS: {}", w.text());
+      if (next.ok()) rls.stage(next);
+      return http::LoadedConfig{std::move(next.config), std::move(next.errors)};
+    };
     options.store_hooks = made->hooks;
     options.companion = &rls;
     options.make_forwarder = http::upstream_proxy_factory();  // the gateway proxy
-    http::Server server(std::move(*loaded.config), store, std::move(options));
+    http::Server server(std::move(*deployment.config), store, std::move(options));
     if (Status st = server.start(); !st.ok()) {
       spdlog::error("{}", st.error().message);
       return 1;

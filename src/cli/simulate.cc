@@ -8,10 +8,12 @@
 #include <sstream>
 #include <string>
 
+#include "cli/args.h"
 #include "cli/simulate_report.h"
 #include "cli/simulation.h"
 #include "cli/time_text.h"
 #include "cli/trace.h"
+#include "config/values.h"
 
 namespace sluice::cli {
 namespace {
@@ -71,29 +73,15 @@ struct UsageError {
   std::string message;
 };
 
+constexpr OptionSpec kOptions[] = {
+    {"--scenario", ""}, {"--trace", ""}, {"--limit", ""}, {"--window", ""}, {"--format", ""}};
+
 // Parses `args`; an error message for anything unknown or malformed.
 std::optional<UsageError> parse_options(std::span<const std::string_view> args, Options* o) {
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string_view arg = args[i];
-    if (arg == "--help" || arg == "-h") {
-      o->help = true;
-      continue;
-    }
-    std::string_view name = arg;
-    std::optional<std::string_view> value;
-    if (const size_t eq = arg.find('='); arg.starts_with("--") && eq != std::string_view::npos) {
-      name = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-    }
-    if (name != "--scenario" && name != "--trace" && name != "--limit" && name != "--window" &&
-        name != "--format") {
-      return UsageError{"unknown option '" + std::string(arg) + "'"};
-    }
-    if (!value) {
-      if (i + 1 >= args.size()) return UsageError{std::string(name) + " needs a value"};
-      value = args[++i];
-    }
-    const std::string v(*value);
+  const ParsedArgs parsed = parse_args(args, kOptions);
+  if (!parsed.error.empty()) return UsageError{parsed.error};
+  o->help = parsed.help;
+  for (const auto& [name, v] : parsed.values) {
     if (name == "--scenario") {
       o->scenario = v;
     } else if (name == "--trace") {
@@ -109,11 +97,8 @@ std::optional<UsageError> parse_options(std::span<const std::string_view> args, 
       }
       o->limit.limit = n;
     } else if (name == "--window") {
-      const std::optional<Nanos> w = parse_duration(v);
-      if (!w) {
-        return UsageError{"--window must be a duration such as 500ms, 10s, 1m, 1h or 1d, got '" +
-                          v + "'"};
-      }
+      const Result<Nanos> w = config::parse_duration(v, /*allow_zero=*/false);
+      if (!w.ok()) return UsageError{"--window " + w.error().message};
       o->limit.window = *w;
     } else {
       const std::optional<ReportFormat> f = parse_report_format(v);

@@ -47,12 +47,18 @@ void register_redis_metrics(const std::shared_ptr<RedisStore>& store, observe::R
 
 }  // namespace
 
+LimitCheck limit_check_for(const policy::StoreConfig& store) {
+  if (store.backend == policy::StoreConfig::Backend::kRedis) return &RedisStore::limit_fits;
+  return {};
+}
+
 RedisStoreOptions redis_store_options(const policy::RedisConfig& redis) {
   RedisStoreOptions o;
   o.addresses.clear();
   for (const policy::HostPort& a : redis.addresses) o.addresses.push_back(a.text());
   o.cluster = redis.cluster;
   o.timeout = redis.timeout;
+  o.username = redis.username;
   o.password = redis.password;
   o.database = redis.database;
   if (redis.time_source_redis) {

@@ -8,6 +8,7 @@
 
 #include <memory>
 
+#include "cli/deployment.h"
 #include "http/server.h"
 #include "policy/config.h"
 #include "sluice/redis_store.h"
@@ -23,6 +24,11 @@ struct ServeStore {
 
 // The RedisStore options of a config's store.redis section.
 RedisStoreOptions redis_store_options(const policy::RedisConfig& redis);
+
+// Store::check_limit of the store `store` describes, without building it (for
+// `sluice validate` and reloads): the Redis store's exactness rule for redis,
+// nothing for memory.
+LimitCheck limit_check_for(const policy::StoreConfig& store);
 
 // Builds the store the config asks for. A Redis store is returned even when
 // Redis is down (it connects in the background; /readyz says 503 meanwhile).

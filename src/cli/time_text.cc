@@ -11,11 +11,6 @@ struct Unit {
   int64_t ns;
 };
 
-constexpr Unit kParseUnits[] = {
-    {"ms", 1'000'000},        {"s", 1'000'000'000},      {"m", 60'000'000'000},
-    {"h", 3'600'000'000'000}, {"d", 86'400'000'000'000},
-};
-
 constexpr Unit kFormatUnits[] = {
     {"d", 86'400'000'000'000}, {"h", 3'600'000'000'000}, {"m", 60'000'000'000},
     {"s", 1'000'000'000},      {"ms", 1'000'000},        {"us", 1'000},
@@ -25,22 +20,6 @@ constexpr int64_t kNanosPerSecond = 1'000'000'000;
 constexpr int64_t kSecondsPerDay = 86'400;
 
 }  // namespace
-
-std::optional<Nanos> parse_duration(std::string_view text) {
-  size_t digits = 0;
-  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
-  // 18 digits always fit 64 bits; the product with the unit is checked below.
-  if (digits == 0 || digits > 18) return std::nullopt;
-  const std::string_view suffix = text.substr(digits);
-  for (const Unit& unit : kParseUnits) {
-    if (suffix != unit.suffix) continue;
-    int64_t value = 0;
-    for (size_t i = 0; i < digits; ++i) value = value * 10 + (text[i] - '0');
-    if (value == 0 || value > INT64_MAX / unit.ns) return std::nullopt;
-    return Nanos{value * unit.ns};
-  }
-  return std::nullopt;
-}
 
 std::string format_duration(Nanos d) {
   const int64_t ns = d.count();

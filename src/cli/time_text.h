@@ -1,5 +1,6 @@
-// Durations and instants as text, for `sluice simulate`: "500ms", "1s", "1m",
-// "1h", "1d" in and out, and UTC clock times for scenario descriptions.
+// Durations and instants as text, for `sluice simulate`'s reports: "500ms",
+// "1m", "5.714h", and UTC clock times for scenario descriptions. (Durations
+// are read with the one grammar of config/values.h.)
 #pragma once
 
 #include <optional>
@@ -9,10 +10,6 @@
 #include "sluice/clock.h"
 
 namespace sluice::cli {
-
-// "500ms", "30s", "1m", "2h", "1d": a whole number >= 1 and a unit. Returns
-// nothing for anything else (no sign, no spaces, no fractions, no overflow).
-std::optional<Nanos> parse_duration(std::string_view text);
 
 // The largest unit that divides `d` exactly ("1m", "300ms", "250us"); other
 // durations in the largest unit they reach with three decimals, rounded down

@@ -3,8 +3,9 @@
 #include <cstdio>
 #include <string>
 
-#include "cli/rls_serve.h"
-#include "policy/config_loader.h"
+#include "cli/args.h"
+#include "cli/deployment.h"
+#include "cli/store_setup.h"
 
 namespace sluice::cli {
 namespace {
@@ -13,10 +14,14 @@ constexpr const char* kValidateUsage = R"(Usage: sluice validate --config FILE
 
 Loads FILE exactly as `sluice serve` would and checks it: unknown keys, wrong
 types, bad durations, rates, addresses, URLs and CIDR blocks, unknown
-algorithms or policy names, duplicate routes and keys. With `grpc` and `rls`,
-the envoyproxy/ratelimit descriptor files of rls.config_dir are loaded and
-checked too (their errors as DESCRIPTOR_FILE:LINE:COLUMN: message, their
-warnings on stderr). Nothing is started.
+algorithms or policy names, duplicate routes and keys, token files, and every
+limit against the store the file asks for. With `grpc` and `rls`, the
+envoyproxy/ratelimit descriptor files of rls.config_dir are loaded and
+checked too (their warnings on stderr). Nothing is started.
+
+Options:
+  -c, --config FILE   the config file (required)
+  -h, --help          this text
 
 Exit status:
   0  the file is valid; a one-line summary is printed
@@ -27,11 +32,14 @@ Exit status:
 The keys are documented in docs/CONFIG.md.
 )";
 
+constexpr OptionSpec kOptions[] = {{"--config", "-c"}};
+
 std::string plural(size_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
-std::string summary(const policy::Config& c) {
+std::string summary(const Deployment& d) {
+  const policy::Config& c = *d.config;
   std::string s = plural(c.routes.size(), "route", "routes") + ", " +
                   plural(c.policies.size(), "policy", "policies") + ", " +
                   (c.default_route ? "a default limit" : "no default limit") + ", " +
@@ -40,59 +48,42 @@ std::string summary(const policy::Config& c) {
                        : "memory store") +
                   ", listen " + c.listen.text();
   s += c.upstream ? ", gateway to " + c.upstream->url : ", decision API only (no upstream)";
+  if (d.rls) {
+    s += ", Envoy RLS on " + c.grpc->text() + " with " +
+         plural(d.rls->domains.size(), "domain", "domains") + " from " + c.rls->config_dir;
+  }
   return s;
 }
 
 }  // namespace
 
 int run_validate(std::span<const std::string_view> args) {
-  std::string path;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string_view arg = args[i];
-    if (arg == "--help" || arg == "-h") {
-      std::fputs(kValidateUsage, stdout);
-      return 0;
-    }
-    if ((arg == "--config" || arg == "-c") && i + 1 < args.size()) {
-      path = std::string(args[++i]);
-    } else if (arg.starts_with("--config=")) {
-      path = std::string(arg.substr(9));
-    } else {
-      std::fprintf(stderr, "sluice validate: unexpected argument '%.*s'\n\n%s",
-                   static_cast<int>(arg.size()), arg.data(), kValidateUsage);
-      return 2;
-    }
+  const ParsedArgs parsed = parse_args(args, kOptions);
+  if (parsed.help) {
+    std::fputs(kValidateUsage, stdout);
+    return 0;
   }
-  if (path.empty()) {
-    std::fprintf(stderr, "sluice validate: --config FILE is required\n\n%s", kValidateUsage);
+  const std::optional<std::string> path = parsed.get("--config");
+  if (!parsed.error.empty() || !path) {
+    std::fprintf(stderr, "sluice validate: %s\n\n%s",
+                 parsed.error.empty() ? "--config FILE is required" : parsed.error.c_str(),
+                 kValidateUsage);
     return 2;
   }
-  const policy::LoadResult result = policy::load_config_file(path);
-  if (!result.config) {
-    for (const policy::ConfigError& e : result.errors)
-      std::fprintf(stderr, "%s\n", e.text().c_str());
-    std::fprintf(stderr, "%s: %s\n", path.c_str(),
-                 plural(result.errors.size(), "error", "errors").c_str());
+  const Deployment d =
+      load_deployment(*path, [](const policy::Config& c) { return limit_check_for(c.store); });
+  for (const config::ConfigError& w : d.warnings) {
+    std::fprintf(stderr, "warning: %s\n", w.text().c_str());
+  }
+  if (!d.ok()) {
+    for (const config::ConfigError& e : d.errors) std::fprintf(stderr, "%s\n", e.text().c_str());
+    const bool only_descriptors = d.descriptor_errors == d.errors.size();
+    std::fprintf(
+        stderr, "%s: %s%s\n", path->c_str(), plural(d.errors.size(), "error", "errors").c_str(),
+        only_descriptors ? (" in the RLS descriptor files of " + d.descriptor_dir).c_str() : "");
     return 1;
   }
-  std::string rls_summary;
-  if (result.config->rls) {
-    const rls::LoadResult descriptors =
-        load_rls_descriptors(*result.config->rls, result.config->store);
-    for (const std::string& w : descriptors.warnings)
-      std::fprintf(stderr, "warning: %s\n", w.c_str());
-    if (!descriptors.ok()) {
-      for (const std::string& e : descriptors.errors) std::fprintf(stderr, "%s\n", e.c_str());
-      std::fprintf(stderr, "%s: %s in the RLS descriptor files of %s\n", path.c_str(),
-                   plural(descriptors.errors.size(), "error", "errors").c_str(),
-                   result.config->rls->config_dir.c_str());
-      return 1;
-    }
-    rls_summary = ", Envoy RLS on " + result.config->grpc->text() + " with " +
-                  plural(descriptors.config->domains.size(), "domain", "domains") + " from " +
-                  result.config->rls->config_dir;
-  }
-  std::printf("ok: %s: %s%s\n", path.c_str(), summary(*result.config).c_str(), rls_summary.c_str());
+  std::printf("ok: %s: %s\n", path->c_str(), summary(d).c_str());
   return 0;
 }
 

@@ -2,18 +2,11 @@
 
 #include <cstddef>
 
-#include <boost/beast/core/string.hpp>
+#include "util/ascii.h"
 
 namespace sluice::http {
 
-namespace {
-
-bool iequals(std::string_view a, std::string_view b) {
-  return boost::beast::iequals(boost::beast::string_view(a.data(), a.size()),
-                               boost::beast::string_view(b.data(), b.size()));
-}
-
-}  // namespace
+using util::iequals;
 
 bool constant_time_equals(std::string_view a, std::string_view b) {
   // Every byte of the longer string is looked at whatever the content, so an

@@ -33,8 +33,8 @@ struct ServerMetrics {
   observe::Counter* connections_refused = nullptr;
 };
 
-// One open client connection, counted in ServerContext::open_connections
-// from its accept until its Session ends (or until the hand-off to a worker
+// One open client connection, counted (in ServerContext::public_connections
+// or admin_connections) from its accept until its Session ends (or until the hand-off to a worker
 // is dropped before a Session exists, at shutdown): the count that
 // server.max_connections is held to. Move-only.
 class ConnectionTicket {
@@ -63,7 +63,14 @@ struct ServerContext {
   ServerMetrics metrics;
   observe::TopKeys top_denied;
   std::atomic<bool> draining{false};
-  std::atomic<size_t> open_connections{0};
+  // Client connections open on the public ports (listen, decision_api),
+  // which server.max_connections bounds, and on the admin port.
+  std::atomic<size_t> public_connections{0};
+  std::atomic<size_t> admin_connections{0};
+  size_t open_connections() const {
+    return public_connections.load(std::memory_order_relaxed) +
+           admin_connections.load(std::memory_order_relaxed);
+  }
 };
 
 }  // namespace sluice::http

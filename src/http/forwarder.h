@@ -24,11 +24,11 @@
 
 #include <boost/asio/io_context.hpp>
 
-#include "http/rate_headers.h"
 #include "http/session.h"
 #include "http/state.h"
 #include "policy/decider.h"
 #include "policy/policy.h"
+#include "render/rate_headers.h"
 
 namespace sluice::http {
 

@@ -14,12 +14,15 @@
 
 #include "http/access.h"
 #include "http/beast_headers.h"
-#include "http/rate_headers.h"
 #include "policy/request.h"
+#include "render/rate_headers.h"
 
 namespace sluice::http {
 
 namespace bhttp = boost::beast::http;
+using render::append_rate_headers;
+using render::kRateLimitedBody;
+using render::kRateLimitedContentType;
 
 namespace {
 

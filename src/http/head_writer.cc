@@ -4,7 +4,7 @@
 
 #include <boost/beast/http/status.hpp>
 
-#include "http/rate_headers.h"
+#include "render/rate_headers.h"
 
 namespace sluice::http {
 

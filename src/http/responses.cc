@@ -2,7 +2,7 @@
 
 #include <boost/beast/http/field.hpp>
 
-#include "http/rate_headers.h"
+#include "render/rate_headers.h"
 
 namespace sluice::http {
 

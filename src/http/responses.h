@@ -17,9 +17,13 @@
 
 #include "util/json_escape.h"
 
+namespace sluice::render {
+class RateHeaders;
+}  // namespace sluice::render
+
 namespace sluice::http {
 
-class RateHeaders;
+using render::RateHeaders;
 
 using Response = boost::beast::http::response<boost::beast::http::string_body>;
 using HttpStatus = boost::beast::http::status;

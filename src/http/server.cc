@@ -58,14 +58,15 @@ bool same_store(const policy::StoreConfig& a, const policy::StoreConfig& b) {
     if (a.redis.addresses[i].text() != b.redis.addresses[i].text()) return false;
   }
   // on_failure is read per request from the State: a reload changes it.
-  return a.redis.cluster == b.redis.cluster && a.redis.password == b.redis.password &&
-         a.redis.database == b.redis.database && a.redis.timeout == b.redis.timeout &&
+  return a.redis.cluster == b.redis.cluster && a.redis.username == b.redis.username &&
+         a.redis.password == b.redis.password && a.redis.database == b.redis.database &&
+         a.redis.timeout == b.redis.timeout &&
          a.redis.time_source_redis == b.redis.time_source_redis;
 }
 
-// Connections the admin port may add above server.max_connections, so that
-// /metrics and /healthz answer while the public ports are full.
-constexpr size_t kAdminReserve = 64;
+// Connections the admin port may hold, beside server.max_connections of the
+// public ports, so that /metrics and /healthz answer while those are full.
+constexpr size_t kAdminConnections = 64;
 // Descriptors kept for what is not a client connection: listeners, the
 // upstream pool's idle connections, Redis, log files, the gRPC server.
 constexpr size_t kReservedDescriptors = 256;
@@ -88,8 +89,8 @@ size_t open_file_limit() {
 // so that accept() never fails for want of one.
 size_t derived_max_connections(bool gateway) {
   const size_t files = open_file_limit();
-  const size_t usable = files > kReservedDescriptors + kAdminReserve + 32
-                            ? files - kReservedDescriptors - kAdminReserve
+  const size_t usable = files > kReservedDescriptors + kAdminConnections + 32
+                            ? files - kReservedDescriptors - kAdminConnections
                             : 32;
   return gateway ? usable / 2 : usable;
 }
@@ -128,12 +129,13 @@ class Server::Listener {
   using Place = std::function<asio::io_context&()>;
   using Serve = std::function<void(tcp::socket, ConnectionTicket)>;
 
-  Listener(asio::io_context& control, std::string name, ServerContext& context, size_t max_open,
-           Place place, Serve serve)
+  Listener(asio::io_context& control, std::string name, ServerContext& context,
+           std::atomic<size_t>& open, size_t max_open, Place place, Serve serve)
       : acceptor_(control),
         retry_timer_(control),
         name_(std::move(name)),
         context_(context),
+        open_(open),
         max_open_(max_open),
         place_(std::move(place)),
         serve_(std::move(serve)) {}
@@ -192,10 +194,10 @@ class Server::Listener {
         });
         return;
       }
-      if (context_.open_connections.load(std::memory_order_relaxed) >= max_open_) {
+      if (open_.load(std::memory_order_relaxed) >= max_open_) {
         refuse(socket);
       } else {
-        serve_(std::move(socket), ConnectionTicket(context_.open_connections));
+        serve_(std::move(socket), ConnectionTicket(open_));
       }
       do_accept();
     });
@@ -218,7 +220,7 @@ class Server::Listener {
     const observe::DenialLogGate::Admission a = refusal_log_.admit(context_.clock.now());
     if (a.log) {
       spdlog::warn("{}: connection refused, {} connections open (server.max_connections){}", name_,
-                   context_.open_connections.load(std::memory_order_relaxed),
+                   open_.load(std::memory_order_relaxed),
                    a.suppressed_before == 0 ? std::string()
                                             : cat({" (", std::to_string(a.suppressed_before),
                                                    " refusals not logged before this one)"}));
@@ -229,6 +231,7 @@ class Server::Listener {
   asio::steady_timer retry_timer_;
   std::string name_;
   ServerContext& context_;
+  std::atomic<size_t>& open_;  // the connections of the ports max_open_ bounds
   const size_t max_open_;
   observe::DenialLogGate refusal_log_{1.0};
   Place place_;
@@ -273,7 +276,7 @@ Server::Server(policy::Config config, std::shared_ptr<Store> store, ServerOption
           {}, [s] { return s->ready() ? 1.0 : 0.0; });
   ServerContext* c = &context_;
   r.gauge("sluice_open_connections", "Client connections open (listen and admin ports).", {},
-          [c] { return static_cast<double>(c->open_connections.load()); });
+          [c] { return static_cast<double>(c->open_connections()); });
   r.gauge("sluice_config_generation", "Generation of the config in force (1 = as started).", {},
           [c] { return static_cast<double>(c->state.load()->generation); });
 
@@ -328,17 +331,18 @@ Status Server::start() {
                  });
     };
   };
-  front_listener_ = std::make_unique<Listener>(control_, "listen", context_, max_connections_,
-                                               place, serve_on_worker(&Worker::front_door));
+  front_listener_ =
+      std::make_unique<Listener>(control_, "listen", context_, context_.public_connections,
+                                 max_connections_, place, serve_on_worker(&Worker::front_door));
   if (Status st = front_listener_->bind(cfg.listen); !st.ok()) return st;
   if (cfg.decision_api.listen) {
-    decision_listener_ =
-        std::make_unique<Listener>(control_, "decision_api", context_, max_connections_, place,
-                                   serve_on_worker(&Worker::decision_door));
+    decision_listener_ = std::make_unique<Listener>(control_, "decision_api", context_,
+                                                    context_.public_connections, max_connections_,
+                                                    place, serve_on_worker(&Worker::decision_door));
     if (Status st = decision_listener_->bind(*cfg.decision_api.listen); !st.ok()) return st;
   }
   admin_listener_ = std::make_unique<Listener>(
-      control_, "admin", context_, max_connections_ + kAdminReserve,
+      control_, "admin", context_, context_.admin_connections, kAdminConnections,
       [this]() -> asio::io_context& { return control_; },
       [this](tcp::socket socket, ConnectionTicket ticket) {
         std::make_shared<Session>(std::move(socket), std::move(ticket), context_, admin_handler_,
@@ -467,15 +471,21 @@ void Server::schedule_collect() {
 
 ReloadOutcome Server::reload() {
   ReloadOutcome outcome;
-  policy::LoadResult loaded;
+  LoadedConfig loaded;
   try {
-    loaded = policy::load_config_file(options_.config_path);
+    if (options_.load_config) {
+      loaded = options_.load_config();
+    } else {
+      policy::LoadResult result = policy::load_config_file(options_.config_path);
+      loaded.config = std::move(result.config);
+      loaded.errors = std::move(result.errors);
+    }
   } catch (const std::exception& e) {
     loaded.config.reset();
-    loaded.errors.push_back(policy::ConfigError{options_.config_path, 0, 0, e.what()});
+    loaded.errors.emplace_back(options_.config_path, 0, 0, e.what());
   }
   if (!loaded.config) {
-    for (const policy::ConfigError& e : loaded.errors) {
+    for (const config::ConfigError& e : loaded.errors) {
       outcome.errors.push_back(e.text());
       spdlog::error("reload: {}", e.text());
     }
@@ -484,22 +494,6 @@ ReloadOutcome Server::reload() {
     spdlog::error("reload refused ({} error(s)); generation {} stays in force",
                   loaded.errors.size(), generation_);
     return outcome;
-  }
-  // All or nothing: what the companion needs from the new config (the RLS
-  // descriptor folder) must load too, or neither changes.
-  if (options_.companion != nullptr) {
-    std::vector<std::string> errors = options_.companion->prepare_reload(*loaded.config);
-    if (!errors.empty()) {
-      for (std::string& e : errors) {
-        spdlog::error("reload: {}", e);
-        outcome.errors.push_back(std::move(e));
-      }
-      context_.metrics.reload_failure->add();
-      outcome.generation = generation_;
-      spdlog::error("reload refused ({} error(s)); generation {} stays in force",
-                    outcome.errors.size(), generation_);
-      return outcome;
-    }
   }
   const std::shared_ptr<const State> old = context_.state.load();
   const policy::Config& before = old->policy.config();
@@ -552,7 +546,7 @@ void Server::begin_shutdown(const char* why) {
   shutting_down_ = true;
   const auto grace = context_.state.load()->policy.config().server.shutdown_grace;
   spdlog::info("{}: no longer accepting; draining {} connection(s) for up to {} ms", why,
-               context_.open_connections.load(), grace.count());
+               context_.open_connections(), grace.count());
   if (front_listener_) front_listener_->stop();
   if (decision_listener_) decision_listener_->stop();
   if (admin_listener_) admin_listener_->stop();
@@ -577,7 +571,7 @@ void Server::begin_shutdown(const char* why) {
 }
 
 void Server::on_drain_tick() {
-  const size_t open = context_.open_connections.load();
+  const size_t open = context_.open_connections();
   const bool late = std::chrono::steady_clock::now() >= drain_deadline_;
   if (open == 0 || late) {
     if (open > 0) {

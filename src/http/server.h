@@ -54,17 +54,18 @@ class Companion {
   virtual ~Companion() = default;
   // Called once by the Server's constructor: add the companion's series.
   virtual void register_metrics(observe::Registry& registry) = 0;
-  // Reload, step 1: load what the new config `next` needs (a descriptor
-  // folder, say) without putting anything in force. Every error
-  // ("file:line:col: message") refuses the whole reload: the server keeps
-  // its old config and the companion its old state.
-  virtual std::vector<std::string> prepare_reload(const policy::Config& next) = 0;
-  // Reload, step 2, right after the server swapped in `next`: put what
-  // prepare_reload loaded in force.
+  // Right after a reload swapped in a new config: put in force what the
+  // companion staged while ServerOptions::load_config loaded it.
   virtual void commit_reload() = 0;
   // Shutdown began: stop taking new work and finish within `grace`. May
   // return at once; the companion's owner waits for the end.
   virtual void begin_shutdown(std::chrono::milliseconds grace) = 0;
+};
+
+// A config loaded for a reload: the config, or every error that refused it.
+struct LoadedConfig {
+  std::optional<policy::Config> config;
+  std::vector<config::ConfigError> errors;
 };
 
 // What a store that runs its I/O on the workers' event loops (Redis) needs
@@ -80,7 +81,11 @@ struct StoreHooks {
 };
 
 struct ServerOptions {
-  std::string config_path;  // reloaded on SIGHUP and POST /admin/reload
+  std::string config_path;  // named in the log on reload
+  // Loads the config again, for SIGHUP and POST /admin/reload (whatever
+  // else it needs, the RLS descriptor files, loaded with it: all or nothing).
+  // Unset: policy::load_config_file(config_path).
+  std::function<LoadedConfig()> load_config;
   StoreHooks store_hooks;
   // Builds each worker's gateway proxy; unset: allowed gateway requests get 502.
   ForwarderFactory make_forwarder;

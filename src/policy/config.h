@@ -9,17 +9,15 @@
 #include <string>
 #include <vector>
 
+#include "config/error.h"
+#include "config/values.h"
 #include "sluice/limit.h"
 
 namespace sluice::policy {
 
 using Millis = std::chrono::milliseconds;
 
-struct HostPort {
-  std::string host;  // "127.0.0.1", "::1", "0.0.0.0", "localhost"
-  uint16_t port = 0;
-  std::string text() const;  // "127.0.0.1:8080", "[::1]:8080"
-};
+using HostPort = config::HostPort;
 
 struct Upstream {
   std::string url;        // as written: http://127.0.0.1:3000
@@ -35,6 +33,7 @@ struct RedisConfig {
   bool cluster = false;
   Millis timeout{5};
   bool on_failure_allow = true;  // on_failure: allow | deny
+  std::string username;          // from a redis:// URL; "" = the default user
   std::string password;
   int database = 0;
   bool time_source_redis = true;  // time_source: redis | local
@@ -81,6 +80,7 @@ struct RouteLimit {
   std::string name;  // the policy name, or "<route name>#<index>" for an inline limit
   bool named_policy = false;
   Limit limit;
+  config::SourceMark mark{};  // where the limit is defined (the policy's, for a named one)
 };
 
 struct Route {
@@ -95,6 +95,7 @@ struct Route {
 struct NamedPolicy {
   std::string name;
   Limit limit;
+  config::SourceMark mark{};  // where its limit block is
 };
 
 struct ServerLimits {

@@ -11,17 +11,12 @@
 #include <string_view>
 #include <vector>
 
+#include "config/error.h"
 #include "policy/config.h"
 
 namespace sluice::policy {
 
-struct ConfigError {
-  std::string file;
-  int line = 0;    // 1-based; 0 when unknown
-  int column = 0;  // 1-based; 0 when unknown
-  std::string message;
-  std::string text() const;  // "file:line:col: message"
-};
+using ConfigError = config::ConfigError;
 
 struct LoadResult {
   std::optional<Config> config;  // set iff errors is empty

@@ -5,20 +5,14 @@
 #include <algorithm>
 #include <cstring>
 
+#include "util/ascii.h"
+
 namespace sluice::policy {
 namespace {
 
 constexpr uint8_t kV4MappedPrefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 
-bool is_space(char c) {
-  return c == ' ' || c == '\t';
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
-  return s;
-}
+using util::trim;
 
 // inet_pton needs a NUL-terminated string; the longest textual IPv6 address
 // ("ffff:...:255.255.255.255") is 45 characters, so anything longer is not one.

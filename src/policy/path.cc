@@ -1,28 +1,16 @@
 #include "policy/path.h"
 
+#include "util/ascii.h"
+
 namespace sluice::policy {
 namespace {
 
 constexpr char kHex[] = "0123456789ABCDEF";
 
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-bool is_alpha(unsigned char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-}
-bool is_digit(unsigned char c) {
-  return c >= '0' && c <= '9';
-}
-
-// RFC 3986 unreserved: decoding these never changes what a URI means.
-bool is_unreserved(unsigned char c) {
-  return is_alpha(c) || is_digit(c) || c == '-' || c == '.' || c == '_' || c == '~';
-}
+using util::hex_value;
+using util::is_alpha;
+using util::is_digit;
+using util::is_unreserved;
 
 // Characters a path segment may hold literally (pchar minus the escapes):
 // unreserved, sub-delims, ':' and '@'. Everything else is written as an escape,

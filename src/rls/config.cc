@@ -2,10 +2,6 @@
 
 namespace sluice::rls {
 
-std::string SourceMark::text() const {
-  return file + ":" + std::to_string(line) + ":" + std::to_string(column);
-}
-
 const DescriptorNode* DescriptorLevel::find_value(std::string_view key,
                                                   std::string_view value) const {
   const auto k = by_value.find(key);

@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "config/error.h"
 #include "rls/units.h"
 #include "sluice/limit.h"
 
@@ -28,14 +29,7 @@ class Struct;
 
 namespace sluice::rls {
 
-// Where something was written: file, 1-based line and column.
-struct SourceMark {
-  std::string file;
-  int line = 0;
-  int column = 0;
-  // "file:line:col".
-  std::string text() const;
-};
+using SourceMark = config::SourceMark;
 
 // A rate_limit block.
 struct RateLimitRule {
@@ -112,8 +106,8 @@ struct Domain {
 
 struct RlsConfig {
   std::map<std::string, Domain, std::less<>> domains;
-  std::vector<std::string> files;     // the files loaded, in load order
-  std::vector<std::string> warnings;  // "file:line:col: ..." for keys that have no effect
+  std::vector<std::string> files;             // the files loaded, in load order
+  std::vector<config::ConfigError> warnings;  // keys that have no effect
 
   // The domain named `name`, or nullptr.
   const Domain* find_domain(std::string_view name) const;

@@ -36,7 +36,11 @@
 // one win. A known key in a place where envoyproxy/ratelimit ignores it (say
 // `unit` next to `key`) is ignored too, with a warning.
 //
-// Every error is reported, not only the first, as "file:line:col: message".
+// Files are walked with the server config's walker (config/walker.h): every
+// error is reported, not only the first, as "file:line:col: path: message",
+// and Sluice's extension keys use its grammar (config/values.h) and limit
+// block (config/limit_block.h). What is Envoy's stays here: YAML 1.1 scalars
+// (rls/yaml11.h), units, and envoyproxy/ratelimit's own messages.
 // Thread-safety: the functions share no state; call them from any thread.
 #pragma once
 
@@ -45,6 +49,7 @@
 #include <string>
 #include <vector>
 
+#include "config/error.h"
 #include "rls/config.h"
 
 namespace sluice::rls {
@@ -61,9 +66,9 @@ struct LoadOptions {
 };
 
 struct LoadResult {
-  std::shared_ptr<const RlsConfig> config;  // null when `errors` is not empty
-  std::vector<std::string> errors;          // "file:line:col: message"
-  std::vector<std::string> warnings;        // also in config->warnings
+  std::shared_ptr<const RlsConfig> config;    // null when `errors` is not empty
+  std::vector<config::ConfigError> errors;    // text(): "file:line:col: path: message"
+  std::vector<config::ConfigError> warnings;  // also in config->warnings
 
   bool ok() const { return errors.empty(); }
   // The errors, one per line.

@@ -1,5 +1,5 @@
-// Time units of the Envoy RLS API and the value syntaxes of Sluice's
-// extension keys in descriptor files (durations and rates).
+// Time units of the Envoy RLS API. (Durations and rates of Sluice's
+// extension keys follow the one grammar of config/values.h.)
 //
 // Unit lengths are those of envoyproxy/ratelimit: a MONTH is 30 days, a YEAR
 // 365 days and a WEEK 7 days, and windows are aligned to the Unix epoch
@@ -12,7 +12,6 @@
 #include <string_view>
 
 #include "sluice/clock.h"
-#include "sluice/result.h"
 
 namespace sluice::rls {
 
@@ -40,17 +39,5 @@ bool parse_unit(std::string_view text, Unit* out);
 
 // The unit whose length is exactly `period`, or kUnknown.
 Unit unit_of_length(Nanos period);
-
-// A positive duration: digits and a unit, ms s m h d w ("500ms", "90s", "1d",
-// "2w"); '_' may separate digits.
-Result<Nanos> parse_duration(std::string_view text);
-
-// A rate "N/unit" (1 of that unit: "10/s", "5/m") or "N/<duration>"
-// ("100/90s"): N tokens every period, N >= 1.
-struct Rate {
-  uint64_t tokens = 0;
-  Nanos period{0};
-};
-Result<Rate> parse_rate(std::string_view text);
 
 }  // namespace sluice::rls

@@ -259,13 +259,13 @@ TEST(RequestHardening, ConnectionsAboveMaxConnectionsAreRefusedWith503AndTheRest
   EXPECT_EQ(refused.rfind("HTTP/1.1 503 ", 0), 0u) << refused;
   EXPECT_NE(refused.find("\"code\":\"TOO_MANY_CONNECTIONS\""), std::string::npos) << refused;
   EXPECT_EQ(server->metric("sluice_connections_refused_total"), 1);
-  EXPECT_TRUE(server->wait_for_log("connection refused, 4 connections open"));
+  EXPECT_TRUE(server->wait_for_log("listen: connection refused, 4 connections open"));
   // The four are served normally.
   for (auto& c : held) EXPECT_EQ(c->request("GET", "/api/items").status, 200);
   // The admin port answers beyond the limit (its own reserve).
   EXPECT_EQ(server->admin_get("/healthz").status, 200);
   // Once one closes, a new connection is served. (The scrape's own admin
-  // connection is open while it is counted: 3 + 1.)
+  // connection is open while it is counted: 3 + 1; it is not one of the four.)
   held.pop_back();
   const auto deadline = std::chrono::steady_clock::now() + seconds(30);
   while (server->metric("sluice_open_connections") > 4 &&

@@ -311,15 +311,15 @@ TEST_F(RedisStoreTest, RefusesALimitItCannotCountExactly) {
   const Limit big = must(Limit::token_bucket(53'000, 7, 24h));
   MemoryStore memory;
   EXPECT_TRUE(acquire_one(memory, big, "k", us(kEpochUs)).ok());
-  Status check = RedisStore::check_limit(big);
+  Status check = RedisStore::limit_fits(big);
   ASSERT_FALSE(check.ok());
   EXPECT_NE(check.error().message.find("cannot count"), std::string::npos);
   auto d = acquire_one(*store_, big, "k", us(kEpochUs));
   ASSERT_FALSE(d.ok());
   EXPECT_EQ(d.error().code, ErrorCode::kInvalidArgument);
   // Windows always fit, even a million per day.
-  EXPECT_TRUE(RedisStore::check_limit(must(Limit::sliding_window(1'000'000, 24h))).ok());
-  EXPECT_TRUE(RedisStore::check_limit(must(Limit::token_bucket(4'000'000'000, 1'000, 1s))).ok());
+  EXPECT_TRUE(RedisStore::limit_fits(must(Limit::sliding_window(1'000'000, 24h))).ok());
+  EXPECT_TRUE(RedisStore::limit_fits(must(Limit::token_bucket(4'000'000'000, 1'000, 1s))).ok());
 }
 
 TEST_F(RedisStoreTest, RejectsInvalidRequestsWithoutCallingRedis) {

@@ -121,7 +121,8 @@ descriptors:
 )"}};
   LoadResult result = load_rls_config(files);
   ASSERT_TRUE(result.ok()) << result.error_text();
-  EXPECT_THAT(result.warnings, ElementsAre("w.yaml:4:5: 'unit' has no effect here and is ignored"));
+  EXPECT_THAT(testing::texts(result.warnings),
+              ElementsAre("w.yaml:4:5: descriptors[0].unit: has no effect here and is ignored"));
   EXPECT_EQ(result.config->warnings, result.warnings);
 }
 
@@ -164,14 +165,16 @@ descriptors:
 // --- Rejections: one kind per test, exact messages ---
 
 TEST(LoaderRejects, MisspelledKeysWithAHint) {
-  EXPECT_THAT(load_errors(R"(domain: d
+  EXPECT_THAT(
+      load_errors(R"(domain: d
 descriptors:
   - key: k
     ratelimit:
       unit: second
       requests_per_unit: 1
 )"),
-              ElementsAre("bad.yaml:4:5: unknown key 'ratelimit' (did you mean 'rate_limit'?)"));
+      ElementsAre(
+          "bad.yaml:4:5: descriptors[0].ratelimit: unknown key; did you mean `rate_limit`?"));
   EXPECT_THAT(load_errors(R"(domain: d
 descriptors:
   - key: k
@@ -179,36 +182,41 @@ descriptors:
       unit: second
       requestsperunit: 1
 )"),
-              ElementsAre("bad.yaml:6:7: unknown key 'requestsperunit' (did you mean "
-                          "'requests_per_unit'?)"));
+              ElementsAre("bad.yaml:6:7: descriptors[0].rate_limit.requestsperunit: unknown key; "
+                          "did you mean `requests_per_unit`?"));
   EXPECT_THAT(load_errors("domian: d\n"),
-              ElementsAre("bad.yaml:1:1: unknown key 'domian' (did you mean 'domain'?)",
+              ElementsAre("bad.yaml:1:1: domian: unknown key; did you mean `domain`?",
                           "bad.yaml:1:1: config file cannot have empty domain"));
-  EXPECT_THAT(load_errors("domain: d\nfoo: 1\n"), ElementsAre("bad.yaml:2:1: unknown key 'foo'"));
+  EXPECT_THAT(load_errors("domain: d\nfoo: 1\n"),
+              ElementsAre("bad.yaml:2:1: foo: unknown key (known keys: domain, descriptors)"));
 }
 
 TEST(LoaderRejects, BadUnit) {
-  EXPECT_THAT(load_errors(R"(domain: d
+  EXPECT_THAT(
+      load_errors(R"(domain: d
 descriptors:
   - key: k
     rate_limit:
       unit: fortnight
       requests_per_unit: 1
 )"),
-              ElementsAre("bad.yaml:5:13: invalid rate limit unit 'fortnight'"));
+      ElementsAre(
+          "bad.yaml:5:13: descriptors[0].rate_limit.unit: invalid rate limit unit 'fortnight'"));
   EXPECT_THAT(load_errors(R"(domain: d
 descriptors:
   - key: k
     rate_limit:
       requests_per_unit: 1
 )"),
-              ElementsAre("bad.yaml:4:5: invalid rate limit unit ''"));
-  EXPECT_THAT(load_errors(R"(domain: d
+              ElementsAre("bad.yaml:5:7: descriptors[0].rate_limit: invalid rate limit unit ''"));
+  EXPECT_THAT(
+      load_errors(R"(domain: d
 descriptors:
   - key: k
     rate_limit: {unit: unknown, requests_per_unit: 1}
 )"),
-              ElementsAre("bad.yaml:4:24: invalid rate limit unit 'unknown'"));
+      ElementsAre(
+          "bad.yaml:4:24: descriptors[0].rate_limit.unit: invalid rate limit unit 'unknown'"));
 }
 
 TEST(LoaderRejects, DuplicateDomainAcrossFiles) {
@@ -216,7 +224,8 @@ TEST(LoaderRejects, DuplicateDomainAcrossFiles) {
                              RlsFile{"b.yaml", "# again\ndomain: d\n"}};
   LoadResult result = load_rls_config(files);
   EXPECT_EQ(result.config, nullptr);
-  EXPECT_THAT(result.errors, ElementsAre("b.yaml:2:9: duplicate domain 'd' (first in a.yaml:1:9)"));
+  EXPECT_THAT(testing::texts(result.errors),
+              ElementsAre("b.yaml:2:9: domain: duplicate domain 'd' (first in a.yaml:1:9)"));
 }
 
 TEST(LoaderRejects, DuplicateDescriptors) {
@@ -228,8 +237,8 @@ descriptors:
     value: v
     rate_limit: {unit: second, requests_per_unit: 1}
 )"),
-              ElementsAre("bad.yaml:5:5: duplicate descriptor composite key 'd.k_v' (first at "
-                          "bad.yaml:3:5)"));
+              ElementsAre("bad.yaml:5:5: descriptors[1]: duplicate descriptor composite key "
+                          "'d.k_v' (first at bad.yaml:3:5)"));
   // Nested, and two spellings of one composite key ("a_b_c").
   EXPECT_THAT(load_errors(R"(domain: d
 descriptors:
@@ -240,13 +249,13 @@ descriptors:
       - key: a_b
         value: c
 )"),
-              ElementsAre("bad.yaml:7:9: duplicate descriptor composite key 'd.top.a_b_c' (first "
-                          "at bad.yaml:5:9)"));
+              ElementsAre("bad.yaml:7:9: descriptors[0].descriptors[1]: duplicate descriptor "
+                          "composite key 'd.top.a_b_c' (first at bad.yaml:5:9)"));
 }
 
 TEST(LoaderRejects, EmptyDomain) {
   EXPECT_THAT(load_errors("domain: \"\"\ndescriptors: []\n"),
-              ElementsAre("bad.yaml:1:9: config file cannot have empty domain"));
+              ElementsAre("bad.yaml:1:9: domain: config file cannot have empty domain"));
   EXPECT_THAT(load_errors("descriptors: []\n"),
               ElementsAre("bad.yaml:1:1: config file cannot have empty domain"));
   EXPECT_THAT(load_errors(""), ElementsAre("bad.yaml:1:1: config file cannot have empty domain"));
@@ -259,8 +268,8 @@ descriptors:
     rate_limit: {unit: second, requests_per_unit: 1}
   - key: ""
 )"),
-              ElementsAre("bad.yaml:3:5: descriptor has empty key",
-                          "bad.yaml:5:5: descriptor has empty key"));
+              ElementsAre("bad.yaml:3:5: descriptors[0]: descriptor has empty key",
+                          "bad.yaml:5:5: descriptors[1]: descriptor has empty key"));
 }
 
 TEST(LoaderRejects, UnlimitedWithAUnit) {
@@ -271,7 +280,8 @@ descriptors:
       unlimited: true
       unit: second
 )"),
-              ElementsAre("bad.yaml:6:13: should not specify rate limit unit when unlimited"));
+              ElementsAre("bad.yaml:6:13: descriptors[0].rate_limit.unit: should not specify rate "
+                          "limit unit when unlimited"));
 }
 
 TEST(LoaderRejects, ReplacesEmptyOrNamingItself) {
@@ -287,26 +297,30 @@ descriptors:
         - name:
         - name: mine
 )"),
-              ElementsAre("bad.yaml:9:11: should not have an empty replaces entry",
-                          "bad.yaml:10:11: should not have an empty replaces entry",
-                          "bad.yaml:11:11: replaces should not contain name of same descriptor"));
+              ElementsAre("bad.yaml:9:11: descriptors[0].rate_limit.replaces[0]: should not have "
+                          "an empty replaces entry",
+                          "bad.yaml:10:11: descriptors[0].rate_limit.replaces[1]: should not have "
+                          "an empty replaces entry",
+                          "bad.yaml:11:11: descriptors[0].rate_limit.replaces[2]: replaces should "
+                          "not contain name of same descriptor"));
 }
 
 TEST(LoaderRejects, MalformedYaml) {
   EXPECT_THAT(load_errors("domain: d\ndescriptors:\n  - key: [a, b\n"),
-              ElementsAre("bad.yaml:4:1: malformed YAML: end of sequence flow not found"));
+              ElementsAre("bad.yaml:4:1: YAML syntax error: end of sequence flow not found"));
   EXPECT_THAT(load_errors("domain: d\n  bad indent: x\n"),
-              ElementsAre("bad.yaml:2:13: malformed YAML: illegal map value"));
+              ElementsAre("bad.yaml:2:13: YAML syntax error: illegal map value"));
 }
 
 TEST(LoaderRejects, NonStringKeysListsOfNonMapsAndFloats) {
   EXPECT_THAT(load_errors("domain: d\n0.25: x\n"),
               ElementsAre("bad.yaml:2:1: key is not of type string: 0.25"));
-  EXPECT_THAT(load_errors("domain: d\ndescriptors:\n  - a\n"),
-              ElementsAre("bad.yaml:3:5: a list may only contain maps, got 'a'"));
+  EXPECT_THAT(
+      load_errors("domain: d\ndescriptors:\n  - a\n"),
+      ElementsAre("bad.yaml:3:5: descriptors[0]: a list may only hold mappings, got \"a\""));
   EXPECT_THAT(load_errors("domain: d\ndescriptors:\n  - key: k\n    value: 1.5\n"),
-              ElementsAre("bad.yaml:4:12: floating-point value '1.5' is not allowed (quote it to "
-                          "make it a string)"));
+              ElementsAre("bad.yaml:4:12: descriptors[0].value: floating-point value \"1.5\" is "
+                          "not allowed (quote it to make it a string)"));
   // Quoted, it is a string value.
   EXPECT_NE(load_text("domain: d\ndescriptors:\n  - key: k\n    value: \"1.5\"\n"), nullptr);
 }
@@ -329,34 +343,38 @@ descriptors:
   - key: o
     rate_limit: 5
 )"),
-      ElementsAre("bad.yaml:4:18: 'shadow_mode' must be true or false, got 'maybe'",
-                  "bad.yaml:7:26: 'requests_per_unit' must be an unsigned 32-bit integer, got '-1'",
-                  "bad.yaml:10:13: 'unit' must be a string, got a list",
-                  "bad.yaml:11:26: 'requests_per_unit' must be an unsigned 32-bit integer, got "
-                  "'4294967296'",
-                  "bad.yaml:13:18: 'descriptors' must be a list of descriptors, got a map",
-                  "bad.yaml:15:17: 'rate_limit' must be a map, got '5'"));
+      ElementsAre("bad.yaml:4:18: descriptors[0].shadow_mode: must be true or false, got \"maybe\"",
+                  "bad.yaml:7:26: descriptors[0].rate_limit.requests_per_unit: must be an unsigned "
+                  "32-bit integer, got \"-1\"",
+                  "bad.yaml:10:13: descriptors[1].rate_limit.unit: must be a string, got a list",
+                  "bad.yaml:11:26: descriptors[1].rate_limit.requests_per_unit: must be an "
+                  "unsigned 32-bit integer, got \"4294967296\"",
+                  "bad.yaml:13:18: descriptors[2].descriptors: must be a list of descriptors, got "
+                  "a mapping",
+                  "bad.yaml:15:17: descriptors[3].rate_limit: must be a mapping, got \"5\""));
 }
 
 TEST(LoaderRejects, ShareThresholdWithoutWildcard) {
-  EXPECT_THAT(load_errors(R"(domain: d
+  EXPECT_THAT(
+      load_errors(R"(domain: d
 descriptors:
   - key: files
     value: files/a
     share_threshold: true
     rate_limit: {unit: minute, requests_per_unit: 1}
 )"),
-              ElementsAre("bad.yaml:5:5: share_threshold can only be used with wildcard values "
-                          "(containing '*'), but found key 'files_files/a'"));
+      ElementsAre("bad.yaml:5:22: descriptors[0].share_threshold: share_threshold can only be used "
+                  "with wildcard values (containing '*'), but found key 'files_files/a'"));
 }
 
 TEST(LoaderRejects, DuplicateMapKeys) {
   EXPECT_THAT(load_errors("domain: d\ndescriptors:\n  - key: k\n    key: j\n"),
-              ElementsAre("bad.yaml:4:5: duplicate key 'key' (first at bad.yaml:3:5)"));
+              ElementsAre("bad.yaml:4:5: descriptors[0].key: duplicate key (first set on line 3)"));
 }
 
 TEST(LoaderRejects, ReportsEveryErrorNotOnlyTheFirst) {
-  EXPECT_THAT(load_errors(R"(domain: d
+  EXPECT_THAT(
+      load_errors(R"(domain: d
 descriptors:
   - key: a
     rate_limit: {unit: sec, requests_per_unit: 1}
@@ -364,9 +382,9 @@ descriptors:
     rate_limt: {}
   - value: c
 )"),
-              ElementsAre("bad.yaml:4:24: invalid rate limit unit 'sec'",
-                          "bad.yaml:6:5: unknown key 'rate_limt' (did you mean 'rate_limit'?)",
-                          "bad.yaml:7:5: descriptor has empty key"));
+      ElementsAre("bad.yaml:4:24: descriptors[0].rate_limit.unit: invalid rate limit unit 'sec'",
+                  "bad.yaml:6:5: descriptors[1].rate_limt: unknown key; did you mean `rate_limit`?",
+                  "bad.yaml:7:5: descriptors[2]: descriptor has empty key"));
 }
 
 TEST(LoaderRejects, SluiceExtensionMistakes) {
@@ -394,22 +412,26 @@ descriptors:
   - key: j
     rate_limit: {algorithm: sliding_window, limit: 5, window: 90}
 )"),
-      ElementsAre("bad.yaml:4:29: unknown algorithm 'leaky_bucket' (token_bucket, gcra, "
-                  "fixed_window, sliding_log or sliding_window)",
-                  "bad.yaml:6:28: 'capacity' needs 'algorithm' (token_bucket, gcra, fixed_window, "
-                  "sliding_log or sliding_window)",
-                  "bad.yaml:8:50: token_bucket takes 'capacity' and 'refill_rate' (or "
-                  "'requests_per_unit' and 'unit'), not 'limit'",
-                  "bad.yaml:10:5: token_bucket needs 'capacity' and 'refill_rate'",
-                  "bad.yaml:12:70: 'refill_rate' must be a rate like 10/s, 5/m or 100/90s, got "
-                  "'fast'",
-                  "bad.yaml:14:5: rate_limit: sliding_window: limit must be at least 1",
-                  "bad.yaml:16:35: 'unlimited' cannot be combined with 'algorithm'",
-                  "bad.yaml:18:5: use either 'limit' and 'window' or 'requests_per_unit' and "
-                  "'unit', not both",
-                  "bad.yaml:20:5: 'algorithm' is only valid inside rate_limit",
-                  "bad.yaml:22:63: 'window' must be a duration like 500ms, 90s, 1m, 1h, 1d or 1w, "
-                  "got '90'"));
+      ElementsAre(
+          "bad.yaml:4:29: descriptors[0].rate_limit.algorithm: must be one of token_bucket, gcra, "
+          "fixed_window, sliding_log, sliding_window, got \"leaky_bucket\"",
+          "bad.yaml:6:28: descriptors[1].rate_limit.capacity: needs `algorithm` (token_bucket, "
+          "gcra, fixed_window, sliding_log or sliding_window)",
+          "bad.yaml:8:50: descriptors[2].rate_limit.limit: token_bucket takes capacity and "
+          "refill_rate (or `requests_per_unit` and `unit`), not limit (limit and window are for "
+          "fixed_window, sliding_log and sliding_window)",
+          "bad.yaml:10:17: descriptors[3].rate_limit: token_bucket needs `refill_rate` (or "
+          "`requests_per_unit` and `unit`)",
+          "bad.yaml:12:70: descriptors[4].rate_limit.refill_rate: must be a rate like 10/s, 100/m, "
+          "1000/h, 5/d or 10/2s, got \"fast\" (write a count, '/', and a unit or a duration)",
+          "bad.yaml:14:52: descriptors[5].rate_limit.limit: must be a positive integer, got \"0\"",
+          "bad.yaml:16:46: descriptors[6].rate_limit.unlimited: cannot be combined with "
+          "`algorithm`",
+          "bad.yaml:18:17: descriptors[7].rate_limit: use either the limit's own fields (capacity "
+          "and refill_rate, or limit and window) or `requests_per_unit` and `unit`, not both",
+          "bad.yaml:20:5: descriptors[8].algorithm: valid only inside rate_limit",
+          "bad.yaml:22:63: descriptors[9].rate_limit.window: must be a duration like 500ms, 1s, "
+          "1m, 1h, 1d or 1w, got \"90\" (the unit is missing: add ms, s, m, h, d or w)"));
 }
 
 // --- Folders ---
@@ -430,9 +452,9 @@ TEST(LoaderDir, MissingFolderIsAnError) {
   EXPECT_FALSE(result.ok());
   EXPECT_EQ(result.config, nullptr);
   ASSERT_EQ(result.errors.size(), 1u);
-  EXPECT_EQ(
-      result.errors[0].rfind(testing::testdata("no-such-folder") + ": cannot read the folder", 0),
-      0u);
+  EXPECT_EQ(result.errors[0].text().rfind(
+                testing::testdata("no-such-folder") + ": cannot read the folder", 0),
+            0u);
 }
 
 TEST(LoaderDir, MergedDomainsStillRejectDuplicateDescriptors) {
@@ -442,9 +464,9 @@ TEST(LoaderDir, MergedDomainsStillRejectDuplicateDescriptors) {
   LoadOptions options;
   options.merge_domains = true;
   LoadResult result = load_rls_config(files, options);
-  EXPECT_THAT(result.errors,
-              ElementsAre("b.yaml:4:5: duplicate descriptor composite key 'd.k' (first at "
-                          "a.yaml:3:5)"));
+  EXPECT_THAT(testing::texts(result.errors),
+              ElementsAre("b.yaml:4:5: descriptors[1]: duplicate descriptor composite key 'd.k' "
+                          "(first at a.yaml:3:5)"));
   files.pop_back();
   files.push_back(RlsFile{"b.yaml", "domain: d\ndescriptors:\n  - key: j\n"});
   result = load_rls_config(files, options);

@@ -20,13 +20,20 @@ inline std::shared_ptr<const RlsConfig> load_text(const std::string& text,
   return result.config;
 }
 
+// "file:line:col: message" of each error or warning.
+inline std::vector<std::string> texts(const std::vector<config::ConfigError>& errors) {
+  std::vector<std::string> out;
+  for (const config::ConfigError& e : errors) out.push_back(e.text());
+  return out;
+}
+
 // The errors of loading one file from text.
 inline std::vector<std::string> load_errors(const std::string& text,
                                             const std::string& name = "bad.yaml") {
   std::vector<RlsFile> files{RlsFile{name, text}};
   LoadResult result = load_rls_config(files);
   EXPECT_EQ(result.config == nullptr, !result.errors.empty());
-  return result.errors;
+  return texts(result.errors);
 }
 
 inline std::string testdata(const std::string& relative) {

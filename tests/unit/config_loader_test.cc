@@ -358,7 +358,8 @@ TEST(ConfigLoader, LimitFieldsMustBePositiveIntegers) {
 }
 
 TEST(ConfigLoader, BadDurationsAndRates) {
-  EXPECT_EQ(errors_of(R"(policies:
+  EXPECT_EQ(
+      errors_of(R"(policies:
   a: {algorithm: sliding_window, limit: 5, window: 1.5s}
   b: {algorithm: fixed_window, limit: 5, window: 60}
   c: {capacity: 5, refill_rate: 5/x}
@@ -367,18 +368,18 @@ server:
   idle_timeout: 0s
   header_timeout: -1s
 )"),
-            (Errors{"t.yaml:2:52: policies.a.window: must be a duration like 500ms, 1s, 1m, 1h "
-                    "or 1d, got \"1.5s\" (whole numbers only: write 1500ms, not 1.5s)",
-                    "t.yaml:3:50: policies.b.window: must be a duration like 500ms, 1s, 1m, 1h "
-                    "or 1d, got \"60\" (the unit is missing: add ms, s, m, h or d)",
-                    "t.yaml:4:33: policies.c.refill_rate: must be a rate like 10/s, 100/m, "
-                    "1000/h, 5/d or 10/2s, got \"5/x\" (unknown unit \"x\"; use ms, s, m, h or d)",
-                    "t.yaml:5:33: policies.d.refill_rate: must be a rate like 10/s, 100/m, "
-                    "1000/h, 5/d or 10/2s, got \"5\" (write a count, '/', and a unit or a "
-                    "duration)",
-                    "t.yaml:7:17: server.idle_timeout: must be greater than 0, got \"0s\"",
-                    "t.yaml:8:19: server.header_timeout: must be a duration like 500ms, 1s, 1m, "
-                    "1h or 1d, got \"-1s\" (a duration cannot be negative)"}));
+      (Errors{"t.yaml:2:52: policies.a.window: must be a duration like 500ms, 1s, 1m, 1h, "
+              "1d or 1w, got \"1.5s\" (whole numbers only: write 1500ms, not 1.5s)",
+              "t.yaml:3:50: policies.b.window: must be a duration like 500ms, 1s, 1m, 1h, "
+              "1d or 1w, got \"60\" (the unit is missing: add ms, s, m, h, d or w)",
+              "t.yaml:4:33: policies.c.refill_rate: must be a rate like 10/s, 100/m, "
+              "1000/h, 5/d or 10/2s, got \"5/x\" (unknown unit \"x\"; use ms, s, m, h, d or w)",
+              "t.yaml:5:33: policies.d.refill_rate: must be a rate like 10/s, 100/m, "
+              "1000/h, 5/d or 10/2s, got \"5\" (write a count, '/', and a unit or a "
+              "duration)",
+              "t.yaml:7:17: server.idle_timeout: must be greater than 0, got \"0s\"",
+              "t.yaml:8:19: server.header_timeout: must be a duration like 500ms, 1s, 1m, "
+              "1h, 1d or 1w, got \"-1s\" (a duration cannot be negative)"}));
 }
 
 TEST(ConfigLoader, UnknownAlgorithm) {
@@ -617,7 +618,7 @@ unknown: 1
               "already matches it",
               "t.yaml:6:14: routes[1].limits[0]: unknown policy \"missing\" (defined: p)",
               "t.yaml:8:33: policies.p.refill_rate: must be a rate like 10/s, 100/m, "
-              "1000/h, 5/d or 10/2s, got \"1/q\" (unknown unit \"q\"; use ms, s, m, h or d)",
+              "1000/h, 5/d or 10/2s, got \"1/q\" (unknown unit \"q\"; use ms, s, m, h, d or w)",
               "t.yaml:9:1: unknown: unknown key (known keys: listen, admin, admin_token_file, "
               "admin_token_all, admin_hosts, decision_api, grpc, rls, "
               "upstream, store, client_ip, headers, case_insensitive_paths, "

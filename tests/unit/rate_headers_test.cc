@@ -1,4 +1,4 @@
-#include "http/rate_headers.h"
+#include "render/rate_headers.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 
 #include "sluice/memory_store.h"
 
-namespace sluice::http {
+namespace sluice::render {
 namespace {
 
 using namespace std::chrono_literals;
@@ -466,4 +466,4 @@ TEST(SecondsRoundedUp, Edges) {
 }
 
 }  // namespace
-}  // namespace sluice::http
+}  // namespace sluice::render

@@ -396,7 +396,7 @@ RedisStore::RedisStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 RedisStore::~RedisStore() = default;
 
-Status RedisStore::check_limit(const Limit& limit) {
+Status RedisStore::limit_fits(const Limit& limit) {
   Result<redis::ScriptLimit> r = redis::script_limit(limit);
   if (!r.ok()) return r.error();
   return {};

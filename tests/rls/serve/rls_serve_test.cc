@@ -263,10 +263,12 @@ descriptors:
   EXPECT_EQ(
       r.body,
       R"({"error":{"code":"INVALID_CONFIG","message":"the config was refused; the previous one stays in force"},"generation":2,"errors":[")" +
-          bad + R"(:5:13: invalid rate limit unit 'fortnight'",")" + bad +
-          R"x(:9:5: unknown key 'rate_limits' (did you mean 'rate_limit'?)"]})x");
-  EXPECT_TRUE(
-      server->wait_for_log("reload: " + bad + ":5:13: invalid rate limit unit 'fortnight'"));
+          bad + R"(:5:13: descriptors[0].rate_limit.unit: invalid rate limit unit 'fortnight'",")" +
+          bad +
+          R"x(:9:5: descriptors[1].rate_limits: unknown key; did you mean `rate_limit`?"]})x");
+  EXPECT_TRUE(server->wait_for_log(
+      "reload: " + bad +
+      ":5:13: descriptors[0].rate_limit.unit: invalid rate limit unit 'fortnight'"));
   EXPECT_EQ(check_limit(*server), 2);
   EXPECT_EQ(client.call(alice).overall_code(), OVER);  // the 5-per-hour counter is kept
   const pb::RateLimitResponse more = client.call(request("more", {{{"k", "x"}}}));
@@ -319,9 +321,9 @@ TEST(RlsServe, ABadDescriptorFolderStopsStartupWithItsErrors) {
           dir.path() + "\n",
       &err);
   EXPECT_EQ(code, 1);
-  EXPECT_EQ(err, dir.file("b.yaml") + ":1:9: duplicate domain 'a' (first in " + dir.file("a.yaml") +
-                     ":1:9)\n" + "sluice serve: 1 error(s) in the RLS " + "descriptor files of " +
-                     dir.path() + "; not started\n");
+  EXPECT_EQ(err, dir.file("b.yaml") + ":1:9: domain: duplicate domain 'a' (first in " +
+                     dir.file("a.yaml") + ":1:9)\n" + "sluice serve: 1 error(s) in the RLS " +
+                     "descriptor files of " + dir.path() + "; not started\n");
 }
 
 TEST(RlsServe, GrpcWithoutRlsIsRefusedAtStartup) {
@@ -361,8 +363,8 @@ TEST(RlsServe, ValidateLoadsTheDescriptorFolder) {
 
   dir.write("bad.yaml", "domain: b\ndescriptors:\n  - key: \"\"\n");
   EXPECT_EQ(validate(config, &out), 1);
-  EXPECT_EQ(out, dir.file("bad.yaml") + ":3:5: descriptor has empty key\n" + config +
-                     ": 1 error in the RLS descriptor files of " + dir.path() + "\n");
+  EXPECT_EQ(out, dir.file("bad.yaml") + ":3:5: descriptors[0]: descriptor has empty key\n" +
+                     config + ": 1 error in the RLS descriptor files of " + dir.path() + "\n");
 }
 
 TEST(RlsServe, TheEnvoyExampleValidates) {

@@ -47,7 +47,7 @@
 #include "policy/decider.h"
 #include "sluice/clock.h"
 
-namespace sluice::http {
+namespace sluice::render {
 
 // The seed's 429 body, byte for byte, and its content type.
 inline constexpr std::string_view kRateLimitedBody =
@@ -119,4 +119,4 @@ int64_t seconds_rounded_up(Nanos d);
 // The draft's t for one limit's decision (see above), in nanoseconds.
 Nanos until_more_quota(const Limit& limit, const Decision& decision);
 
-}  // namespace sluice::http
+}  // namespace sluice::render

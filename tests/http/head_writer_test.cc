@@ -11,13 +11,14 @@
 #include <gtest/gtest.h>
 #include <boost/beast/http/write.hpp>
 
-#include "http/rate_headers.h"
 #include "http/responses.h"
+#include "render/rate_headers.h"
 
 namespace sluice::http {
 namespace {
 
 namespace bhttp = boost::beast::http;
+using namespace render;
 
 // What the session writes for a Reply.
 std::string written(const Reply& reply, unsigned version, bool keep_alive, bool head) {

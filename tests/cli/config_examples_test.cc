@@ -18,7 +18,7 @@ namespace {
 
 using std::chrono::seconds;
 
-// The source tree: this file is <source>/tests/unit/config_examples_test.cc.
+// The source tree: this file is <source>/tests/cli/config_examples_test.cc.
 std::filesystem::path source_dir() {
   return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path();
 }
@@ -44,7 +44,7 @@ const RouteLimit& only_limit(const Config& c, std::string_view name) {
   for (const Route& r : c.routes)
     if (r.name == name && r.limits.size() == 1) return r.limits[0];
   ADD_FAILURE() << "no route " << name << " with one limit";
-  static const RouteLimit none{"", false, *Limit::token_bucket(1, 1, seconds(1))};
+  static const RouteLimit none{"", false, *Limit::token_bucket(1, 1, seconds(1)), {}};
   return none;
 }
 

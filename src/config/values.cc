@@ -1,13 +1,14 @@
-#include "policy/config_values.h"
+#include "config/values.h"
 
 #include <arpa/inet.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <limits>
-#include <set>
 
-namespace sluice::policy {
+#include "util/ascii.h"
+
+namespace sluice::config {
 namespace {
 
 constexpr int64_t kMs = 1'000'000;
@@ -17,17 +18,11 @@ Error bad(std::string message) {
   return Error{ErrorCode::kInvalidArgument, std::move(message)};
 }
 
-bool is_digit(char c) {
-  return c >= '0' && c <= '9';
-}
-bool is_alpha(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-}
+using util::hex_value;
+using util::is_alpha;
+using util::is_digit;
 char lower(char c) {
-  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-}
-char upper(char c) {
-  return (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c;
+  return util::to_lower(c);
 }
 
 }  // namespace
@@ -39,19 +34,6 @@ std::string to_lower(std::string_view s) {
 }
 
 namespace {
-
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (lower(a[i]) != lower(b[i])) return false;
-  return true;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 // Length of the leading run of digits and '_' separators.
 size_t number_length(std::string_view s) {
@@ -82,11 +64,9 @@ struct DurationUnit {
   std::string_view name;
   int64_t ns;
 };
-constexpr DurationUnit kDurationUnits[] = {{"ms", kMs},
-                                           {"s", kSecond},
-                                           {"m", 60 * kSecond},
-                                           {"h", 3600 * kSecond},
-                                           {"d", 86400 * kSecond}};
+constexpr DurationUnit kDurationUnits[] = {
+    {"ms", kMs},           {"s", kSecond},         {"m", 60 * kSecond},
+    {"h", 3600 * kSecond}, {"d", 86400 * kSecond}, {"w", 7 * 86400 * kSecond}};
 
 const DurationUnit* find_duration_unit(std::string_view name) {
   for (const DurationUnit& u : kDurationUnits)
@@ -94,7 +74,8 @@ const DurationUnit* find_duration_unit(std::string_view name) {
   return nullptr;
 }
 
-constexpr std::string_view kDurationLike = "must be a duration like 500ms, 1s, 1m, 1h or 1d, got ";
+constexpr std::string_view kDurationLike =
+    "must be a duration like 500ms, 1s, 1m, 1h, 1d or 1w, got ";
 
 // Why `text` is not a duration, or "" (value in *out). Zero is accepted here.
 std::string duration_problem(std::string_view text, Nanos* out) {
@@ -106,9 +87,9 @@ std::string duration_problem(std::string_view text, Nanos* out) {
   const std::string_view unit = text.substr(n);
   if (!unit.empty() && (unit.front() == '.' || unit.front() == ','))
     return " (whole numbers only: write 1500ms, not 1.5s)";
-  if (unit.empty()) return " (the unit is missing: add ms, s, m, h or d)";
+  if (unit.empty()) return " (the unit is missing: add ms, s, m, h, d or w)";
   const DurationUnit* u = find_duration_unit(unit);
-  if (u == nullptr) return " (unknown unit " + quoted(unit) + "; use ms, s, m, h or d)";
+  if (u == nullptr) return " (unknown unit " + quoted(unit) + "; use ms, s, m, h, d or w)";
   uint64_t count = 0;
   if (!uint_problem(number, &count).empty()) return "";
   if (count > static_cast<uint64_t>(std::numeric_limits<int64_t>::max() / u->ns))
@@ -207,17 +188,6 @@ std::string host_port_problem(std::string_view text, int default_port, bool allo
   return "";
 }
 
-int hex_value(char c) {
-  if (is_digit(c)) return c - '0';
-  c = lower(c);
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  return -1;
-}
-
-bool is_unreserved(char c) {
-  return is_alpha(c) || is_digit(c) || c == '-' || c == '.' || c == '_' || c == '~';
-}
-
 }  // namespace
 
 std::string quoted(std::string_view text) {
@@ -273,11 +243,11 @@ Result<Rate> parse_rate(std::string_view text) {
     return rate;
   }
   if (!period_text.empty() && !is_digit(period_text.front()) && period_text.front() != '-')
-    return bad(like + " (unknown unit " + quoted(period_text) + "; use ms, s, m, h or d)");
+    return bad(like + " (unknown unit " + quoted(period_text) + "; use ms, s, m, h, d or w)");
   Nanos period{-1};
   std::string problem = duration_problem(period_text, &period);
   if (period.count() < 0) {
-    if (problem.empty()) problem = " (after '/' comes a unit (ms, s, m, h, d) or a duration)";
+    if (problem.empty()) problem = " (after '/' comes a unit (ms, s, m, h, d, w) or a duration)";
     return bad(like + problem);
   }
   if (period.count() == 0) return bad(like + " (the period must be greater than 0)");
@@ -315,7 +285,12 @@ Result<HostPort> parse_host_port(std::string_view text, bool allow_port_zero) {
              problem + ")");
 }
 
-Result<Upstream> parse_upstream_url(std::string_view text) {
+std::string HostPort::text() const {
+  const bool v6 = host.find(':') != std::string::npos;
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+Result<HttpUrl> parse_http_url(std::string_view text) {
   const std::string like = "must be an http:// URL like http://127.0.0.1:3000, got " + quoted(text);
   const size_t scheme_end = text.find("://");
   if (scheme_end == std::string_view::npos)
@@ -335,51 +310,72 @@ Result<Upstream> parse_upstream_url(std::string_view text) {
     return bad(like + " (a query string or fragment is not allowed)");
   if (path.find_first_of(" \t\r\n") != std::string_view::npos)
     return bad(like + " (the path contains white space)");
-  Upstream upstream;
-  if (std::string p = host_port_problem(authority, 80, false, &upstream.address); !p.empty())
+  HttpUrl url;
+  if (std::string p = host_port_problem(authority, 80, false, &url.address); !p.empty())
     return bad(like + " (" + p + ")");
-  upstream.url = std::string(text);
+  url.url = std::string(text);
   std::string_view base = path;
   while (!base.empty() && base.back() == '/') base.remove_suffix(1);
-  upstream.base_path = std::string(base);
-  return upstream;
+  url.base_path = std::string(base);
+  return url;
 }
 
-Result<RedisUrl> parse_redis_url(std::string_view text) {
-  const std::string like =
-      "must be a Redis URL like redis://127.0.0.1:6379/0 or redis://:password@host:6379, got " +
-      quoted(text);
-  const size_t scheme_end = text.find("://");
-  if (scheme_end == std::string_view::npos || to_lower(text.substr(0, scheme_end)) != "redis") {
-    if (scheme_end != std::string_view::npos && to_lower(text.substr(0, scheme_end)) == "rediss")
-      return bad(like + " (TLS (rediss://) is not supported)");
-    return bad(like + " (it must start with redis://)");
+namespace {
+
+// %XX escapes decoded; false on a malformed one.
+bool percent_decode(std::string_view in, std::string* out) {
+  out->clear();
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] != '%') {
+      out->push_back(in[i]);
+      continue;
+    }
+    if (i + 2 >= in.size() || hex_value(in[i + 1]) < 0 || hex_value(in[i + 2]) < 0) return false;
+    out->push_back(static_cast<char>(hex_value(in[i + 1]) * 16 + hex_value(in[i + 2])));
+    i += 2;
   }
-  std::string_view rest = text.substr(scheme_end + 3);
+  return true;
+}
+
+}  // namespace
+
+Result<RedisUrl> parse_redis_url(std::string_view text, bool url_only) {
+  const std::string like =
+      std::string(url_only ? "must be a Redis URL like redis://127.0.0.1:6379/0 or "
+                             "redis://user:password@host:6379"
+                           : "must be host:port like 127.0.0.1:6379 or a Redis URL like "
+                             "redis://user:password@host:6379/0") +
+      ", got " + quoted(text);
+  const size_t scheme_end = text.find("://");
   RedisUrl url;
+  if (scheme_end == std::string_view::npos && !url_only) {
+    if (std::string p = host_port_problem(text, -1, false, &url.address); !p.empty())
+      return bad(like + " (" + p + ")");
+    return url;
+  }
+  const std::string scheme =
+      scheme_end == std::string_view::npos ? std::string() : to_lower(text.substr(0, scheme_end));
+  if (scheme == "rediss") return bad(like + " (TLS (rediss://) is not supported)");
+  if (scheme != "redis") return bad(like + " (it must start with redis://)");
+  std::string_view rest = text.substr(scheme_end + 3);
   const size_t at = rest.rfind('@');
   if (at != std::string_view::npos) {
     const std::string_view userinfo = rest.substr(0, at);
     rest = rest.substr(at + 1);
+    // "user:password", ":password" (the default user) or "password" alone.
     const size_t colon = userinfo.find(':');
-    if (colon == std::string_view::npos || colon != 0)
-      return bad(like + " (user names are not supported; write redis://:password@host)");
-    const std::string_view password = userinfo.substr(colon + 1);
-    for (size_t i = 0; i < password.size(); ++i) {  // %XX escapes, so '@' and ':' can be written
-      if (password[i] == '%') {
-        if (i + 2 >= password.size() || hex_value(password[i + 1]) < 0 ||
-            hex_value(password[i + 2]) < 0)
-          return bad(like + " (bad %-escape in the password)");
-        url.password +=
-            static_cast<char>(hex_value(password[i + 1]) * 16 + hex_value(password[i + 2]));
-        i += 2;
-      } else {
-        url.password += password[i];
-      }
-    }
+    const std::string_view user =
+        colon == std::string_view::npos ? std::string_view() : userinfo.substr(0, colon);
+    const std::string_view password =
+        colon == std::string_view::npos ? userinfo : userinfo.substr(colon + 1);
+    if (!percent_decode(user, &url.username) || !percent_decode(password, &url.password))
+      return bad(like + " (bad %-escape in the user info)");
+    url.has_credentials = true;
   }
   const size_t slash = rest.find('/');
   const std::string_view authority = rest.substr(0, slash);
+  if (authority.find('?') != std::string_view::npos || rest.find('?') != std::string_view::npos)
+    return bad(like + " (query options are not supported)");
   if (std::string p = host_port_problem(authority, 6379, false, &url.address); !p.empty())
     return bad(like + " (" + p + ")");
   if (slash != std::string_view::npos) {
@@ -392,162 +388,6 @@ Result<RedisUrl> parse_redis_url(std::string_view text) {
     }
   }
   return url;
-}
-
-bool is_http_token(std::string_view text) {
-  if (text.empty()) return false;
-  for (char c : text) {
-    const bool ok = is_alpha(c) || is_digit(c) ||
-                    std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-    if (!ok) return false;
-  }
-  return true;
-}
-
-Result<KeySpec> parse_key_spec(std::string_view text) {
-  const std::string like =
-      "must be ip, global, header:NAME or a combination like "
-      "ip+header:x-api-key, got " +
-      quoted(text);
-  KeySpec spec;
-  spec.parts.clear();
-  spec.text.clear();
-  std::set<std::string> seen;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find('+', start);
-    if (end == std::string_view::npos) end = text.size();
-    const std::string_view part = trim(text.substr(start, end - start));
-    start = end + 1;
-    KeyPart kp;
-    std::string normal;
-    if (part.empty()) return bad(like + " (an empty part)");
-    if (iequals(part, "ip")) {
-      kp.kind = KeyPart::Kind::kIp;
-      normal = "ip";
-    } else if (iequals(part, "global")) {
-      kp.kind = KeyPart::Kind::kGlobal;
-      normal = "global";
-    } else if (part.size() >= 7 && iequals(part.substr(0, 7), "header:")) {
-      const std::string_view name = trim(part.substr(7));
-      if (!is_http_token(name))
-        return bad(like + " (" + quoted(name) + " is not a valid header name)");
-      kp.kind = KeyPart::Kind::kHeader;
-      kp.header = to_lower(name);
-      normal = "header:" + kp.header;
-    } else {
-      return bad(like + " (unknown part " + quoted(part) + ")");
-    }
-    if (!seen.insert(normal).second) return bad(like + " (" + normal + " is listed twice)");
-    if (!spec.text.empty()) spec.text += '+';
-    spec.text += normal;
-    spec.parts.push_back(std::move(kp));
-  }
-  if (seen.count("global") != 0 && spec.parts.size() > 1)
-    return bad(like + " (global is one key for everyone and cannot be combined)");
-  return spec;
-}
-
-Result<RouteMatch> parse_route_match(std::string_view text) {
-  const std::string like =
-      "must be \"METHOD /path\" like \"GET /api/users/{id}\" or \"* /static/*\", got " +
-      quoted(text);
-  std::vector<std::string_view> words;
-  size_t i = 0;
-  while (i < text.size()) {
-    while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
-    const size_t start = i;
-    while (i < text.size() && text[i] != ' ' && text[i] != '\t') ++i;
-    if (i > start) words.push_back(text.substr(start, i - start));
-  }
-  if (words.size() == 1 && words[0].front() == '/')
-    return bad(like + " (the method is missing; * matches every method)");
-  if (words.size() != 2) return bad(like);
-  const std::string_view method = words[0];
-  const std::string_view path = words[1];
-  RouteMatch match;
-  if (method != "*" && !is_http_token(method))
-    return bad(like + " (" + quoted(method) + " is not an HTTP method)");
-  for (char c : method) match.method += upper(c);
-  if (path.front() != '/') return bad(like + " (the path must start with '/')");
-  if (path.find_first_of("?#") != std::string_view::npos)
-    return bad(like + " (a query string or fragment is never matched; remove it)");
-
-  std::string pattern;
-  std::set<std::string, std::less<>> params;
-  std::string_view body = path.substr(1);
-  if (!body.empty() && body.back() == '/') body.remove_suffix(1);  // "/api/" == "/api"
-  size_t start = 0;
-  while (!body.empty() && start <= body.size()) {
-    size_t end = body.find('/', start);
-    if (end == std::string_view::npos) end = body.size();
-    const std::string_view seg = body.substr(start, end - start);
-    const bool last = end == body.size();
-    start = end + 1;
-    if (seg.empty()) return bad(like + " (an empty segment: \"//\")");
-    if (seg == "." || seg == "..")
-      return bad(like +
-                 " (\".\" and \"..\" are resolved before matching, so no route can hold them)");
-    std::string out;
-    if (seg.find_first_of("{}") != std::string_view::npos) {
-      if (seg.size() < 2 || seg.front() != '{' || seg.back() != '}' ||
-          seg.substr(1, seg.size() - 2).find_first_of("{}") != std::string_view::npos)
-        return bad(like + " ({param} must be a whole segment, like /users/{id})");
-      const std::string_view name = seg.substr(1, seg.size() - 2);
-      const bool ok = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
-        return is_alpha(c) || is_digit(c) || c == '_';
-      });
-      if (!ok) return bad(like + " (a {param} name is letters, digits and '_')");
-      if (!params.insert(std::string(name)).second)
-        return bad(like + " ({" + std::string(name) + "} appears twice)");
-      out = seg;
-    } else if (seg.find('*') != std::string_view::npos) {
-      if (seg != "*" || !last)
-        return bad(like + " (* is allowed only as the whole last segment, like /static/*)");
-      out = "*";
-    } else {
-      // The request path is normalised before matching: escapes of unreserved
-      // characters are decoded and the others upper-cased. Do the same here.
-      for (size_t k = 0; k < seg.size(); ++k) {
-        if (seg[k] != '%') {
-          out += seg[k];
-          continue;
-        }
-        if (k + 2 >= seg.size() || hex_value(seg[k + 1]) < 0 || hex_value(seg[k + 2]) < 0)
-          return bad(like + " (a '%' must start an escape like %2F)");
-        const char decoded = static_cast<char>(hex_value(seg[k + 1]) * 16 + hex_value(seg[k + 2]));
-        if (is_unreserved(decoded)) {
-          out += decoded;
-        } else {
-          out += '%';
-          out += upper(seg[k + 1]);
-          out += upper(seg[k + 2]);
-        }
-        k += 2;
-      }
-    }
-    pattern += '/';
-    pattern += out;
-  }
-  match.pattern = pattern.empty() ? "/" : pattern;
-  match.name = match.method + " " + std::string(path);
-  return match;
-}
-
-std::string pattern_shape(std::string_view pattern, bool case_insensitive) {
-  std::string out;
-  for (size_t i = 0; i < pattern.size(); ++i) {
-    if (pattern[i] == '{') {
-      const size_t close = pattern.find('}', i);
-      if (close != std::string_view::npos) {
-        out += "{}";
-        i = close;
-        continue;
-      }
-    }
-    out += case_insensitive ? lower(pattern[i]) : pattern[i];
-  }
-  return out;
 }
 
 size_t edit_distance(std::string_view a, std::string_view b) {
@@ -584,4 +424,4 @@ std::string closest_match(std::string_view word, const std::vector<std::string_v
   return best_distance <= allowed ? best : std::string();
 }
 
-}  // namespace sluice::policy
+}  // namespace sluice::config

@@ -1,11 +1,11 @@
-#include "http/rate_headers.h"
+#include "render/rate_headers.h"
 
 #include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cstring>
 
-namespace sluice::http {
+namespace sluice::render {
 namespace {
 
 constexpr int64_t kNanosPerSecond = 1'000'000'000;
@@ -202,4 +202,4 @@ void append_rate_headers(const policy::Verdict& verdict, const policy::HeaderMod
   }
 }
 
-}  // namespace sluice::http
+}  // namespace sluice::render

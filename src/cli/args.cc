@@ -1,0 +1,45 @@
+#include "cli/args.h"
+
+namespace sluice::cli {
+
+std::optional<std::string> ParsedArgs::get(std::string_view name) const {
+  const auto it = values.find(name);
+  if (it == values.end()) return std::nullopt;
+  return it->second;
+}
+
+ParsedArgs parse_args(std::span<const std::string_view> args, std::span<const OptionSpec> options) {
+  ParsedArgs parsed;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string_view arg = args[i];
+    if (arg == "--help" || arg == "-h") {
+      parsed.help = true;
+      continue;
+    }
+    std::string_view name = arg;
+    std::optional<std::string_view> value;
+    if (const size_t eq = arg.find('='); arg.starts_with("--") && eq != std::string_view::npos) {
+      name = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+    }
+    const OptionSpec* spec = nullptr;
+    for (const OptionSpec& o : options) {
+      if (name == o.name || (!o.alias.empty() && name == o.alias)) spec = &o;
+    }
+    if (spec == nullptr) {
+      parsed.error = "unknown option '" + std::string(arg) + "'";
+      return parsed;
+    }
+    if (!value) {
+      if (i + 1 >= args.size()) {
+        parsed.error = std::string(spec->name) + " needs a value";
+        return parsed;
+      }
+      value = args[++i];
+    }
+    parsed.values[std::string(spec->name)] = std::string(*value);
+  }
+  return parsed;
+}
+
+}  // namespace sluice::cli

@@ -1,0 +1,34 @@
+// The one argument parser of the `sluice` subcommands: "--name value" and
+// "--name=value", a short alias ("-c FILE"), "--help"/"-h" on every
+// subcommand, and one error message style ("unknown option '--x'", "--config
+// needs a value"). Each subcommand lists its options and reads what was given.
+//
+// Thread-safety: pure function.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace sluice::cli {
+
+struct OptionSpec {
+  std::string_view name;   // "--config"
+  std::string_view alias;  // "-c", or "" for none
+};
+
+struct ParsedArgs {
+  bool help = false;  // --help or -h was given
+  std::string error;  // what is wrong with the arguments; "" when nothing
+  std::map<std::string, std::string, std::less<>> values;  // by option name; the last one wins
+
+  std::optional<std::string> get(std::string_view name) const;
+};
+
+// Every option takes a value. Anything not in `options` (or a missing
+// value) is an error; parsing stops at the first.
+ParsedArgs parse_args(std::span<const std::string_view> args, std::span<const OptionSpec> options);
+
+}  // namespace sluice::cli

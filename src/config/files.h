@@ -1,0 +1,24 @@
+// Reading the files a config names: the config itself, token files, and the
+// paths in it, which are relative to the folder of the file that names them.
+// Thread-safety: pure functions (they read the file system).
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace sluice::config {
+
+// Reads a whole regular file of at most `max_bytes`. On failure, `error`
+// says why, naming the file as `what` ("the config file"), e.g. "cannot open
+// the config file: No such file or directory".
+std::optional<std::string> read_small_file(const std::string& path, std::string_view what,
+                                           size_t max_bytes, std::string* error);
+
+// `path` as seen from the folder of the file `from`: an absolute path as it
+// is, a relative one joined to that folder; "." and ".." segments resolved,
+// a trailing slash dropped. (No std::filesystem: this must not touch the disk.)
+std::string relative_to_file(const std::string& from, const std::string& path);
+
+}  // namespace sluice::config

@@ -1,0 +1,264 @@
+#include "config/walker.h"
+
+#include <algorithm>
+#include <map>
+
+#include "config/files.h"
+#include "sluice/limit.h"
+
+namespace sluice::config {
+
+namespace {
+
+constexpr size_t kMaxSecretBytes = 4096;
+
+}  // namespace
+
+std::string join(const Keys& keys) {
+  std::string out;
+  for (std::string_view k : keys) {
+    if (!out.empty()) out += ", ";
+    out += k;
+  }
+  return out;
+}
+
+std::string child_path(const std::string& path, std::string_view key) {
+  return path.empty() ? std::string(key) : path + "." + std::string(key);
+}
+
+std::string index_path(const std::string& path, size_t i) {
+  return path + "[" + std::to_string(i) + "]";
+}
+
+const Item* Mapping::get(std::string_view key) const {
+  const Entry* e = entry(key);
+  return e == nullptr ? nullptr : &e->value;
+}
+
+const Mapping::Entry* Mapping::entry(std::string_view key) const {
+  for (const Entry& e : entries) {
+    if (e.key == key) return &e;
+  }
+  return nullptr;
+}
+
+Walker::Walker(std::string file, Diagnostics& diagnostics)
+    : file_(std::move(file)), diagnostics_(diagnostics) {}
+
+std::optional<Item> Walker::document(std::string_view text) {
+  std::vector<YAML::Node> docs;
+  try {
+    docs = YAML::LoadAll(std::string(text));
+  } catch (const YAML::Exception& e) {
+    error(e.mark, "", "YAML syntax error: " + e.msg);
+    return std::nullopt;
+  }
+  if (docs.empty()) return Item{YAML::Node(), YAML::Mark::null_mark(), ""};
+  if (docs.size() > 1) {
+    error(docs[1].Mark(), "",
+          "a second YAML document starts here; a config file holds one (check the indentation and "
+          "any '---')");
+    return std::nullopt;
+  }
+  return Item{docs[0], docs[0].Mark(), ""};
+}
+
+SourceMark Walker::mark(const YAML::Mark& m) const {
+  if (m.is_null() || m.line < 0) return SourceMark{file_, 0, 0, {}};
+  return SourceMark{file_, m.line + 1, m.column + 1, {}};
+}
+
+SourceMark Walker::where(const Item& item) const {
+  SourceMark at = mark(item.mark);
+  at.path = item.path;
+  return at;
+}
+
+void Walker::error(const YAML::Mark& at, const std::string& path, std::string_view message) {
+  SourceMark where = mark(at);
+  where.path = path;
+  diagnostics_.errors.emplace_back(where, std::string(message));
+}
+
+void Walker::warning(const YAML::Mark& at, const std::string& path, std::string_view message) {
+  SourceMark where = mark(at);
+  where.path = path;
+  diagnostics_.warnings.emplace_back(where, std::string(message));
+}
+
+std::string Walker::describe(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Scalar:
+      return quoted(node.Scalar());
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Map:
+      return "a mapping";
+    default:
+      return "nothing";
+  }
+}
+
+std::optional<Mapping> Walker::mapping(const Item& item, const Keys* known, std::string_view what) {
+  if (!item.node.IsMap()) {
+    error(item, "must be " + std::string(what) + ", got " + describe(item.node));
+    return std::nullopt;
+  }
+  Mapping m{item, {}};
+  std::map<std::string, int> first_line;
+  for (auto it = item.node.begin(); it != item.node.end(); ++it) {
+    const YAML::Node key = it->first;
+    const YAML::Node value = it->second;
+    if (!key.IsScalar()) {
+      error(key.Mark(), item.path, "keys must be plain names, got " + describe(key));
+      continue;
+    }
+    const std::string name = key.Scalar();
+    const std::string path = child_path(item.path, name);
+    const auto [pos, inserted] = first_line.emplace(name, key.Mark().line + 1);
+    if (!inserted) {
+      error(key.Mark(), path,
+            "duplicate key (first set on line " + std::to_string(pos->second) + ")");
+      continue;
+    }
+    const YAML::Mark value_mark =
+        (value.IsNull() || value.Mark().is_null()) ? key.Mark() : value.Mark();
+    Mapping::Entry entry{name, key, key.Mark(), Item{value, value_mark, path}};
+    if (known != nullptr && std::find(known->begin(), known->end(), name) == known->end()) {
+      unknown_key(entry, *known);
+      continue;
+    }
+    m.entries.push_back(std::move(entry));
+  }
+  return m;
+}
+
+void Walker::unknown_key(const Mapping::Entry& entry, const Keys& known) {
+  const std::string guess = closest_match(entry.key, known);
+  error(entry.key_mark, entry.value.path,
+        guess.empty() ? "unknown key (known keys: " + join(known) + ")"
+                      : "unknown key; did you mean `" + guess + "`?");
+}
+
+std::optional<std::vector<Item>> Walker::sequence(const Item& item, std::string_view what) {
+  if (!item.node.IsSequence()) {
+    error(item, "must be " + std::string(what) + ", got " + describe(item.node));
+    return std::nullopt;
+  }
+  std::vector<Item> items;
+  size_t i = 0;
+  for (auto it = item.node.begin(); it != item.node.end(); ++it, ++i) {
+    const YAML::Node node = *it;
+    const YAML::Mark mark = node.Mark().is_null() ? item.mark : node.Mark();
+    items.push_back(Item{node, mark, index_path(item.path, i)});
+  }
+  return items;
+}
+
+std::optional<std::string> Walker::scalar(const Item& item, std::string_view what) {
+  if (!item.node.IsScalar()) {
+    error(item, "must be " + std::string(what) + ", got " + describe(item.node));
+    return std::nullopt;
+  }
+  return item.node.Scalar();
+}
+
+std::optional<bool> Walker::boolean(const Item& item) {
+  const std::optional<std::string> text = scalar(item, "true or false");
+  if (!text) return std::nullopt;
+  if (*text == "true" || *text == "True" || *text == "TRUE") return true;
+  if (*text == "false" || *text == "False" || *text == "FALSE") return false;
+  error(item, "must be true or false, got " + quoted(*text));
+  return std::nullopt;
+}
+
+std::optional<uint64_t> Walker::integer(const Item& item, uint64_t min, uint64_t max,
+                                        std::string_view what) {
+  const std::optional<std::string> text = scalar(item, what);
+  if (!text) return std::nullopt;
+  Result<uint64_t> r = parse_uint(*text);
+  if (!r.ok() || *r < min || *r > max) {
+    error(item, "must be " + std::string(what) + ", got " + quoted(*text));
+    return std::nullopt;
+  }
+  return *r;
+}
+
+std::optional<uint64_t> Walker::count(const Item& item) {
+  const std::optional<std::string> text = scalar(item, "a positive integer");
+  if (!text) return std::nullopt;
+  Result<uint64_t> r = parse_uint(*text);
+  if (!r.ok() || *r == 0) {
+    error(item, "must be a positive integer, got " + quoted(*text));
+    return std::nullopt;
+  }
+  if (*r > Limit::kMaxLimit) {
+    error(item, "must be at most " + std::to_string(Limit::kMaxLimit) + ", got " + quoted(*text));
+    return std::nullopt;
+  }
+  return *r;
+}
+
+std::optional<Nanos> Walker::duration(const Item& item, bool allow_zero) {
+  return parsed<Nanos>(item, "a duration like 500ms, 1s, 1m, 1h, 1d or 1w",
+                       [&](std::string_view t) { return parse_duration(t, allow_zero); });
+}
+
+std::optional<size_t> Walker::choice(const Item& item, const Keys& choices) {
+  const std::string what = "one of " + join(choices);
+  const std::optional<std::string> text = scalar(item, what);
+  if (!text) return std::nullopt;
+  for (size_t i = 0; i < choices.size(); ++i) {
+    if (choices[i] == *text) return i;
+  }
+  const std::string guess = closest_match(*text, choices);
+  error(item, "must be " + what + ", got " + quoted(*text) +
+                  (guess.empty() ? "" : "; did you mean `" + guess + "`?"));
+  return std::nullopt;
+}
+
+std::optional<HostPort> Walker::host_port(const Item& item, bool allow_port_zero) {
+  return parsed<HostPort>(item, "host:port like 127.0.0.1:8080",
+                          [&](std::string_view t) { return parse_host_port(t, allow_port_zero); });
+}
+
+std::optional<std::string> Walker::path(const Item& item, std::string_view what) {
+  const std::optional<std::string> text = scalar(item, what);
+  if (!text) return std::nullopt;
+  if (text->empty()) {
+    error(item, "must not be empty");
+    return std::nullopt;
+  }
+  return relative_to_file(file_, *text);
+}
+
+std::optional<Secret> Walker::secret_file(const Item& item) {
+  std::optional<std::string> resolved = path(item);
+  if (!resolved) return std::nullopt;
+  std::string reason;
+  std::optional<std::string> content =
+      read_small_file(*resolved, "the token file " + *resolved, kMaxSecretBytes, &reason);
+  if (!content) {
+    error(item, reason);
+    return std::nullopt;
+  }
+  std::string token = std::move(*content);
+  if (token.ends_with('\n')) token.pop_back();
+  if (token.ends_with('\r')) token.pop_back();
+  if (token.empty()) {
+    error(item, "the token file " + *resolved + " is empty");
+    return std::nullopt;
+  }
+  for (const char c : token) {
+    if (c < 0x21 || c > 0x7e) {
+      error(item, "the token file " + *resolved +
+                      " must hold one token of visible ASCII characters (no spaces, no lines "
+                      "after it)");
+      return std::nullopt;
+    }
+  }
+  return Secret{std::move(*resolved), std::move(token)};
+}
+
+}  // namespace sluice::config
