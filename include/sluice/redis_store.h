@@ -28,6 +28,15 @@
 // connection is down (reconnection runs in the background with backoff) or
 // while `max_in_flight` calls already wait on the connection (no unbounded
 // queue). The caller applies its on_failure policy to kStoreUnavailable.
+// A call that Redis receives after its timeout (a paused Redis meeting its
+// backlog) is not applied: each request carries its deadline, converted to the
+// node's clock with a lower bound of the clock offset learnt from the replies
+// to TIME (health checks) and to the script, and the script compares it with
+// Redis TIME. The deadline is never later than the true one; before the first
+// health check has answered there is no bound yet and calls carry no deadline.
+// One case stays: Redis applies a call in time but its reply comes late (Redis
+// stopped between running the script and writing the reply); stats() counts
+// those (late_applied).
 // Errors are counted by kind (stats()) and logged at most once per second per
 // kind through spdlog.
 //
@@ -95,7 +104,8 @@ struct RedisStoreOptions {
   // A connection whose oldest call waits longer than this is dropped and
   // reconnected (a Redis that stopped answering without closing the socket).
   std::chrono::milliseconds stall_timeout{2'000};
-  // How often the internal thread PINGs Redis for ready().
+  // How often the internal thread asks every master for TIME: for ready(),
+  // and to refresh the clock offsets that convert call deadlines.
   std::chrono::milliseconds health_interval{500};
   // Cluster: how often the slot map is re-read (it is also re-read after
   // MOVED and after a node's connection fails).
@@ -115,6 +125,10 @@ struct RedisStoreStats {
   uint64_t tryagain = 0;            // cluster TRYAGAIN retries
   uint64_t reconnects = 0;          // connections (re)established
   uint64_t topology_refreshes = 0;  // slot maps read
+  uint64_t expired = 0;       // requests the script skipped: Redis received them past the deadline
+  uint64_t late_replies = 0;  // replies to calls that had already timed out (dropped)
+  uint64_t late_applied = 0;  // of those, calls Redis applied: charged, though the caller
+                              // had the on_failure answer
 };
 
 class RedisStore final : public Store {
@@ -145,7 +159,7 @@ class RedisStore final : public Store {
   void acquire_async(std::span<const AcquireRequest> requests, Nanos now, std::span<Decision> out,
                      Done done) override;
 
-  // True while the internal thread's last health check (PING of every master)
+  // True while the internal thread's last health check (TIME of every master)
   // was answered in time and, in a cluster, the slot map covers every slot.
   bool ready() const override;
 

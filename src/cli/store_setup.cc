@@ -24,7 +24,9 @@ void register_redis_metrics(const std::shared_ptr<RedisStore>& store, observe::R
   const char* events_help =
       "Redis store events, by kind: script_load (NOSCRIPT answered), moved, ask, tryagain "
       "(cluster redirections), reconnect (connections established), topology_refresh (slot maps "
-      "read).";
+      "read), expired (requests Redis received past their deadline and did not apply), "
+      "late_reply (replies to calls that had already timed out), late_applied (of those, calls "
+      "Redis applied: charged although on_failure answered them).";
   // The store outlives the registry's readers: both live until serve returns,
   // and the Server (with its registry) is destroyed first.
   RedisStore* s = store.get();
@@ -43,6 +45,9 @@ void register_redis_metrics(const std::shared_ptr<RedisStore>& store, observe::R
   add(events, events_help, "tryagain", &RedisStoreStats::tryagain);
   add(events, events_help, "reconnect", &RedisStoreStats::reconnects);
   add(events, events_help, "topology_refresh", &RedisStoreStats::topology_refreshes);
+  add(events, events_help, "expired", &RedisStoreStats::expired);
+  add(events, events_help, "late_reply", &RedisStoreStats::late_replies);
+  add(events, events_help, "late_applied", &RedisStoreStats::late_applied);
 }
 
 }  // namespace

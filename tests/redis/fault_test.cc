@@ -1,7 +1,10 @@
 // Failures: Redis killed, restarted, paused, unreachable or overloaded. Every
 // call completes with kStoreUnavailable within the timeout (+ 50 ms), none
-// hangs, and service resumes within a second of Redis coming back.
+// hangs, and service resumes within a second of Redis coming back. Calls that
+// timed out charge nothing when a paused Redis gets them later.
 #include <signal.h>
+
+#include <atomic>
 
 #include "test_util.h"
 
@@ -193,6 +196,141 @@ TEST_F(FaultTest, StalledConnectionIsDroppedAndReplaced) {
   std::this_thread::sleep_for(100ms);
   ASSERT_TRUE(driver.call(limit_, "after", us(kEpochUs)).status.ok());
   EXPECT_GT(store->stats().reconnects, reconnects) << "the stalled connection was kept";
+}
+
+// Calls that Redis receives after Sluice gave up on them must charge nothing:
+// their callers already had their on_failure answer. These tests count units:
+// a token bucket of a million that refills one per hour allows every call
+// Redis applies, and the units consumed are read back on the same connection
+// (so after every late reply). Their timeout is generous, so that on a loaded
+// machine only the pause makes calls time out: a call Redis applied in time
+// but answered late would be charged though it failed (see late_applied).
+constexpr auto kPauseTimeout = 200ms;
+constexpr auto kHeld = 5 * kPauseTimeout;  // Redis stays stopped this long
+const Limit& million() {
+  static const Limit limit = must(Limit::token_bucket(1'000'000, 1, 1h));
+  return limit;
+}
+
+std::shared_ptr<RedisStore> pause_store(const RedisServer& server, RedisTimeSource time_source) {
+  RedisStoreOptions o = local_options(server.address());
+  o.timeout = kPauseTimeout;
+  o.time_source = time_source;
+  return make_store(o);
+}
+
+// Units consumed so far, with one more call on `driver`'s connection.
+uint64_t consumed_after_one_more(AsyncDriver& driver) {
+  auto last = driver.call(million(), "paid", us(kEpochUs));
+  EXPECT_TRUE(last.status.ok()) << last.status.error().message;
+  EXPECT_TRUE(last.decision.allowed);
+  return 1'000'000 - last.decision.remaining - 1;
+}
+
+// Redis is stopped between two waves of calls, so every call sent before has
+// had its reply; waves go on while it is stopped, each timing out; then it
+// resumes and meets the backlog.
+void expect_paused_backlog_charges_nothing(RedisServer& server, RedisTimeSource time_source) {
+  auto store = pause_store(server, time_source);
+  ASSERT_NE(store, nullptr);
+  AsyncDriver driver(store);
+  const std::vector<std::string> wave(100, "paid");
+  size_t allowed = 0;
+  size_t failed = 0;
+  const auto run_wave = [&] {
+    for (const auto& out : driver.calls(million(), wave, us(kEpochUs))) {
+      if (out.status.ok()) {
+        EXPECT_TRUE(out.decision.allowed);
+        allowed += out.decision.allowed ? 1 : 0;
+      } else {
+        EXPECT_EQ(out.status.error().code, ErrorCode::kStoreUnavailable);
+        ++failed;
+      }
+    }
+  };
+  for (int i = 0; i < 5; ++i) run_wave();
+  ASSERT_EQ(failed, 0u);
+  ASSERT_EQ(allowed, 500u);
+
+  ASSERT_TRUE(server.pause());
+  const auto resume_at = std::chrono::steady_clock::now() + kHeld;
+  while (std::chrono::steady_clock::now() < resume_at) run_wave();
+  ASSERT_TRUE(server.resume());
+  EXPECT_GE(failed, 300u);
+  // Served again: a wave with allowed calls.
+  const size_t before_resume = allowed;
+  for (int i = 0; i < 100 && allowed == before_resume; ++i) run_wave();
+  ASSERT_GT(allowed, before_resume);
+
+  const uint64_t consumed = consumed_after_one_more(driver);
+  EXPECT_EQ(consumed, allowed) << failed << " calls failed";
+  ::testing::Test::RecordProperty("consumed", std::to_string(consumed));
+  ::testing::Test::RecordProperty("allowed", std::to_string(allowed));
+  ::testing::Test::RecordProperty("failed", std::to_string(failed));
+  // Each call that timed out reached Redis past its deadline and was skipped.
+  const RedisStoreStats stats = store->stats();
+  EXPECT_EQ(stats.timeouts, failed);
+  EXPECT_EQ(stats.expired, failed);
+  EXPECT_EQ(stats.late_applied, 0u);
+}
+
+TEST_F(FaultTest, PausedRedisChargesNothingForCallsThatTimedOutRedisTime) {
+  expect_paused_backlog_charges_nothing(server_, RedisTimeSource::kRedis);
+}
+
+TEST_F(FaultTest, PausedRedisChargesNothingForCallsThatTimedOutLocalTime) {
+  expect_paused_backlog_charges_nothing(server_, RedisTimeSource::kLocal);
+}
+
+// The same, with Redis stopped at whatever moment a steady load is at. Then
+// Redis may have run calls whose replies it had not written yet: they time
+// out although Redis charged them, the one case a deadline cannot prevent.
+// The store counts them (late_applied), and nothing else is charged.
+TEST_F(FaultTest, RedisStoppedAtAnyMomentChargesOnlyTheAllowedAndTheCountedLateCalls) {
+  auto store = pause_store(server_, RedisTimeSource::kRedis);
+  ASSERT_NE(store, nullptr);
+  AsyncDriver driver(store);
+  std::atomic<bool> stop{false};
+  std::atomic<size_t> allowed{0};
+  std::atomic<size_t> failed{0};
+  std::thread load([&] {
+    const std::vector<std::string> wave(100, "paid");
+    while (!stop.load()) {
+      for (const auto& out : driver.calls(million(), wave, us(kEpochUs))) {
+        if (out.status.ok()) {
+          EXPECT_TRUE(out.decision.allowed);
+          if (out.decision.allowed) ++allowed;
+        } else {
+          EXPECT_EQ(out.status.error().code, ErrorCode::kStoreUnavailable);
+          ++failed;
+        }
+      }
+    }
+  });
+  EXPECT_TRUE(wait_until([&] { return allowed.load() >= 1'000; }, 30s));
+  const bool paused = server_.pause();
+  EXPECT_TRUE(paused);
+  std::this_thread::sleep_for(kHeld);
+  EXPECT_TRUE(server_.resume());
+  const size_t at_resume = allowed.load();
+  EXPECT_TRUE(wait_until([&] { return allowed.load() >= at_resume + 200; }, 30s));
+  stop.store(true);
+  load.join();
+  ASSERT_TRUE(paused);
+
+  const uint64_t consumed = consumed_after_one_more(driver);
+  const RedisStoreStats stats = store->stats();
+  RecordProperty("consumed", std::to_string(consumed));
+  RecordProperty("allowed", std::to_string(allowed.load()));
+  RecordProperty("failed", std::to_string(failed.load()));
+  RecordProperty("late_applied", std::to_string(stats.late_applied));
+  EXPECT_EQ(consumed, allowed.load() + stats.late_applied);
+  // At most the wave in flight when Redis stopped.
+  EXPECT_LE(stats.late_applied, 100u);
+  EXPECT_GE(failed.load(), 300u);
+  // Every call that failed had its reply by now: skipped, or applied late.
+  EXPECT_EQ(failed.load(), stats.expired + stats.late_applied);
+  EXPECT_LE(stats.late_replies, failed.load());
 }
 
 }  // namespace

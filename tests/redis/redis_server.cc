@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -117,9 +118,11 @@ bool RedisServer::start() {
 void RedisServer::stop() {
   if (pid_ <= 0) return;
   ::kill(pid_, SIGTERM);
+  if (paused_) ::kill(pid_, SIGCONT);  // a stopped process acts on SIGTERM only once continued
   int status = 0;
   ::waitpid(pid_, &status, 0);
   pid_ = -1;
+  paused_ = false;
 }
 
 void RedisServer::kill() {
@@ -128,6 +131,35 @@ void RedisServer::kill() {
   int status = 0;
   ::waitpid(pid_, &status, 0);
   pid_ = -1;
+  paused_ = false;
+}
+
+bool RedisServer::pause() {
+  if (paused_ || !signal_and_wait(SIGSTOP)) return false;
+  paused_ = true;
+  return true;
+}
+
+bool RedisServer::resume() {
+  // Only after pause(): SIGCONT to a running process reports no change to wait for.
+  if (!paused_) return false;
+  paused_ = false;
+  return signal_and_wait(SIGCONT);
+}
+
+bool RedisServer::signal_and_wait(int signal) {
+  if (pid_ <= 0 || ::kill(pid_, signal) != 0) return false;
+  for (;;) {
+    int status = 0;
+    const pid_t r = ::waitpid(pid_, &status, signal == SIGSTOP ? WUNTRACED : WCONTINUED);
+    if (r < 0 && errno == EINTR) continue;
+    if (r != pid_) return false;
+    if (WIFEXITED(status) || WIFSIGNALED(status)) {
+      pid_ = -1;
+      return false;
+    }
+    if (signal == SIGSTOP ? WIFSTOPPED(status) : WIFCONTINUED(status)) return true;
+  }
 }
 
 bool RedisServer::wait_answering(std::chrono::milliseconds timeout) {

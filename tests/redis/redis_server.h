@@ -34,6 +34,12 @@ class RedisServer {
   bool start();
   void stop();  // SIGTERM, wait
   void kill();  // SIGKILL, wait
+  // SIGSTOP, and wait until the process has stopped (kill() only queues the
+  // signal): from then on it runs nothing, and replies it had not written
+  // yet wait with it. False if it is not running.
+  bool pause();
+  // SIGCONT after pause(), and wait until the process runs again.
+  bool resume();
 
   int port() const { return port_; }
   pid_t pid() const { return pid_; }
@@ -49,12 +55,14 @@ class RedisServer {
 
  private:
   bool wait_answering(std::chrono::milliseconds timeout);
+  bool signal_and_wait(int signal);
 
   std::vector<std::string> extra_;
   std::string dir_;
   int port_ = 0;
   pid_t pid_ = -1;
   bool started_ = false;  // once started, restarts keep the port
+  bool paused_ = false;
 };
 
 // Three masters with --cluster-enabled, joined by redis-cli --cluster create.

@@ -60,6 +60,18 @@ inline Limit must(Result<Limit> r) {
   return std::move(r).value();
 }
 
+// Checks `done` every millisecond until it holds or `timeout` passes; returns
+// whether it holds.
+template <class Done>
+bool wait_until(Done done, std::chrono::milliseconds timeout) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
 // One limit, one key: the decision or the error.
 inline Result<Decision> acquire_one(Store& store, const Limit& limit, std::string_view key,
                                     Nanos now, uint64_t cost = 1) {

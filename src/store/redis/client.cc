@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "core/step.h"
+#include "store/redis/clock_offset.h"
 #include "store/redis/script_limit.h"
 #include "store/redis/scripts.h"
 
@@ -60,7 +61,7 @@ struct Client::Call {
   size_t limits = 0;
   Store::Done done;
   std::string keys;  // RESP bulks of its state keys
-  std::string args;  // RESP bulks: now, n, 5 per limit
+  std::string args;  // RESP bulks: now, n, 5 per limit (send() puts the deadline first)
   // command
   CommandDone command_done;
   std::string frame;
@@ -80,7 +81,8 @@ struct Client::Batch {
   bool use_eval = false;  // after NOSCRIPT: send the script itself
   bool asking = false;    // after ASK: ASKING first
   int redirects = 0;
-  int refs = 0;  // open or in flight, a pending retry
+  int refs = 0;                                   // open or in flight, a pending retry
+  std::chrono::steady_clock::time_point sent_at;  // of the last send, for the clock offset
   std::unique_ptr<boost::asio::steady_timer> retry_timer;
 };
 
@@ -423,6 +425,7 @@ void Client::send(Batch* b) {
     b->waiting_on = &conn;
   }
   conn.ensure_connecting();
+  b->sent_at = std::chrono::steady_clock::now();
   std::string_view frame;
   if (b->is_command) {
     frame = b->calls.front()->frame;
@@ -431,7 +434,7 @@ void Client::send(Batch* b) {
     size_t args = 1;  // ttl_extra
     for (Call* c : b->calls) {
       keys += c->limits;
-      args += 2 + 5 * c->limits;
+      args += 3 + 5 * c->limits;
     }
     frame_.clear();
     append_array_header(frame_, 3 + keys + args);
@@ -445,7 +448,15 @@ void Client::send(Batch* b) {
     append_bulk(frame_, static_cast<int64_t>(keys));
     for (Call* c : b->calls) frame_.append(c->keys);
     append_bulk(frame_, static_cast<int64_t>(shared_.options.ttl_extra.count()));
-    for (Call* c : b->calls) frame_.append(c->args);
+    // Each call's deadline in this node's clock, converted at every send: a
+    // batch that MOVED/ASK/TRYAGAIN resends keeps its calls' local deadlines,
+    // and the node it goes to may have another clock.
+    const ClockOffset& clock = conn.clock();
+    const int64_t now_us = ClockOffset::floor_us(b->sent_at);
+    for (Call* c : b->calls) {
+      append_bulk(frame_, clock.to_redis(ClockOffset::floor_us(c->deadline), now_us));
+      frame_.append(c->args);
+    }
     frame = frame_;
   }
   if (b->asking) conn.send_no_reply(kAsking);
@@ -479,38 +490,75 @@ void Client::on_reply(Connection& connection, redisReply* reply, void* privdata)
     Call* c = b->calls.front();
     if (!c->completed) complete(c, Status(), reply);
   } else {
-    deliver(b, reply);
+    deliver(connection, b, reply);
   }
   unref(b);
 }
 
-void Client::deliver(Batch* b, const redisReply* reply) {
-  size_t expected = 0;
+void Client::deliver(Connection& from, Batch* b, const redisReply* reply) {
+  const auto received = std::chrono::steady_clock::now();
+  // The Redis TIME the call read, then per call: its time, 5 per limit, where
+  // `allowed` is -1 (past the deadline: nothing applied), 0 or 1 and the rest
+  // are never negative.
+  size_t expected = 1;
   for (Call* c : b->calls) expected += 1 + 5 * c->limits;
   bool ok = reply->type == REDIS_REPLY_ARRAY && reply->elements == expected;
   for (size_t i = 0; ok && i < reply->elements; ++i) {
-    ok = reply->element[i]->type == REDIS_REPLY_INTEGER && reply->element[i]->integer >= 0;
+    ok = reply->element[i]->type == REDIS_REPLY_INTEGER && reply->element[i]->integer >= -1;
+  }
+  ok = ok && reply->element[0]->integer >= 0;
+  for (size_t call = 0, i = 1; ok && call < b->calls.size(); ++call) {
+    ok = reply->element[i++]->integer >= 0;
+    for (size_t l = 0; ok && l < b->calls[call]->limits; ++l, i += 5) {
+      ok = reply->element[i]->integer <= 1 && reply->element[i + 1]->integer >= 0 &&
+           reply->element[i + 2]->integer >= 0 && reply->element[i + 3]->integer >= 0 &&
+           reply->element[i + 4]->integer >= 0;
+    }
   }
   if (!ok) {
     fail_all(b, ErrorKind::kScript, "unexpected reply to the rate limit script");
     return;
   }
   redisReply** e = reply->element;
+  if (e[0]->integer > 0) {
+    from.clock().observe(e[0]->integer, ClockOffset::floor_us(b->sent_at),
+                         ClockOffset::ceil_us(received));
+  }
+  ++e;
   for (Call* c : b->calls) {
     ++e;  // the request's time
-    if (!c->completed) {
-      for (size_t i = 0; i < c->limits; ++i, e += 5) {
+    // The script marks every limit of a request past its deadline alike.
+    const bool expired = c->limits > 0 && e[0]->integer < 0;
+    if (expired) Counters::add(shared_.counters.expired);
+    if (c->completed) {
+      // Its caller already had the on_failure answer (timeout). A reply that
+      // still applied it is the one charge the deadline cannot prevent: Redis
+      // ran it in time, but the reply came too late (Redis stopped between
+      // running a script and writing its reply, or a reply slower than any
+      // observed so far).
+      Counters::add(shared_.counters.late_replies);
+      bool applied = !expired;
+      for (size_t i = 0; applied && i < c->limits; ++i) applied = e[5 * i]->integer == 1;
+      if (applied) Counters::add(shared_.counters.late_applied);
+    } else if (expired) {
+      // Redis ran it past the deadline as converted to its clock, which lands
+      // early by the bound's slack: the timeout was all but due.
+      fail(c, ErrorKind::kTimeout,
+           "Redis received the call after its deadline (" +
+               std::to_string(shared_.options.timeout.count()) + " ms)");
+    } else {
+      for (size_t i = 0; i < c->limits; ++i) {
+        redisReply** limit = e + 5 * i;
         Decision& d = c->out[i];
-        d.allowed = e[0]->integer == 1;
-        d.limit = static_cast<uint64_t>(e[1]->integer);
-        d.remaining = static_cast<uint64_t>(e[2]->integer);
-        d.reset_after = Nanos{e[3]->integer * 1'000};
-        d.retry_after = Nanos{e[4]->integer * 1'000};
+        d.allowed = limit[0]->integer == 1;
+        d.limit = static_cast<uint64_t>(limit[1]->integer);
+        d.remaining = static_cast<uint64_t>(limit[2]->integer);
+        d.reset_after = Nanos{limit[3]->integer * 1'000};
+        d.retry_after = Nanos{limit[4]->integer * 1'000};
       }
       complete(c, Status());
-    } else {
-      e += 5 * c->limits;
     }
+    e += 5 * c->limits;
   }
 }
 

@@ -16,7 +16,10 @@
 // Calls on one client share one timeout, so their deadlines come in issue
 // order: a FIFO and one timer give every call its timeout without a timer
 // per call. A timed-out call completes at once with kStoreUnavailable; its
-// reply, if it ever comes, is dropped.
+// reply, if it ever comes, is dropped. Every request also carries its
+// deadline to the script, in the node's clock (clock_offset.h), and the script
+// applies nothing past it: a call that Redis receives after its caller had
+// the timeout (a paused Redis meeting its backlog) charges nothing.
 //
 // Thread-safety: none; use from the thread that runs the io_context.
 #pragma once
@@ -91,7 +94,7 @@ class Client final : public Connection::Listener {
   void flush();
   void send(Batch* batch);
   void on_error(Connection& from, Batch* batch, std::string_view message);
-  void deliver(Batch* batch, const redisReply* reply);
+  void deliver(Connection& from, Batch* batch, const redisReply* reply);
   void retry_later(Batch* batch);
   void release_calls(Batch* batch);
   void complete(Call* call, Status status, const redisReply* reply = nullptr);

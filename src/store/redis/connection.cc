@@ -53,6 +53,7 @@ Connection::Connection(boost::asio::io_context& io, Endpoint endpoint, Shared& s
       name_(endpoint_.name()),
       shared_(shared),
       listener_(listener),
+      clock_(shared.clock_of(name_)),
       resolver_(io),
       timer_(io),
       backoff_(shared.options.reconnect_min) {}

@@ -62,6 +62,8 @@ class Connection {
   void check_stall(std::chrono::steady_clock::time_point now);
 
   const std::string& name() const { return name_; }
+  // The node's clock offset (shared by every connection to the node).
+  ClockOffset& clock() { return clock_; }
 
  private:
   // kResolving: a host name is being looked up (asynchronously: getaddrinfo
@@ -90,6 +92,7 @@ class Connection {
   std::string name_;
   Shared& shared_;
   Listener& listener_;
+  ClockOffset& clock_;
   State state_ = State::kIdle;
   redisAsyncContext* ac_ = nullptr;
   std::shared_ptr<HiredisAsio> adapter_;

@@ -4,6 +4,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <charconv>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -80,6 +81,20 @@ bool parse_cluster_slots(const redisReply* reply, const std::string& asked, redi
       map->slot_node[static_cast<size_t>(s)] = node;
   }
   return true;
+}
+
+// TIME's reply (seconds, microseconds) -> microseconds since the epoch.
+bool parse_time(const redisReply* reply, int64_t* us) {
+  if (reply == nullptr || reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) return false;
+  int64_t parts[2];
+  for (size_t i = 0; i < 2; ++i) {
+    const redisReply* e = reply->element[i];
+    if (e->type != REDIS_REPLY_STRING) return false;
+    auto [end, ec] = std::from_chars(e->str, e->str + e->len, parts[i]);
+    if (ec != std::errc() || end != e->str + e->len || parts[i] < 0) return false;
+  }
+  *us = parts[0] * 1'000'000 + parts[1];
+  return *us > 0;
 }
 
 }  // namespace
@@ -220,8 +235,11 @@ class RedisStore::Impl {
                                                std::chrono::milliseconds(250));
   }
 
-  // PING every master; ready iff all answer (and, in a cluster, every slot is
-  // served). A round that finds the map incomplete asks for a refresh.
+  // TIME of every master; ready iff all answer (and, in a cluster, every slot
+  // is served). A round that finds the map incomplete asks for a refresh.
+  // TIME rather than PING: each answer also bounds the node's clock offset,
+  // so that calls carry deadlines from the store's first ready() on, even
+  // with time_source local (whose scripts read TIME only for deadlines).
   void health_check() {
     if (internal_ == nullptr) return;
     std::vector<std::string> nodes;
@@ -247,10 +265,18 @@ class RedisStore::Impl {
     auto round = std::make_shared<Round>(Round{nodes.size()});
     const uint64_t generation = ++health_generation_;
     for (const std::string& node : nodes) {
-      internal_->command(redis::command({"PING"}), node, -1, health_timeout(),
-                         [this, round, generation](Status s, const redisReply* reply) {
-                           if (!s.ok() || reply == nullptr || reply->type != REDIS_REPLY_STATUS)
+      const auto sent = std::chrono::steady_clock::now();
+      internal_->command(redis::command({"TIME"}), node, -1, health_timeout(),
+                         [this, round, generation, node, sent](Status s, const redisReply* reply) {
+                           const auto received = std::chrono::steady_clock::now();
+                           int64_t redis_us = 0;
+                           if (s.ok() && parse_time(reply, &redis_us)) {
+                             shared_->clock_of(node).observe(redis_us,
+                                                             redis::ClockOffset::floor_us(sent),
+                                                             redis::ClockOffset::ceil_us(received));
+                           } else {
                              round->ok = false;
+                           }
                            if (--round->waiting == 0 && generation == health_generation_)
                              ready_.store(round->ok, std::memory_order_relaxed);
                          });
@@ -497,6 +523,9 @@ RedisStoreStats RedisStore::stats() const {
   s.tryagain = get(c.tryagain);
   s.reconnects = get(c.reconnects);
   s.topology_refreshes = get(c.topology_refreshes);
+  s.expired = get(c.expired);
+  s.late_replies = get(c.late_replies);
+  s.late_applied = get(c.late_applied);
   return s;
 }
 

@@ -76,4 +76,11 @@ Endpoint Shared::endpoint_for(std::string_view name) const {
   return ep;
 }
 
+ClockOffset& Shared::clock_of(const std::string& node) {
+  std::lock_guard<std::mutex> lock(clocks_mutex_);
+  std::unique_ptr<ClockOffset>& clock = clocks_[node];
+  if (clock == nullptr) clock = std::make_unique<ClockOffset>();
+  return *clock;
+}
+
 }  // namespace sluice::redis

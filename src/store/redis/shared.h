@@ -1,8 +1,9 @@
 // State shared by every client of one RedisStore: options, counters, the
-// rate-limited error log and the cluster slot map.
+// rate-limited error log, the cluster slot map and each node's clock offset.
 //
-// Thread-safety: counters are relaxed atomics; the log and the topology lock
-// internally; options and seeds are immutable after creation.
+// Thread-safety: counters are relaxed atomics; the log, the topology and the
+// clock map lock internally (a ClockOffset is itself thread-safe); options and
+// seeds are immutable after creation.
 #pragma once
 
 #include <array>
@@ -13,10 +14,12 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "sluice/redis_store.h"
 #include "store/redis/address.h"
+#include "store/redis/clock_offset.h"
 
 namespace sluice::redis {
 
@@ -34,6 +37,9 @@ struct Counters {
   std::atomic<uint64_t> tryagain{0};
   std::atomic<uint64_t> reconnects{0};
   std::atomic<uint64_t> topology_refreshes{0};
+  std::atomic<uint64_t> expired{0};
+  std::atomic<uint64_t> late_replies{0};
+  std::atomic<uint64_t> late_applied{0};
 
   static void add(std::atomic<uint64_t>& c) { c.fetch_add(1, std::memory_order_relaxed); }
 };
@@ -93,6 +99,16 @@ struct Shared {
   // An endpoint for a node named in CLUSTER SLOTS / MOVED / ASK, with the
   // seeds' credentials.
   Endpoint endpoint_for(std::string_view name) const;
+
+  // The clock offset of the node named `node` ("host:port"), created on first
+  // use. Per node, because each master of a cluster has its own clock; shared
+  // by the store's clients, so that the internal thread's health checks serve
+  // every worker thread. The reference stays valid as long as this Shared.
+  ClockOffset& clock_of(const std::string& node);
+
+ private:
+  std::mutex clocks_mutex_;
+  std::unordered_map<std::string, std::unique_ptr<ClockOffset>> clocks_;
 };
 
 }  // namespace sluice::redis

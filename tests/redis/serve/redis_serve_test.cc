@@ -8,11 +8,14 @@
 //   - every front door (/v1/check, /v1/auth, the gateway) decides in Redis;
 //   - faults: Redis killed, then restarted; Redis paused (CLIENT PAUSE) longer
 //     than the timeout. Every request is answered per on_failure within
-//     timeout + 50 ms, /readyz says 503, limits hold again within 1 s.
+//     timeout + 50 ms, /readyz says 503, limits hold again within 1 s;
+//   - Redis stopped (SIGSTOP) under load: the requests answered per on_failure
+//     meanwhile charge nothing when Redis resumes and meets them.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <thread>
@@ -180,6 +183,7 @@ constexpr auto kTimeout = 100ms;
 const std::string kFaultPolicy = R"(
 policies:
   p: {algorithm: token_bucket, capacity: 5, refill_rate: 1/d}
+  big: {algorithm: token_bucket, capacity: 1000000, refill_rate: 1/h}
 )";
 
 // Sends `count` requests on fresh keys while the store cannot answer; each is
@@ -283,6 +287,89 @@ TEST_P(RedisServeFaults, PausedRedisIsAnsweredPerOnFailureWithinTheTimeout) {
   EXPECT_LE(time_until_enforced(*server, "resumed-"), 1000ms);
   expect_enforced(*server, "after");
   EXPECT_TRUE(wait_ready(*server, true, 3s));
+}
+
+// The attack this guards against: Redis stopped for a while under load. The
+// requests answered per on_failure meanwhile reach Redis when it resumes, and
+// must charge nothing. Load threads stand still when Redis is stopped (every
+// request sent before has had its answer, so nothing Redis applied is unknown
+// to the test), send while it is stopped, and go on until Redis decides again.
+// The policy allows a million and refills one per hour: every request Redis
+// applies is allowed. The units consumed are read back through each load
+// connection in turn: a connection stays on one worker thread, whose Redis
+// connection has then answered everything sent before.
+TEST_P(RedisServeFaults, RequestsAnsweredPerOnFailureWhileRedisIsStoppedChargeNothing) {
+  constexpr int kThreads = 4;
+  constexpr long long kCapacity = 1'000'000;
+  const std::string request = R"({"policy":"big","key":"hot"})";
+  const std::string on_failure_body =
+      allow
+          ? R"({"allowed":true,"limit":1000000,"remaining":0,"reset_after_ms":0,"retry_after_ms":0})"
+          : R"({"allowed":false,"limit":1000000,"remaining":0,"reset_after_ms":0,"retry_after_ms":1000})";
+  std::atomic<int> phase{0};  // 0: before the stop, 1: stopped, 2: resumed
+  std::atomic<int> standing{0};
+  std::atomic<long long> allowed{0};
+  std::atomic<long long> failed{0};
+  std::atomic<long long> others{0};
+  std::vector<std::unique_ptr<HttpConnection>> connections;
+  for (int t = 0; t < kThreads; ++t) connections.push_back(server->connect());
+  // One request; whether Redis decided it.
+  const auto one = [&](HttpConnection& c) {
+    const HttpResponse r = c.request("POST", "/v1/check", kJson, request);
+    if (r.status == 200 && r.body.find(R"("remaining":0,)") == std::string::npos) {
+      ++allowed;
+      return true;
+    }
+    if (r.status == (allow ? 200 : 429) && r.body == on_failure_body) {
+      ++failed;
+    } else {
+      ++others;
+    }
+    return false;
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, c = connections[static_cast<size_t>(t)].get()] {
+      for (int i = 0; i < 20; ++i) one(*c);
+      ++standing;
+      phase.wait(0);
+      while (phase.load() == 1) one(*c);
+      for (int i = 0; i < 1'000 && !one(*c); ++i) {
+      }
+    });
+  }
+  const auto until = Clock::now() + 30s;
+  while (standing.load() < kThreads && Clock::now() < until) std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(standing.load(), kThreads);
+  // Whatever happens, the threads are released and joined.
+  const bool paused = redis.pause();
+  EXPECT_TRUE(paused);
+  phase.store(1);
+  phase.notify_all();
+  std::this_thread::sleep_for(10 * kTimeout);  // held stopped for ten timeouts
+  EXPECT_TRUE(redis.resume());
+  phase.store(2);
+  for (std::thread& t : threads) t.join();
+  ASSERT_TRUE(paused);
+  ASSERT_EQ(others.load(), 0) << server->log();
+  EXPECT_GE(failed.load(), kThreads * 5);
+
+  long long remaining = -1;
+  for (auto& c : connections) {
+    const HttpResponse r = c->request("POST", "/v1/check", kJson, request);
+    ASSERT_EQ(r.status, 200) << r.body;
+    const size_t at = r.body.find(R"("remaining":)");
+    ASSERT_NE(at, std::string::npos) << r.body;
+    remaining = std::atoll(r.body.c_str() + at + 12);
+  }
+  const long long consumed = kCapacity - remaining - kThreads;  // less the read-backs
+  RecordProperty("consumed", std::to_string(consumed));
+  RecordProperty("allowed", std::to_string(allowed.load()));
+  RecordProperty("failed", std::to_string(failed.load()));
+  EXPECT_EQ(consumed, allowed.load()) << failed.load() << " requests answered per on_failure";
+  // Each of those reached Redis after its deadline and was skipped there.
+  EXPECT_EQ(server->metric(R"(sluice_redis_events_total{kind="expired"})"), failed.load());
+  EXPECT_EQ(server->metric(R"(sluice_redis_events_total{kind="late_applied"})"), 0);
 }
 
 TEST(RedisServe, AReloadChangesOnFailureWithoutARestart) {

@@ -15,12 +15,13 @@
 local ALGORITHMS = {}
 local USED = {}
 do
-  -- ARGV (see entry.lua): extra_ms, then per request: now, n, 5 per limit.
+  -- ARGV (see entry.lua): extra_ms, then per request: deadline, now, n,
+  -- 5 per limit.
   local j = 2
   while j <= #ARGV do
-    local n = tonumber(ARGV[j + 1])
-    for i = 0, n - 1 do USED[ARGV[j + 2 + 5 * i]] = true end
-    j = j + 2 + 5 * n
+    local n = tonumber(ARGV[j + 2])
+    for i = 0, n - 1 do USED[ARGV[j + 3 + 5 * i]] = true end
+    j = j + 3 + 5 * n
   end
 end
 local function NEEDED(name)
