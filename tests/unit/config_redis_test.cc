@@ -1,10 +1,16 @@
 // store.backend redis at config load: limits the Redis scripts cannot count
-// exactly are refused with their position, wherever they are written.
+// exactly are refused with their position, wherever they are written; the
+// store.redis keys of a config file become the Redis store's options.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
+#include "cli/store_setup.h"
 #include "policy/config_loader.h"
 
 namespace sluice::policy {
@@ -60,6 +66,47 @@ policies:
   window: {algorithm: sliding_window, limit: 1000000, window: 1d}
 )")
                   .empty());
+}
+
+// The options `sluice serve` builds its Redis store with, from a config file
+// holding `yaml` (read as serve reads it: load_config_file).
+RedisStoreOptions store_options_from_file(const std::string& yaml) {
+  const std::filesystem::path file =
+      std::filesystem::temp_directory_path() /
+      ("sluice-config-redis-" + std::to_string(::getpid()) + ".yaml");
+  {
+    std::ofstream out(file);
+    out << yaml;
+  }
+  const LoadResult r = load_config_file(file.string());
+  std::filesystem::remove(file);
+  std::string all;
+  for (const ConfigError& e : r.errors) all += e.text() + "\n";
+  EXPECT_TRUE(r.config.has_value()) << all;
+  return r.config ? cli::redis_store_options(r.config->store.redis) : RedisStoreOptions{};
+}
+
+TEST(ConfigRedis, TimeSourceLocalInTheFileMakesTheStoreDecideOnThisHostsClock) {
+  const RedisStoreOptions o =
+      store_options_from_file("store:\n  backend: redis\n  redis:\n    time_source: local\n");
+  EXPECT_EQ(o.time_source, RedisTimeSource::kLocal);
+  // Keys outlive their state by 1 s, for clocks somewhat ahead of Redis's.
+  EXPECT_EQ(o.ttl_extra, std::chrono::milliseconds(1000));
+}
+
+TEST(ConfigRedis, TimeSourceIsRedisUnlessTheFileSaysOtherwise) {
+  for (const char* yaml : {"store:\n  backend: redis\n",
+                           "store:\n  backend: redis\n  redis:\n    time_source: redis\n"}) {
+    const RedisStoreOptions o = store_options_from_file(yaml);
+    EXPECT_EQ(o.time_source, RedisTimeSource::kRedis) << yaml;
+    EXPECT_EQ(o.ttl_extra, std::chrono::milliseconds(0)) << yaml;
+  }
+}
+
+TEST(ConfigRedis, AnUnknownTimeSourceIsAnErrorAtItsPosition) {
+  EXPECT_EQ(errors_of("store:\n  redis:\n    time_source: ntp\n"),
+            std::vector<std::string>{
+                "t.yaml:3:18: store.redis.time_source: must be one of redis, local, got \"ntp\""});
 }
 
 }  // namespace
