@@ -145,16 +145,27 @@ TEST_F(Protocol, Http10ClosesAfterTheResponse) {
   EXPECT_TRUE(c->closed_by_peer());
 }
 
-TEST_F(Protocol, ClientThatDisconnectsMidRequestDoesNotDisturbOthers) {
+TEST_F(Protocol, ClientThatDisconnectsMidRequestChargesNothingAndDoesNotDisturbOthers) {
+  const std::string body = R"({"policy":"login","key":"aborted"})";
   {
+    // The whole JSON object, but Content-Length promises 100 bytes.
     auto c = server_->connect();
-    c->send_raw("POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"pol");
-  }  // closed with the body unsent
+    c->send_raw("POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n" + body);
+  }  // closed with the body unfinished
   {
     auto c = server_->connect();
     c->send_raw("GET /api/sea");
-  }
+  }  // closed mid request line
+  // Both connections are gone on the server's side too: the only one open is
+  // the admin connection asking.
+  ASSERT_TRUE(server_->wait_for_metric("sluice_open_connections", 1));
   expect_still_serving();
+  // Nothing was charged to the key: this first complete check leaves 4 of 5.
+  const HttpResponse check = server_->post("/v1/check", body);
+  EXPECT_EQ(check.status, 200);
+  EXPECT_EQ(
+      check.body,
+      R"({"allowed":true,"limit":5,"remaining":4,"reset_after_ms":3600000,"retry_after_ms":0})");
 }
 
 }  // namespace
