@@ -1,6 +1,6 @@
 // Graceful shutdown: SIGTERM stops accepting, lets the requests in flight
 // finish, closes idle connections, and the process exits 0; past
-// shutdown_grace what is left is cut.
+// shutdown_grace, or on a second signal, what is left is cut.
 #include <chrono>
 #include <csignal>
 #include <memory>
@@ -114,6 +114,33 @@ policies:
   ASSERT_TRUE(code.has_value()) << how;
   EXPECT_EQ(*code, 0);
   EXPECT_EQ(server->log().find("all connections drained"), std::string::npos) << server->log();
+}
+
+TEST(Shutdown, SecondSigtermDuringTheDrainStopsAtOnce) {
+  auto server = SluiceProcess::start(R"(
+server:
+  shutdown_grace: 60s
+policies:
+  login: {capacity: 5, refill_rate: 1/h}
+)");
+  ASSERT_NE(server, nullptr);
+  // The stuck request keeps the drain going for the whole 60 s grace.
+  auto stuck = stuck_request(*server);
+  server->send_signal(SIGTERM);
+  ASSERT_TRUE(server->wait_for_log("SIGTERM: no longer accepting"));
+  server->send_signal(SIGTERM);
+  // At once: long before the grace is over (the bound is for a loaded machine).
+  std::string how;
+  const std::optional<int> code = server->wait_exit(std::chrono::seconds(20), &how);
+  ASSERT_TRUE(code.has_value()) << how << "\n" << server->log();
+  EXPECT_EQ(*code, 0) << server->log();
+  const std::string log = server->log();
+  EXPECT_NE(log.find("second SIGTERM: stopping now"), std::string::npos) << log;
+  EXPECT_EQ(log.find("shutdown grace over"), std::string::npos) << log;
+  EXPECT_EQ(log.find("all connections drained"), std::string::npos) << log;
+  // The request in flight was cut, unanswered.
+  EXPECT_EQ(stuck->read_response().status, 0);
+  EXPECT_TRUE(stuck->closed_by_peer());
 }
 
 }  // namespace
