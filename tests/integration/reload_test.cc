@@ -112,8 +112,15 @@ TEST(Reload, ListenChangesAreReportedAsNeedingARestart) {
   auto server = SluiceProcess::start(kBefore);
   ASSERT_NE(server, nullptr);
   server->write_config_raw("listen: 127.0.0.1:1\nadmin: 127.0.0.1:0\n" + kBefore);
-  EXPECT_EQ(server->admin_post("/admin/reload").status, 200);
-  EXPECT_TRUE(server->wait_for_log("only after a restart"));
+  const HttpResponse r = server->admin_post("/admin/reload");
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body, R"({"reloaded":true,"generation":2})");  // the rest is in force
+  // Only the listen line changed, and only it is reported.
+  EXPECT_TRUE(server->wait_for_log(
+      "reload: listen changed from 127.0.0.1:0 to 127.0.0.1:1; this takes effect only after a "
+      "restart"))
+      << server->log();
+  EXPECT_EQ(server->log().find("admin changed"), std::string::npos) << server->log();
   // Still serving on the port it has.
   EXPECT_EQ(server->get("/a").status, 200);
 }
