@@ -143,13 +143,22 @@ TEST(Reset, AdminResetForgetsOnePolicyKey) {
 }
 
 TEST(Reset, AdminResetForgetsOneRouteClient) {
-  auto server = SluiceProcess::start(kBefore);
+  // 127.0.0.1 is a trusted proxy: X-Forwarded-For names another client.
+  auto server = SluiceProcess::start(kBefore + "client_ip:\n  trusted_proxies: [127.0.0.1]\n");
   ASSERT_NE(server, nullptr);
-  EXPECT_EQ(count_allowed(*server, "GET", "/a", 3), 2);
+  const Headers other = {{"X-Forwarded-For", "192.0.2.7"}};
+  EXPECT_EQ(count_allowed(*server, "GET", "/a", 3), 2);         // 127.0.0.1: /a exhausted
+  EXPECT_EQ(count_allowed(*server, "GET", "/a", 1, other), 1);  // 192.0.2.7: 1 of 2 left
+  EXPECT_EQ(count_allowed(*server, "GET", "/b", 1), 1);         // 127.0.0.1: /b 2 of 3 left
+
   const HttpResponse r =
       server->admin_post("/admin/reset", R"({"route":"GET /a","client":"ip:127.0.0.1"})");
   EXPECT_EQ(r.status, 200) << r.body;
-  EXPECT_EQ(count_allowed(*server, "GET", "/a", 3), 2);
+  EXPECT_EQ(r.body, R"({"reset":true,"had_state":true})");
+
+  EXPECT_EQ(count_allowed(*server, "GET", "/a", 3), 2);         // forgotten: a fresh 2
+  EXPECT_EQ(count_allowed(*server, "GET", "/a", 2, other), 1);  // the other client: kept
+  EXPECT_EQ(count_allowed(*server, "GET", "/b", 3), 2);         // the other route: kept
 }
 
 TEST(Reset, AdminResetErrors) {
