@@ -27,10 +27,13 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -106,6 +109,36 @@ inline bool wait_listening(uint16_t port, std::chrono::milliseconds timeout) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return false;
+}
+
+// Polls `done` until it is true; false after `timeout`.
+template <class Done>
+bool wait_until(Done done, std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+// How many TCP connections to 127.0.0.1:port are ESTABLISHED on this host
+// (/proc/net/tcp; the side that connected). One whose peer closed it is in
+// CLOSE_WAIT: the peer's FIN has reached its socket.
+inline int established_to(uint16_t port) {
+  char remote[16];
+  std::snprintf(remote, sizeof remote, "0100007F:%04X", port);
+  std::ifstream table("/proc/net/tcp");
+  std::string line;
+  std::getline(table, line);  // the column names
+  int count = 0;
+  while (std::getline(table, line)) {
+    std::istringstream fields(line);
+    std::string slot, local, rem, state;
+    fields >> slot >> local >> rem >> state;
+    if (rem == remote && state == "01") ++count;
+  }
+  return count;
 }
 
 // ---------------------------------------------------------------- DemoUpstream
@@ -209,6 +242,8 @@ class TestUpstream {
   uint16_t port() const { return port_; }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   int connections() const { return connections_.load(); }
+  // Connections it has closed, after its peer did or on its own.
+  int closed() const { return closed_.load(); }
   int requests() const { return requests_.load(); }
   // The header block (request line and fields, "\r\n" separated) of each request, in order.
   std::vector<std::string> request_heads() const {
@@ -321,9 +356,10 @@ class TestUpstream {
       if (mode_ == Mode::kCloseWhenIdle) return finish(fd);
     }
   }
-  static void finish(int fd) {
+  void finish(int fd) {
     ::shutdown(fd, SHUT_RDWR);
     ::close(fd);
+    closed_.fetch_add(1);
   }
 
   const Mode mode_;
@@ -332,6 +368,7 @@ class TestUpstream {
   std::atomic<bool> stop_{false};
   std::atomic<int> connections_{0};
   std::atomic<int> requests_{0};
+  std::atomic<int> closed_{0};
   mutable std::mutex mutex_;
   std::vector<std::string> heads_;
   std::vector<std::thread> threads_;

@@ -305,14 +305,18 @@ TEST(Gateway, PooledConnectionsTheUpstreamClosedWhileIdleAreNotUsed) {
   auto server = SluiceProcess::start(gateway_yaml(upstream.url(), ""));
   ASSERT_NE(server, nullptr);
   auto c = server->connect();
-  // POSTs are never sent twice, so each must go to a live connection: the
-  // pause lets the upstream's close arrive before the next request.
+  // POSTs are never sent twice, so each must go to a live connection: before
+  // the next request, the upstream has closed the pooled connection and the
+  // gateway's side of it has the FIN (it is in CLOSE_WAIT, no longer
+  // ESTABLISHED), so the pool's peek sees the close.
   for (int i = 1; i <= 10; ++i) {
     const HttpResponse r = c->request("POST", "/idle-closed");
     ASSERT_EQ(r.status, 200) << "request " << i << ": " << r.body;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const bool close_arrived =
+        wait_until([&] { return upstream.closed() == i && established_to(upstream.port()) == 0; });
+    ASSERT_TRUE(close_arrived) << "request " << i << ": closed " << upstream.closed();
   }
-  // Without the pause, a close may race with the request; a GET is then sent
+  // Without that wait, a close may race with the request; a GET is then sent
   // again on a new connection, so every GET succeeds too.
   for (int i = 1; i <= 10; ++i) {
     const HttpResponse r = c->request("GET", "/idle-closed");
