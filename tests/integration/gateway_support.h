@@ -7,7 +7,7 @@
 //   the demo cannot show: it counts connections and requests, records the
 //   request headers it received, and can misbehave on purpose (close a
 //   keep-alive connection, answer garbage, cut a body short, answer chunked,
-//   send hop-by-hop headers).
+//   send hop-by-hop headers), or hold its answers until the test releases them.
 //
 // Header-only, so that the test directories' CMake lists need no new source.
 // Every wait is bounded; destructors stop what was started.
@@ -26,6 +26,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -226,7 +227,11 @@ class TestUpstream {
   }
 
   ~TestUpstream() {
-    stop_ = true;
+    {
+      std::lock_guard<std::mutex> lock(gate_mutex_);
+      stop_ = true;
+    }
+    gate_.notify_all();
     if (accept_thread_.joinable()) accept_thread_.join();
     std::vector<std::thread> threads;
     {
@@ -245,6 +250,20 @@ class TestUpstream {
   // Connections it has closed, after its peer did or on its own.
   int closed() const { return closed_.load(); }
   int requests() const { return requests_.load(); }
+  // While held, requests are read and counted but answered only after
+  // release(): a response stays in flight, or several connections stay busy
+  // at once, for as long as a test needs.
+  void hold() {
+    std::lock_guard<std::mutex> lock(gate_mutex_);
+    held_ = true;
+  }
+  void release() {
+    {
+      std::lock_guard<std::mutex> lock(gate_mutex_);
+      held_ = false;
+    }
+    gate_.notify_all();
+  }
   // The header block (request line and fields, "\r\n" separated) of each request, in order.
   std::vector<std::string> request_heads() const {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -328,6 +347,10 @@ class TestUpstream {
         heads_.push_back(head);
       }
       if (mode_ == Mode::kCloseOnSecondRequest && on_this_connection == 2) return finish(fd);
+      {
+        std::unique_lock<std::mutex> lock(gate_mutex_);
+        gate_.wait(lock, [this] { return !held_ || stop_; });
+      }
       const std::string body = "{\"n\":" + std::to_string(n) + "}";
       switch (mode_) {
         case Mode::kGarbage:
@@ -369,6 +392,9 @@ class TestUpstream {
   std::atomic<int> connections_{0};
   std::atomic<int> requests_{0};
   std::atomic<int> closed_{0};
+  std::mutex gate_mutex_;
+  std::condition_variable gate_;
+  bool held_ = false;  // guarded by gate_mutex_
   mutable std::mutex mutex_;
   std::vector<std::string> heads_;
   std::vector<std::thread> threads_;
