@@ -8,6 +8,7 @@
 //   request headers it received, and can misbehave on purpose (close a
 //   keep-alive connection, answer garbage, cut a body short, answer chunked,
 //   send hop-by-hop headers), or hold its answers until the test releases them.
+// - UnansweredPort: a port where a TCP connect never completes.
 //
 // Header-only, so that the test directories' CMake lists need no new source.
 // Every wait is bounded; destructors stop what was started.
@@ -399,6 +400,58 @@ class TestUpstream {
   std::vector<std::string> heads_;
   std::vector<std::thread> threads_;
   std::thread accept_thread_;
+};
+
+// ---------------------------------------------------------------- UnansweredPort
+
+// A loopback port where a TCP connect never completes: a socket listening
+// with a backlog of 1 that never accepts, its accept queue filled by two
+// connections of its own. Linux drops the SYN of any further connect (no
+// SYN-ACK, no reset): the connecting side retransmits until its own timeout.
+class UnansweredPort {
+ public:
+  UnansweredPort() {
+    listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+        ::listen(listen_fd_, 1) != 0 ||
+        ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+      return;
+    }
+    for (int& fd : fillers_) {
+      fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return;
+    }
+    // Full once both handshakes are done: for a listening socket, tcpi_unacked
+    // is the length of its accept queue.
+    const bool full = wait_until([this] {
+      tcp_info info{};
+      socklen_t size = sizeof info;
+      return ::getsockopt(listen_fd_, IPPROTO_TCP, TCP_INFO, &info, &size) == 0 &&
+             info.tcpi_unacked == 2;
+    });
+    if (full) port_ = ntohs(a.sin_port);
+  }
+  ~UnansweredPort() {
+    for (int fd : fillers_) {
+      if (fd >= 0) ::close(fd);
+    }
+    if (listen_fd_ >= 0) ::close(listen_fd_);
+  }
+  UnansweredPort(const UnansweredPort&) = delete;
+  UnansweredPort& operator=(const UnansweredPort&) = delete;
+
+  // 0 if it could not be set up.
+  uint16_t port() const { return port_; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  int listen_fd_ = -1;
+  int fillers_[2] = {-1, -1};
+  uint16_t port_ = 0;
 };
 
 // ---------------------------------------------------------------- raw exchanges

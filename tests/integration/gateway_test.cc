@@ -12,11 +12,15 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The config of a gateway to `upstream_url`; `extra` is appended (routes, server...).
+// The config of a gateway to `upstream_url` (one worker thread); `extra` is
+// appended (routes, server...), `more_upstream` to the `upstream` mapping.
 std::string gateway_yaml(const std::string& upstream_url, const std::string& extra,
-                         const std::string& timeout = "5s") {
+                         const std::string& timeout = "5s",
+                         const std::string& connect_timeout = "1s",
+                         const std::string& more_upstream = "") {
   return "upstream:\n  url: " + upstream_url + "\n  timeout: " + timeout +
-         "\n  connect_timeout: 1s\nserver:\n  threads: 1\n  shutdown_grace: 20s\n" + extra;
+         "\n  connect_timeout: " + connect_timeout + "\n" + more_upstream +
+         "server:\n  threads: 1\n  shutdown_grace: 20s\n" + extra;
 }
 
 const std::string kHelloRoute = R"(
@@ -432,6 +436,29 @@ routes:
   ASSERT_TRUE(code.has_value()) << how << "\n" << server->log();
   EXPECT_EQ(*code, 0) << server->log();
   EXPECT_NE(server->log().find("all connections drained"), std::string::npos) << server->log();
+}
+
+TEST(Gateway, UpstreamThatNeverCompletesTheConnectGives502AtTheConnectTimeout) {
+  UnansweredPort nowhere;  // SYNs dropped: the connect neither fails nor completes
+  ASSERT_NE(nowhere.port(), 0);
+  auto server = SluiceProcess::start(gateway_yaml(nowhere.url(), kHelloRoute, "30s", "300ms"));
+  ASSERT_NE(server, nullptr);
+  auto c = server->connect();
+  const auto start = Clock::now();
+  const HttpResponse r = c->request("GET", "/api/hello");
+  const long long took = elapsed_ms(start);
+  EXPECT_EQ(r.status, 502);
+  EXPECT_EQ(r.header("Content-Type"), "application/json");
+  EXPECT_EQ(
+      r.body,
+      R"({"error":{"code":"UPSTREAM_UNAVAILABLE","message":"the upstream could not be reached within 300 ms"}})");
+  EXPECT_EQ(r.header("X-RateLimit-Remaining"), "2");
+  // It waited for connect_timeout (300 ms), and not for upstream.timeout
+  // (30 s); the upper bound is loose for a loaded machine.
+  EXPECT_GE(took, 300);
+  EXPECT_LT(took, 10000);
+  // The connection stays usable: the next request is answered the same way.
+  EXPECT_EQ(c->request("GET", "/api/hello").status, 502);
 }
 
 }  // namespace
