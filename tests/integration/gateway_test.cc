@@ -2,7 +2,9 @@
 // of the real demo upstream (examples/demo-upstream) or of a TestUpstream
 // when the test needs to count, inspect or misbehave.
 #include <csignal>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "gateway_support.h"
 #include "test_support.h"
@@ -459,6 +461,41 @@ TEST(Gateway, UpstreamThatNeverCompletesTheConnectGives502AtTheConnectTimeout) {
   EXPECT_LT(took, 10000);
   // The connection stays usable: the next request is answered the same way.
   EXPECT_EQ(c->request("GET", "/api/hello").status, 502);
+}
+
+TEST(Gateway, ThePoolKeepsAtMostMaxIdleConnectionsPerWorker) {
+  TestUpstream upstream;
+  ASSERT_NE(upstream.port(), 0);
+  auto server = SluiceProcess::start(
+      gateway_yaml(upstream.url(), "", "5s", "1s", "  max_idle_connections: 2\n"));
+  ASSERT_NE(server, nullptr);  // one worker: one pool
+
+  // Four requests at once, each held at the upstream: four upstream
+  // connections busy together. Then all four are answered.
+  const auto four_at_once = [&] {
+    const int before = upstream.requests();
+    upstream.hold();
+    std::vector<std::unique_ptr<HttpConnection>> clients;
+    for (int i = 0; i < 4; ++i) {
+      clients.push_back(server->connect());
+      clients.back()->send_request("GET", "/k");
+    }
+    EXPECT_TRUE(wait_until([&] { return upstream.requests() == before + 4; }))
+        << upstream.requests();
+    upstream.release();
+    for (auto& client : clients) EXPECT_EQ(client->read_response().status, 200);
+  };
+
+  four_at_once();
+  EXPECT_EQ(upstream.connections(), 4);
+  // Back in the pool, the two oldest beyond max_idle_connections are closed.
+  EXPECT_TRUE(wait_until([&] { return upstream.closed() == 2; })) << upstream.closed();
+
+  // The two kept are reused: four at once again take them and open two more.
+  four_at_once();
+  EXPECT_EQ(upstream.connections(), 6);
+  EXPECT_TRUE(wait_until([&] { return upstream.closed() == 4; })) << upstream.closed();
+  EXPECT_EQ(upstream.requests(), 8);
 }
 
 }  // namespace
