@@ -8,7 +8,8 @@
 //   request headers it received, and can misbehave on purpose (close a
 //   keep-alive connection, answer garbage, cut a body short, answer chunked,
 //   send hop-by-hop headers), or hold its answers until the test releases them.
-// - UnansweredPort: a port where a TCP connect never completes.
+// - RefusingPort, UnansweredPort: ports where a TCP connect is refused at
+//   once, or never completes.
 //
 // Header-only, so that the test directories' CMake lists need no new source.
 // Every wait is bounded; destructors stop what was started.
@@ -400,6 +401,39 @@ class TestUpstream {
   std::vector<std::string> heads_;
   std::vector<std::thread> threads_;
   std::thread accept_thread_;
+};
+
+// ---------------------------------------------------------------- RefusingPort
+
+// A loopback port that refuses connections: held by a bound socket that does
+// not listen, so a connect gets a reset at once, and no other program can
+// bind the port while the test runs (as one could a port picked and released).
+class RefusingPort {
+ public:
+  RefusingPort() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+      port_ = ntohs(a.sin_port);
+    }
+  }
+  ~RefusingPort() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  RefusingPort(const RefusingPort&) = delete;
+  RefusingPort& operator=(const RefusingPort&) = delete;
+
+  // 0 if it could not be set up.
+  uint16_t port() const { return port_; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  int fd_ = -1;
+  uint16_t port_ = 0;
 };
 
 // ---------------------------------------------------------------- UnansweredPort
