@@ -454,19 +454,19 @@ TEST(RlsServe, TheEnvoyExampleDecides) {
 TEST(RlsServe, SigtermStopsTheGrpcServerAndExitsZero) {
   DescriptorDir dir;
   dir.write("api.yaml", kApiDescriptors);
-  auto server = SluiceProcess::start(rls_yaml(dir));
+  auto server = SluiceProcess::start("grpc: 127.0.0.1:0\nrls:\n  config_dir: " + dir.path() +
+                                     "\nserver:\n  shutdown_grace: 60s\n");
   ASSERT_NE(server, nullptr);
   RlsClient client(grpc_port(server->log()));
   EXPECT_EQ(client.call(request("api", {{{"client", "z"}}})).overall_code(), OK);
-  const auto start = std::chrono::steady_clock::now();
   server->send_signal(SIGTERM);
+  // No call in flight: the exit does not wait for shutdown_grace (60 s),
+  // though this client keeps its connection open. The 20 s bound leaves a
+  // loaded machine and the sanitizers' exit their time.
   std::string how;
   const std::optional<int> code = server->wait_exit(std::chrono::seconds(20), &how);
   ASSERT_TRUE(code.has_value()) << how;
   EXPECT_EQ(*code, 0);
-  // No call in flight: the exit does not wait for shutdown_grace (2 s), though
-  // this client keeps its connection open.
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(1000));
   const std::string log = server->log();
   EXPECT_NE(log.find("grpc: no longer accepting"), std::string::npos) << log;
   EXPECT_NE(log.find("grpc stopped"), std::string::npos) << log;
