@@ -150,8 +150,10 @@ async function topKeys(page) {
 
 const text = (page, selector) => page.textContent(selector);
 
-// Waits until the page shows `expected` (deepEqual) for `read(page)`.
-async function showsEventually(what, read, expected, timeoutMs = 5000) {
+// Waits until the page shows `expected` (deepEqual) for `read(page)`. The page
+// polls once a second; the bound leaves a loaded machine (the sanitizers,
+// ctest -j) its margin.
+async function showsEventually(what, read, expected, timeoutMs = 15000) {
   let last;
   try {
     await until(what, async () => {
@@ -228,14 +230,23 @@ test('the dashboard shows exact live counts, follows new decisions and survives 
     assert.equal(await page.isHidden('#no-keys'), true);
 
     // More decisions: the same document follows them (no reload).
-    await page.evaluate(() => { window.sameDocument = true; });
+    await page.evaluate(() => {
+      window.sameDocument = true;
+      // The poll that spans the new decisions shows a login rate above zero
+      // until the next poll: noted here when the page writes it, so that a
+      // slow test cannot miss it.
+      window.sawLoginRate = false;
+      new MutationObserver(() => {
+        const row = [...document.querySelectorAll('#routes tbody tr')]
+          .find((tr) => tr.dataset.name === 'policy:login');
+        if (row && Number(row.querySelector('.rate').textContent) > 0) window.sawLoginRate = true;
+      }).observe(document.querySelector('#routes tbody'),
+        { childList: true, subtree: true, characterData: true });
+    });
     assert.deepEqual(await check(server, 'user:42', 4), repeat(429, 4));
     assert.deepEqual(await check(server, 'user:7', 3), repeat(200, 3));
-    // One poll spans the 7 decisions: the login row shows a rate above zero.
-    await until('a decision rate above zero', async () => {
-      const row = await routeRow(page, 'policy:login');
-      return row && Number(row.rate) > 0;
-    }, 5000);
+    await until('a decision rate above zero', () => page.evaluate(() => window.sawLoginRate),
+      15000);
     await showsEventually('the new login counts', () => routeRow(page, 'policy:login'),
       { allowed: '8', denied: '7', errors: '0', rate: '0.0' });
     assert.deepEqual((await topKeys(page))[0], { key: 'policy:login|user:42', count: '7' });
