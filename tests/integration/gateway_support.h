@@ -47,21 +47,33 @@ extern char** environ;
 
 namespace sluice::test {
 
-// A loopback TCP port that was free a moment ago (bound to port 0, then
-// released). For programs that cannot bind port 0 and report it.
-inline uint16_t pick_free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+// The address 127.0.0.1:port.
+inline sockaddr_in loopback_address(uint16_t port) {
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
+  a.sin_port = htons(port);
+  return a;
+}
+
+// A TCP socket bound to 127.0.0.1 on a port the kernel picks, which is put in
+// `port` (0 if the bind failed; the socket is returned all the same).
+inline int bound_loopback_socket(uint16_t& port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a = loopback_address(0);
   socklen_t len = sizeof a;
+  port = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+                 ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0
+             ? ntohs(a.sin_port)
+             : 0;
+  return fd;
+}
+
+// A loopback TCP port that was free a moment ago (bound to port 0, then
+// released). For programs that cannot bind port 0 and report it.
+inline uint16_t pick_free_port() {
   uint16_t port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-    port = ntohs(a.sin_port);
-  }
-  ::close(fd);
+  ::close(bound_loopback_socket(port));
   return port;
 }
 
@@ -410,17 +422,7 @@ class TestUpstream {
 // bind the port while the test runs (as one could a port picked and released).
 class RefusingPort {
  public:
-  RefusingPort() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-      port_ = ntohs(a.sin_port);
-    }
-  }
+  RefusingPort() { fd_ = bound_loopback_socket(port_); }
   ~RefusingPort() {
     if (fd_ >= 0) ::close(fd_);
   }
@@ -445,19 +447,13 @@ class RefusingPort {
 class UnansweredPort {
  public:
   UnansweredPort() {
-    listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-        ::listen(listen_fd_, 1) != 0 ||
-        ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-      return;
-    }
+    uint16_t port = 0;
+    listen_fd_ = bound_loopback_socket(port);
+    if (port == 0 || ::listen(listen_fd_, 1) != 0) return;
+    const sockaddr_in a = loopback_address(port);
     for (int& fd : fillers_) {
       fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-      if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return;
+      if (::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) return;
     }
     // Full once both handshakes are done: for a listening socket, tcpi_unacked
     // is the length of its accept queue.
@@ -467,7 +463,7 @@ class UnansweredPort {
       return ::getsockopt(listen_fd_, IPPROTO_TCP, TCP_INFO, &info, &size) == 0 &&
              info.tcpi_unacked == 2;
     });
-    if (full) port_ = ntohs(a.sin_port);
+    if (full) port_ = port;
   }
   ~UnansweredPort() {
     for (int fd : fillers_) {
@@ -495,12 +491,9 @@ class UnansweredPort {
 inline std::string raw_exchange(uint16_t port, const std::string& bytes,
                                 std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(port);
+  const sockaddr_in a = loopback_address(port);
   std::string out;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) {
     ::close(fd);
     return out;
   }
