@@ -280,15 +280,17 @@ TEST(Gateway, UpstreamSlowerThanTheTimeoutGives504) {
   ASSERT_NE(server, nullptr);
   auto c = server->connect();
   const auto start = Clock::now();
-  const HttpResponse r = c->request("GET", "/api/hello?delay_ms=3000");
+  const HttpResponse r = c->request("GET", "/api/hello?delay_ms=30000");
   const long long took = elapsed_ms(start);
   EXPECT_EQ(r.status, 504);
   EXPECT_EQ(
       r.body,
       R"({"error":{"code":"UPSTREAM_TIMEOUT","message":"the upstream did not answer within 300 ms"}})");
   EXPECT_EQ(r.header("X-RateLimit-Remaining"), "2");
+  // At the timeout, not when the upstream answers (30 s); the upper bound
+  // leaves a loaded machine its margin.
   EXPECT_GE(took, 300);
-  EXPECT_LT(took, 2500);
+  EXPECT_LT(took, 10000);
   // A fast request right after works (the timed-out connection was not pooled).
   const HttpResponse fast = c->request("GET", "/api/hello");
   EXPECT_EQ(fast.status, 200);
@@ -396,17 +398,23 @@ TEST(Gateway, HeadAndHttp10Requests) {
   ASSERT_NE(demo.port(), 0);
   auto server = SluiceProcess::start(gateway_yaml(demo.url(), ""));
   ASSERT_NE(server, nullptr);
-  // HEAD: the upstream's Content-Length, no body, and the connection stays open
-  // (raw_exchange returns at the timeout: nothing more arrived).
-  const std::string head = raw_exchange(server->port(), "HEAD /h HTTP/1.1\r\nHost: x\r\n\r\n",
-                                        std::chrono::milliseconds(500));
-  const size_t end = head.find("\r\n\r\n");
-  ASSERT_NE(end, std::string::npos) << head;
+  // HEAD: the upstream's Content-Length, no body, and the connection stays
+  // open: a GET sent right behind it on the same connection is answered
+  // next, its status line straight after the HEAD's header block.
+  const std::string both =
+      raw_exchange(server->port(),
+                   "HEAD /h HTTP/1.1\r\nHost: x\r\n\r\n"
+                   "GET /after HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  const size_t end = both.find("\r\n\r\n");
+  ASSERT_NE(end, std::string::npos) << both;
+  const std::string head = both.substr(0, end + 4);
   EXPECT_EQ(head.substr(0, 15), "HTTP/1.1 200 OK");
   EXPECT_TRUE(
       contains_ci(head, "Content-Length: " + std::to_string(demo_body("HEAD", "/h").size())))
       << head;
-  EXPECT_EQ(head.size(), end + 4);  // no body bytes
+  const std::string after = both.substr(end + 4);
+  EXPECT_EQ(after.substr(0, 15), "HTTP/1.1 200 OK") << both;  // no body bytes before it
+  EXPECT_EQ(after.substr(after.find("\r\n\r\n") + 4), demo_body("GET", "/after")) << both;
   // HTTP/1.0 without keep-alive: answered, then closed.
   const std::string r10 = raw_exchange(server->port(), "GET /old HTTP/1.0\r\n\r\n");
   EXPECT_EQ(r10.substr(0, 15), "HTTP/1.0 200 OK");
