@@ -30,10 +30,24 @@ class Clock {
 // algorithms count time that runs backwards as no time passing.
 class SystemClock final : public Clock {
  public:
+  // The raw wall time in nanoseconds since the Unix epoch, before the hold.
+  using WallSource = Nanos (*)();
+
+  // Reads std::chrono::system_clock.
+  SystemClock() = default;
+  // Reads `wall` instead (a test's wall clock that steps back). The latest
+  // value is held per thread for every SystemClock of that thread, as they
+  // all read one wall clock: a test reads an injected one on a thread of its
+  // own.
+  explicit SystemClock(WallSource wall) : wall_(wall) {}
+
   Nanos now() const override;
 
-  // A process-wide instance.
+  // A process-wide instance on std::chrono::system_clock.
   static SystemClock& instance();
+
+ private:
+  WallSource wall_ = nullptr;  // null: std::chrono::system_clock
 };
 
 // A clock that only moves when told to. For tests and simulations.

@@ -4,8 +4,10 @@ namespace sluice {
 
 Nanos SystemClock::now() const {
   const int64_t wall =
-      std::chrono::duration_cast<Nanos>(std::chrono::system_clock::now().time_since_epoch())
-          .count();
+      wall_ == nullptr
+          ? std::chrono::duration_cast<Nanos>(std::chrono::system_clock::now().time_since_epoch())
+                .count()
+          : wall_().count();
   // Hold at the latest value this thread saw if the wall clock stepped back:
   // elapsed time seen by the algorithms must never be negative. Per thread,
   // not one shared atomic: a shared one is written by every call and its

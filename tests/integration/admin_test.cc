@@ -117,6 +117,30 @@ TEST_F(Admin, DenialsAreLoggedAtABoundedRate) {
       << stats.body;
 }
 
+TEST(KeysHeld, MemoryKeysWhoseStateIsFullAgainAreDroppedPeriodically) {
+  // `brief` is full again 5 s after a request, `lasting` an hour after.
+  auto server = SluiceProcess::start(R"(
+policies:
+  brief: {capacity: 1, refill_rate: 1/5s}
+  lasting: {capacity: 1, refill_rate: 1/h}
+)");
+  ASSERT_NE(server, nullptr);
+  for (const std::string body :
+       {R"({"policy":"brief","key":"a"})", R"({"policy":"brief","key":"b"})",
+        R"({"policy":"brief","key":"c"})"}) {
+    EXPECT_EQ(server->post("/v1/check", body).status, 200);
+  }
+  EXPECT_EQ(server->post("/v1/check", R"({"policy":"lasting","key":"z"})").status, 200);
+  EXPECT_EQ(server->metric("sluice_keys_held"), 4);
+  // No request comes after these: only the periodic collection (once a
+  // second) can drop the three brief states, 5 to 7 s from now. The bound
+  // leaves a loaded machine its margin.
+  EXPECT_TRUE(server->wait_for_metric("sluice_keys_held", 1, std::chrono::seconds(30)))
+      << server->metric("sluice_keys_held");
+  // The lasting state was kept: its one request is still spent.
+  EXPECT_EQ(server->post("/v1/check", R"({"policy":"lasting","key":"z"})").status, 429);
+}
+
 TEST(AccessLog, OneLinePerRequestWhenEnabled) {
   auto server = SluiceProcess::start(R"(
 logging: {access_log: true}

@@ -7,7 +7,9 @@
 //   the demo cannot show: it counts connections and requests, records the
 //   request headers it received, and can misbehave on purpose (close a
 //   keep-alive connection, answer garbage, cut a body short, answer chunked,
-//   send hop-by-hop headers).
+//   send hop-by-hop headers), or hold its answers until the test releases them.
+// - RefusingPort, UnansweredPort: ports where a TCP connect is refused at
+//   once, or never completes.
 //
 // Header-only, so that the test directories' CMake lists need no new source.
 // Every wait is bounded; destructors stop what was started.
@@ -26,11 +28,15 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -41,21 +47,33 @@ extern char** environ;
 
 namespace sluice::test {
 
-// A loopback TCP port that was free a moment ago (bound to port 0, then
-// released). For programs that cannot bind port 0 and report it.
-inline uint16_t pick_free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+// The address 127.0.0.1:port.
+inline sockaddr_in loopback_address(uint16_t port) {
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
+  a.sin_port = htons(port);
+  return a;
+}
+
+// A TCP socket bound to 127.0.0.1 on a port the kernel picks, which is put in
+// `port` (0 if the bind failed; the socket is returned all the same).
+inline int bound_loopback_socket(uint16_t& port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a = loopback_address(0);
   socklen_t len = sizeof a;
+  port = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+                 ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0
+             ? ntohs(a.sin_port)
+             : 0;
+  return fd;
+}
+
+// A loopback TCP port that was free a moment ago (bound to port 0, then
+// released). For programs that cannot bind port 0 and report it.
+inline uint16_t pick_free_port() {
   uint16_t port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-    port = ntohs(a.sin_port);
-  }
-  ::close(fd);
+  ::close(bound_loopback_socket(port));
   return port;
 }
 
@@ -106,6 +124,36 @@ inline bool wait_listening(uint16_t port, std::chrono::milliseconds timeout) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return false;
+}
+
+// Polls `done` until it is true; false after `timeout`.
+template <class Done>
+bool wait_until(Done done, std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+// How many TCP connections to 127.0.0.1:port are ESTABLISHED on this host
+// (/proc/net/tcp; the side that connected). One whose peer closed it is in
+// CLOSE_WAIT: the peer's FIN has reached its socket.
+inline int established_to(uint16_t port) {
+  char remote[16];
+  std::snprintf(remote, sizeof remote, "0100007F:%04X", port);
+  std::ifstream table("/proc/net/tcp");
+  std::string line;
+  std::getline(table, line);  // the column names
+  int count = 0;
+  while (std::getline(table, line)) {
+    std::istringstream fields(line);
+    std::string slot, local, rem, state;
+    fields >> slot >> local >> rem >> state;
+    if (rem == remote && state == "01") ++count;
+  }
+  return count;
 }
 
 // ---------------------------------------------------------------- DemoUpstream
@@ -193,7 +241,11 @@ class TestUpstream {
   }
 
   ~TestUpstream() {
-    stop_ = true;
+    {
+      std::lock_guard<std::mutex> lock(gate_mutex_);
+      stop_ = true;
+    }
+    gate_.notify_all();
     if (accept_thread_.joinable()) accept_thread_.join();
     std::vector<std::thread> threads;
     {
@@ -209,7 +261,23 @@ class TestUpstream {
   uint16_t port() const { return port_; }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   int connections() const { return connections_.load(); }
+  // Connections it has closed, after its peer did or on its own.
+  int closed() const { return closed_.load(); }
   int requests() const { return requests_.load(); }
+  // While held, requests are read and counted but answered only after
+  // release(): a response stays in flight, or several connections stay busy
+  // at once, for as long as a test needs.
+  void hold() {
+    std::lock_guard<std::mutex> lock(gate_mutex_);
+    held_ = true;
+  }
+  void release() {
+    {
+      std::lock_guard<std::mutex> lock(gate_mutex_);
+      held_ = false;
+    }
+    gate_.notify_all();
+  }
   // The header block (request line and fields, "\r\n" separated) of each request, in order.
   std::vector<std::string> request_heads() const {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -293,6 +361,10 @@ class TestUpstream {
         heads_.push_back(head);
       }
       if (mode_ == Mode::kCloseOnSecondRequest && on_this_connection == 2) return finish(fd);
+      {
+        std::unique_lock<std::mutex> lock(gate_mutex_);
+        gate_.wait(lock, [this] { return !held_ || stop_; });
+      }
       const std::string body = "{\"n\":" + std::to_string(n) + "}";
       switch (mode_) {
         case Mode::kGarbage:
@@ -321,9 +393,10 @@ class TestUpstream {
       if (mode_ == Mode::kCloseWhenIdle) return finish(fd);
     }
   }
-  static void finish(int fd) {
+  void finish(int fd) {
     ::shutdown(fd, SHUT_RDWR);
     ::close(fd);
+    closed_.fetch_add(1);
   }
 
   const Mode mode_;
@@ -332,10 +405,83 @@ class TestUpstream {
   std::atomic<bool> stop_{false};
   std::atomic<int> connections_{0};
   std::atomic<int> requests_{0};
+  std::atomic<int> closed_{0};
+  std::mutex gate_mutex_;
+  std::condition_variable gate_;
+  bool held_ = false;  // guarded by gate_mutex_
   mutable std::mutex mutex_;
   std::vector<std::string> heads_;
   std::vector<std::thread> threads_;
   std::thread accept_thread_;
+};
+
+// ---------------------------------------------------------------- RefusingPort
+
+// A loopback port that refuses connections: held by a bound socket that does
+// not listen, so a connect gets a reset at once, and no other program can
+// bind the port while the test runs (as one could a port picked and released).
+class RefusingPort {
+ public:
+  RefusingPort() { fd_ = bound_loopback_socket(port_); }
+  ~RefusingPort() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  RefusingPort(const RefusingPort&) = delete;
+  RefusingPort& operator=(const RefusingPort&) = delete;
+
+  // 0 if it could not be set up.
+  uint16_t port() const { return port_; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  int fd_ = -1;
+  uint16_t port_ = 0;
+};
+
+// ---------------------------------------------------------------- UnansweredPort
+
+// A loopback port where a TCP connect never completes: a socket listening
+// with a backlog of 1 that never accepts, its accept queue filled by two
+// connections of its own. Linux drops the SYN of any further connect (no
+// SYN-ACK, no reset): the connecting side retransmits until its own timeout.
+class UnansweredPort {
+ public:
+  UnansweredPort() {
+    uint16_t port = 0;
+    listen_fd_ = bound_loopback_socket(port);
+    if (port == 0 || ::listen(listen_fd_, 1) != 0) return;
+    const sockaddr_in a = loopback_address(port);
+    for (int& fd : fillers_) {
+      fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      if (::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) return;
+    }
+    // Full once both handshakes are done: for a listening socket, tcpi_unacked
+    // is the length of its accept queue.
+    const bool full = wait_until([this] {
+      tcp_info info{};
+      socklen_t size = sizeof info;
+      return ::getsockopt(listen_fd_, IPPROTO_TCP, TCP_INFO, &info, &size) == 0 &&
+             info.tcpi_unacked == 2;
+    });
+    if (full) port_ = port;
+  }
+  ~UnansweredPort() {
+    for (int fd : fillers_) {
+      if (fd >= 0) ::close(fd);
+    }
+    if (listen_fd_ >= 0) ::close(listen_fd_);
+  }
+  UnansweredPort(const UnansweredPort&) = delete;
+  UnansweredPort& operator=(const UnansweredPort&) = delete;
+
+  // 0 if it could not be set up.
+  uint16_t port() const { return port_; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  int listen_fd_ = -1;
+  int fillers_[2] = {-1, -1};
+  uint16_t port_ = 0;
 };
 
 // ---------------------------------------------------------------- raw exchanges
@@ -345,12 +491,9 @@ class TestUpstream {
 inline std::string raw_exchange(uint16_t port, const std::string& bytes,
                                 std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(port);
+  const sockaddr_in a = loopback_address(port);
   std::string out;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) {
     ::close(fd);
     return out;
   }

@@ -123,6 +123,44 @@ TEST_F(Protocol, KeepAliveServesSeveralRequestsOnOneConnection) {
   EXPECT_EQ(c->request("GET", "/api/search").status, 200);
 }
 
+TEST(KeepAlive, AConnectionIdlePastIdleTimeoutIsClosedQuietly) {
+  auto server = SluiceProcess::start(R"(
+server:
+  idle_timeout: 1s
+  header_timeout: 30s
+)");
+  ASSERT_NE(server, nullptr);
+  auto c = server->connect();
+  const auto sent = std::chrono::steady_clock::now();
+  ASSERT_EQ(c->request("GET", "/a").status, 200);
+  // Idle from its response on: closed after idle_timeout (1 s), with no
+  // answer (read_response gets none), long before header_timeout (30 s).
+  EXPECT_EQ(c->read_response(std::chrono::seconds(20)).status, 0);
+  EXPECT_GE(std::chrono::steady_clock::now() - sent, std::chrono::seconds(1));
+  EXPECT_TRUE(c->closed_by_peer(std::chrono::seconds(1)));
+  EXPECT_EQ(server->metric(R"(sluice_http_rejected_total{reason="timeout"})"), 0);
+}
+
+TEST(KeepAlive, AConnectionIdleWithinIdleTimeoutIsReusedPastHeaderTimeout) {
+  auto server = SluiceProcess::start(R"(
+server:
+  idle_timeout: 60s
+  header_timeout: 1s
+)");
+  ASSERT_NE(server, nullptr);
+  auto kept = server->connect();
+  ASSERT_EQ(kept->request("GET", "/a").status, 200);
+  // A new connection that sends nothing is closed header_timeout (1 s) after
+  // its accept...
+  auto silent = server->connect();
+  EXPECT_TRUE(silent->closed_by_peer(std::chrono::seconds(20)));
+  // ... by then `kept` has waited longer than that between two requests, and
+  // idle_timeout (60 s) applies to it: the same connection serves again.
+  const HttpResponse again = kept->request("GET", "/a");
+  EXPECT_EQ(again.status, 200);
+  EXPECT_FALSE(again.has_header("Connection"));
+}
+
 TEST_F(Protocol, PipelinedRequestsAreAnsweredInOrder) {
   auto c = server_->connect();
   c->send_raw(
@@ -145,16 +183,27 @@ TEST_F(Protocol, Http10ClosesAfterTheResponse) {
   EXPECT_TRUE(c->closed_by_peer());
 }
 
-TEST_F(Protocol, ClientThatDisconnectsMidRequestDoesNotDisturbOthers) {
+TEST_F(Protocol, ClientThatDisconnectsMidRequestChargesNothingAndDoesNotDisturbOthers) {
+  const std::string body = R"({"policy":"login","key":"aborted"})";
   {
+    // The whole JSON object, but Content-Length promises 100 bytes.
     auto c = server_->connect();
-    c->send_raw("POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"pol");
-  }  // closed with the body unsent
+    c->send_raw("POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n" + body);
+  }  // closed with the body unfinished
   {
     auto c = server_->connect();
     c->send_raw("GET /api/sea");
-  }
+  }  // closed mid request line
+  // Both connections are gone on the server's side too: the only one open is
+  // the admin connection asking.
+  ASSERT_TRUE(server_->wait_for_metric("sluice_open_connections", 1));
   expect_still_serving();
+  // Nothing was charged to the key: this first complete check leaves 4 of 5.
+  const HttpResponse check = server_->post("/v1/check", body);
+  EXPECT_EQ(check.status, 200);
+  EXPECT_EQ(
+      check.body,
+      R"({"allowed":true,"limit":5,"remaining":4,"reset_after_ms":3600000,"retry_after_ms":0})");
 }
 
 }  // namespace

@@ -112,8 +112,15 @@ TEST(Reload, ListenChangesAreReportedAsNeedingARestart) {
   auto server = SluiceProcess::start(kBefore);
   ASSERT_NE(server, nullptr);
   server->write_config_raw("listen: 127.0.0.1:1\nadmin: 127.0.0.1:0\n" + kBefore);
-  EXPECT_EQ(server->admin_post("/admin/reload").status, 200);
-  EXPECT_TRUE(server->wait_for_log("only after a restart"));
+  const HttpResponse r = server->admin_post("/admin/reload");
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body, R"({"reloaded":true,"generation":2})");  // the rest is in force
+  // Only the listen line changed, and only it is reported.
+  EXPECT_TRUE(server->wait_for_log(
+      "reload: listen changed from 127.0.0.1:0 to 127.0.0.1:1; this takes effect only after a "
+      "restart"))
+      << server->log();
+  EXPECT_EQ(server->log().find("admin changed"), std::string::npos) << server->log();
   // Still serving on the port it has.
   EXPECT_EQ(server->get("/a").status, 200);
 }
@@ -136,13 +143,22 @@ TEST(Reset, AdminResetForgetsOnePolicyKey) {
 }
 
 TEST(Reset, AdminResetForgetsOneRouteClient) {
-  auto server = SluiceProcess::start(kBefore);
+  // 127.0.0.1 is a trusted proxy: X-Forwarded-For names another client.
+  auto server = SluiceProcess::start(kBefore + "client_ip:\n  trusted_proxies: [127.0.0.1]\n");
   ASSERT_NE(server, nullptr);
-  EXPECT_EQ(count_allowed(*server, "GET", "/a", 3), 2);
+  const Headers other = {{"X-Forwarded-For", "192.0.2.7"}};
+  EXPECT_EQ(count_allowed(*server, "GET", "/a", 3), 2);         // 127.0.0.1: /a exhausted
+  EXPECT_EQ(count_allowed(*server, "GET", "/a", 1, other), 1);  // 192.0.2.7: 1 of 2 left
+  EXPECT_EQ(count_allowed(*server, "GET", "/b", 1), 1);         // 127.0.0.1: /b 2 of 3 left
+
   const HttpResponse r =
       server->admin_post("/admin/reset", R"({"route":"GET /a","client":"ip:127.0.0.1"})");
   EXPECT_EQ(r.status, 200) << r.body;
-  EXPECT_EQ(count_allowed(*server, "GET", "/a", 3), 2);
+  EXPECT_EQ(r.body, R"({"reset":true,"had_state":true})");
+
+  EXPECT_EQ(count_allowed(*server, "GET", "/a", 3), 2);         // forgotten: a fresh 2
+  EXPECT_EQ(count_allowed(*server, "GET", "/a", 2, other), 1);  // the other client: kept
+  EXPECT_EQ(count_allowed(*server, "GET", "/b", 3), 2);         // the other route: kept
 }
 
 TEST(Reset, AdminResetErrors) {

@@ -76,6 +76,9 @@ class SluiceProcess {
   // The value of one series in /metrics, e.g.
   // metric(R"(sluice_requests_total{route="GET /a",result="allowed"})"); -1 if absent.
   long long metric(const std::string& series) const;
+  // Waits until metric(series) is `value`; false after `timeout`.
+  bool wait_for_metric(const std::string& series, long long value,
+                       std::chrono::milliseconds timeout = std::chrono::seconds(10)) const;
 
   // Runs `sluice serve --config <file with yaml verbatim>` and returns its exit
   // code and stderr (for configs that must be refused at startup).

@@ -86,5 +86,20 @@ TEST(FixedWindow, AStateFromAnEarlierWindowCountsAsEmpty) {
   EXPECT_EQ(step.next.count, 1);
 }
 
+// A `now` before an earlier request's (the caller's clock stepped back):
+// the later window the state is in keeps counting, and its end is measured
+// from the earlier `now`.
+TEST(FixedWindow, TimeRunningBackIntoAnEarlierWindowKeepsCountingInTheLaterOne) {
+  Model m(must(Limit::fixed_window(10, 1min)));
+  EXPECT_EQ(m.apply(kNoon + 30s, 4), allowed(10, 6, 30s));
+  // 11:59:50 is in the window before noon's: still noon's window, 4 counted,
+  // and it ends at 12:01:00, 70 s away.
+  EXPECT_EQ(m.apply(kNoon - 10s, 3), allowed(10, 3, 70s));
+  EXPECT_EQ(m.apply(kNoon - 10s, 4), denied(10, 3, 70s, 70s));
+  // Back in noon's window: the 7 counted while time ran backwards are there.
+  EXPECT_EQ(m.apply(kNoon + 31s, 3), allowed(10, 0, 29s));
+  EXPECT_EQ(m.apply(kNoon + 31s, 1), denied(10, 0, 29s, 29s));
+}
+
 }  // namespace
 }  // namespace sluice

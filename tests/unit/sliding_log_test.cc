@@ -75,6 +75,23 @@ TEST(SlidingLog, CommitDropsExpiredEntries) {
   EXPECT_EQ(log.total_cost(), 2u);
 }
 
+// A `now` before the newest entry (the caller's clock stepped back): the
+// request joins the newest entry, so the log stays sorted and it leaves the
+// window with that entry, one window after the newest time seen.
+TEST(SlidingLog, TimeRunningBackJoinsTheNewestEntry) {
+  Model m(must(Limit::sliding_log(3, 10s)));
+  EXPECT_EQ(m.apply(kNoon + 5s, 1), allowed(3, 2, 10s));
+  // Back to +2 s: the newest entry (+5 s) leaves at +15 s, 13 s away.
+  EXPECT_EQ(m.apply(kNoon + 2s, 1), allowed(3, 1, 13s));
+  EXPECT_EQ(m.apply(kNoon + 1s, 1), allowed(3, 0, 14s));
+  EXPECT_EQ(m.apply(kNoon + 1s, 1), denied(3, 0, 14s, 14s));
+  // Recorded at +1 s and +2 s they would have left by +12 s; joined to +5 s
+  // they stay until +15 s.
+  EXPECT_EQ(m.apply(kNoon + 12s, 1), denied(3, 0, 3s, 3s));
+  EXPECT_FALSE(m.apply(kNoon + 15s - 1ns, 1).allowed);
+  EXPECT_EQ(m.apply(kNoon + 15s, 3), allowed(3, 0, 10s));
+}
+
 struct WindowParams {
   const char* name;
   uint64_t limit;

@@ -110,6 +110,23 @@ TEST(SlidingWindow, AStateTwoWindowsOldCountsAsEmpty) {
 
 // Regression: with a limit larger than the window in nanoseconds, the wait
 // into the next window came out negative (retry_after -1 ns for a denial).
+// A `now` before an earlier request's (the caller's clock stepped back): the
+// later window the state is in keeps counting, and as no time of it has
+// passed, its previous window weighs in full.
+TEST(SlidingWindow, TimeRunningBackIntoAnEarlierWindowKeepsCountingInTheLaterOne) {
+  Model m(must(Limit::sliding_window(10, 1min)));
+  ASSERT_EQ(m.apply(kNoon - 30s, 6), allowed(10, 4, 90s));
+  // At 12:00:30 the 6 before noon weigh 6 * 30/60 = 3: 3 + 1 -> 6 left.
+  EXPECT_EQ(m.apply(kNoon + 30s, 1), allowed(10, 6, 90s));
+  // Back at 11:59:30: still noon's window (1 counted), the 6 weigh 6 * 60/60:
+  // 6 + 1 + 1 -> 2 left. This window's count is gone at 12:02:00, 150 s away.
+  EXPECT_EQ(m.apply(kNoon - 30s, 1), allowed(10, 2, 150s));
+  // 6 + 2 + 3 > 10. At 12:00:10 the 6 weigh 5: 5 + 2 + 3 = 10 fits, 40 s away.
+  EXPECT_EQ(m.apply(kNoon - 30s, 3), denied(10, 2, 150s, 40s));
+  EXPECT_FALSE(m.apply(kNoon + 10s - 1ns, 3).allowed);
+  EXPECT_EQ(m.apply(kNoon + 10s, 3), allowed(10, 0, 110s));
+}
+
 TEST(SlidingWindow, RetryAfterNeverPointsBeforeTheNextWindowWhenThisOneCannotAdmit) {
   Model m(must(Limit::sliding_window(2000, 1us)));
   const Nanos start = kNoon;  // a 1 us boundary

@@ -5,13 +5,14 @@
 // errors, and SIGTERM.
 //
 // The binary runs on the real clock, so fixed windows of one hour are aligned
-// to the wall clock: a test that needs a window to stay put first makes sure
-// that enough of the current hour is left (it waits at most 31 s, on the rare
-// runs that start just before the hour).
+// to the wall clock and a test may run across the end of an hour: each answer
+// is checked against what the window the server decided it in must give
+// (WindowCounter), so the tests never wait for a fresh hour.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -51,26 +52,6 @@ descriptors:
       unlimited: true
 )";
 
-// Checks one status of an hourly limit: code, the limit, the remaining count,
-// and duration_until_reset = the seconds (rounded up) from the decision to
-// the end of the hour, the decision falling between `before` and `after`.
-void expect_hourly(const pb::RateLimitResponse::DescriptorStatus& s, Code code,
-                   const std::string& name, uint32_t requests_per_unit, uint32_t remaining,
-                   int64_t before, int64_t after) {
-  EXPECT_EQ(s.code(), code);
-  ASSERT_TRUE(s.has_current_limit());
-  EXPECT_EQ(s.current_limit().name(), name);
-  EXPECT_EQ(s.current_limit().requests_per_unit(), requests_per_unit);
-  EXPECT_EQ(s.current_limit().unit(), pb::RateLimitResponse::RateLimit::HOUR);
-  EXPECT_EQ(s.limit_remaining(), remaining);
-  const int64_t hour_end = (before / (3600 * kNsPerSecond) + 1) * 3600 * kNsPerSecond;
-  const int64_t longest = (hour_end - before + kNsPerSecond - 1) / kNsPerSecond;
-  const int64_t shortest = (hour_end - after + kNsPerSecond - 1) / kNsPerSecond;
-  EXPECT_GE(s.duration_until_reset().seconds(), shortest);
-  EXPECT_LE(s.duration_until_reset().seconds(), longest);
-  EXPECT_EQ(s.duration_until_reset().nanos(), 0);
-}
-
 struct Timed {
   pb::RateLimitResponse response;
   int64_t before = 0;
@@ -85,6 +66,40 @@ Timed timed_call(RlsClient& client, const pb::RateLimitRequest& r) {
   return t;
 }
 
+// Counts status `index` of a call in `counter`, in the window the server
+// decided it in; what the counter expects of it.
+WindowCounter::Expected counted(WindowCounter& counter, const Timed& t, int index = 0) {
+  const int64_t reset = t.response.statuses(index).duration_until_reset().seconds();
+  return counter.count(decision_window(t.before, t.after, counter.unit_seconds(), reset));
+}
+
+// Checks status `index` of a call on an hourly limit, counted by `counter`:
+// the code and remaining count the counter expects, the limit, and
+// duration_until_reset = the seconds (rounded up) from the decision to the
+// end of the hour it was decided in. Returns what was expected.
+WindowCounter::Expected expect_hourly(WindowCounter& counter, const Timed& t, int index,
+                                      const std::string& name) {
+  const pb::RateLimitResponse::DescriptorStatus& s = t.response.statuses(index);
+  const int64_t reset = s.duration_until_reset().seconds();
+  const int64_t hour = decision_window(t.before, t.after, 3600, reset);
+  const WindowCounter::Expected e = counter.count(hour);
+  EXPECT_EQ(s.code(), e.code);
+  EXPECT_TRUE(s.has_current_limit());
+  EXPECT_EQ(s.current_limit().name(), name);
+  EXPECT_EQ(s.current_limit().requests_per_unit(), counter.per_unit());
+  EXPECT_EQ(s.current_limit().unit(), pb::RateLimitResponse::RateLimit::HOUR);
+  EXPECT_EQ(s.limit_remaining(), e.remaining);
+  // Decided at some instant in [before, after] that lies in `hour`.
+  const int64_t hour_start = hour * 3600 * kNsPerSecond;
+  const int64_t hour_end = hour_start + 3600 * kNsPerSecond;
+  const int64_t earliest = std::max(t.before, hour_start);
+  const int64_t latest = std::min(t.after, hour_end - 1);
+  EXPECT_GE(reset, (hour_end - latest + kNsPerSecond - 1) / kNsPerSecond);
+  EXPECT_LE(reset, (hour_end - earliest + kNsPerSecond - 1) / kNsPerSecond);
+  EXPECT_EQ(s.duration_until_reset().nanos(), 0);
+  return e;
+}
+
 std::vector<std::pair<std::string, std::string>> headers_of(const pb::RateLimitResponse& r) {
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& h : r.response_headers_to_add()) out.emplace_back(h.key(), h.value());
@@ -96,7 +111,6 @@ std::vector<std::pair<std::string, std::string>> headers_of(const pb::RateLimitR
 TEST(RlsServe, ExactDecisionsOverTheRealBinaryAndTheirMetrics) {
   DescriptorDir dir;
   dir.write("api.yaml", kApiDescriptors);
-  ensure_hour_left(30);
   auto server = SluiceProcess::start(rls_yaml(dir));
   ASSERT_NE(server, nullptr);
   const std::string log = server->log();
@@ -107,29 +121,37 @@ TEST(RlsServe, ExactDecisionsOverTheRealBinaryAndTheirMetrics) {
       << log;
   RlsClient client(port);
 
+  // 3 per hour per client: 2, 1 and 0 left, then over the limit (counted
+  // from 3 again in a new hour, should one begin during the test).
+  WindowCounter alice_hour(3, 3600);
+  WindowCounter bob_hour(3, 3600);
+  int calls_over = 0;
   const pb::RateLimitRequest alice = request("api", {{{"client", "alice"}}});
   for (uint32_t i = 0; i < 3; ++i) {
     const Timed t = timed_call(client, alice);
     EXPECT_EQ(t.response.overall_code(), OK) << "call " << i;
     ASSERT_EQ(t.response.statuses_size(), 1);
-    expect_hourly(t.response.statuses(0), OK, "per_client", 3, 2 - i, t.before, t.after);
+    const WindowCounter::Expected e = expect_hourly(alice_hour, t, 0, "per_client");
     // Draft-10 headers of the one limited descriptor, t = duration_until_reset.
     const std::string t_text =
         std::to_string(t.response.statuses(0).duration_until_reset().seconds());
-    EXPECT_EQ(headers_of(t.response),
-              (std::vector<std::pair<std::string, std::string>>{
-                  {"RateLimit-Policy", "\"per_client\";q=3;w=3600"},
-                  {"RateLimit", "\"per_client\";r=" + std::to_string(2 - i) + ";t=" + t_text}}));
+    EXPECT_EQ(
+        headers_of(t.response),
+        (std::vector<std::pair<std::string, std::string>>{
+            {"RateLimit-Policy", "\"per_client\";q=3;w=3600"},
+            {"RateLimit", "\"per_client\";r=" + std::to_string(e.remaining) + ";t=" + t_text}}));
   }
   const Timed over = timed_call(client, alice);
-  EXPECT_EQ(over.response.overall_code(), OVER);
   ASSERT_EQ(over.response.statuses_size(), 1);
-  expect_hourly(over.response.statuses(0), OVER, "per_client", 3, 0, over.before, over.after);
+  const WindowCounter::Expected fourth = expect_hourly(alice_hour, over, 0, "per_client");
+  EXPECT_EQ(over.response.overall_code(), fourth.code);  // OVER within one hour
+  calls_over += fourth.code == OVER;
 
-  // Another value of the key has its own counter.
+  // Another value of the key has its own counter: 2 left.
   const Timed bob = timed_call(client, request("api", {{{"client", "bob"}}}));
   EXPECT_EQ(bob.response.overall_code(), OK);
-  expect_hourly(bob.response.statuses(0), OK, "per_client", 3, 2, bob.before, bob.after);
+  ASSERT_EQ(bob.response.statuses_size(), 1);
+  expect_hourly(bob_hour, bob, 0, "per_client");
 
   // Whitelisted value, unknown domain: OK without a limit. Unlimited: OK, max remaining.
   for (const pb::RateLimitRequest& r :
@@ -146,32 +168,38 @@ TEST(RlsServe, ExactDecisionsOverTheRealBinaryAndTheirMetrics) {
   EXPECT_EQ(health.statuses(0).limit_remaining(), 4294967295u);
   EXPECT_FALSE(health.statuses(0).has_current_limit());
 
-  // Both descriptors of one request are decided: alice is over, bob is not.
-  const pb::RateLimitResponse both =
-      client.call(request("api", {{{"client", "bob"}}, {{"client", "alice"}}}));
-  EXPECT_EQ(both.overall_code(), OVER);
-  ASSERT_EQ(both.statuses_size(), 2);
-  EXPECT_EQ(both.statuses(0).code(), OK);
-  EXPECT_EQ(both.statuses(0).limit_remaining(), 1u);
-  EXPECT_EQ(both.statuses(1).code(), OVER);
+  // Both descriptors of one request are decided: bob has 1 left, alice is
+  // over (within one hour), so the call is over.
+  const Timed both =
+      timed_call(client, request("api", {{{"client", "bob"}}, {{"client", "alice"}}}));
+  ASSERT_EQ(both.response.statuses_size(), 2);
+  const Code bob_code = expect_hourly(bob_hour, both, 0, "per_client").code;
+  const Code alice_code = expect_hourly(alice_hour, both, 1, "per_client").code;
+  const bool both_over = bob_code == OVER || alice_code == OVER;
+  EXPECT_EQ(both.response.overall_code(), both_over ? OVER : OK);
+  calls_over += both_over;
 
   // A malformed request is a gRPC error, counted.
   pb::RateLimitResponse ignored;
   const grpc::Status bad = client.call(request("", {{{"client", "x"}}}), &ignored);
   EXPECT_EQ(bad.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
 
-  // Calls: 4 alice + bob + trusted + elsewhere + health + both + bad = 10.
+  // Calls: 4 alice + bob + trusted + elsewhere + health + both + bad = 10;
+  // over the limit within one hour: alice's 4th and both.
   EXPECT_EQ(server->metric("sluice_rls_requests_total"), 10);
-  EXPECT_EQ(server->metric("sluice_rls_requests_over_limit_total"), 2);
+  EXPECT_EQ(server->metric("sluice_rls_requests_over_limit_total"), calls_over);
   EXPECT_EQ(server->metric("sluice_rls_request_errors_total"), 1);
-  // Descriptors: ok = 3 alice + bob + bob again; over = alice + alice again.
-  EXPECT_EQ(server->metric(R"(sluice_rls_descriptors_total{result="ok"})"), 5);
-  EXPECT_EQ(server->metric(R"(sluice_rls_descriptors_total{result="over_limit"})"), 2);
+  // Descriptors within one hour: ok = 3 alice + bob + bob again; over = alice
+  // + alice again.
+  const int within = alice_hour.within() + bob_hour.within();
+  EXPECT_EQ(server->metric(R"(sluice_rls_descriptors_total{result="ok"})"), within);
+  EXPECT_EQ(server->metric(R"(sluice_rls_descriptors_total{result="over_limit"})"),
+            alice_hour.over() + bob_hour.over());
   EXPECT_EQ(server->metric(R"(sluice_rls_descriptors_total{result="unlimited"})"), 1);
   EXPECT_EQ(server->metric(R"(sluice_rls_descriptors_total{result="no_limit"})"), 2);
   EXPECT_EQ(server->metric(R"(sluice_rls_descriptors_over_limit_mode_total{mode="shadow_mode"})"),
             0);
-  EXPECT_EQ(server->metric("sluice_rls_hits_total"), 5);
+  EXPECT_EQ(server->metric("sluice_rls_hits_total"), within);
   EXPECT_EQ(server->metric("sluice_rls_domains"), 1);
   const std::string metrics = server->admin_get("/metrics").body;
   EXPECT_NE(metrics.find("# TYPE sluice_rls_descriptors_total counter\n"), std::string::npos);
@@ -186,21 +214,25 @@ descriptors:
     shadow_mode: true
     rate_limit: {unit: hour, requests_per_unit: 1}
 )");
-  ensure_hour_left(30);
   auto server = SluiceProcess::start(rls_yaml(dir));
   ASSERT_NE(server, nullptr);
   RlsClient client(grpc_port(server->log()));
   const pb::RateLimitRequest r = request("shadow", {{{"user", "u1"}}});
+  // 1 per hour: within the limit once, then over it twice (within one hour).
+  WindowCounter u1_hour(1, 3600);
   for (int i = 0; i < 3; ++i) {
-    const pb::RateLimitResponse resp = client.call(r);
-    EXPECT_EQ(resp.overall_code(), OK) << i;
-    EXPECT_EQ(resp.statuses(0).code(), OK) << i;
-    EXPECT_EQ(resp.statuses(0).limit_remaining(), 0u) << i;
+    const Timed t = timed_call(client, r);
+    ASSERT_EQ(t.response.statuses_size(), 1);
+    counted(u1_hour, t);
+    // Shadow mode: OK however the counter stands, and nothing left.
+    EXPECT_EQ(t.response.overall_code(), OK) << i;
+    EXPECT_EQ(t.response.statuses(0).code(), OK) << i;
+    EXPECT_EQ(t.response.statuses(0).limit_remaining(), 0u) << i;
   }
-  EXPECT_EQ(server->metric(R"(sluice_rls_descriptors_total{result="ok"})"), 1);
-  EXPECT_EQ(server->metric(R"(sluice_rls_descriptors_total{result="over_limit"})"), 2);
+  EXPECT_EQ(server->metric(R"(sluice_rls_descriptors_total{result="ok"})"), u1_hour.within());
+  EXPECT_EQ(server->metric(R"(sluice_rls_descriptors_total{result="over_limit"})"), u1_hour.over());
   EXPECT_EQ(server->metric(R"(sluice_rls_descriptors_over_limit_mode_total{mode="shadow_mode"})"),
-            2);
+            u1_hour.over());
   EXPECT_EQ(server->metric("sluice_rls_requests_over_limit_total"), 0);
 }
 
@@ -218,13 +250,19 @@ int check_limit(const SluiceProcess& server) {
 TEST(RlsServe, ReloadSwapsTheDescriptorsWithTheConfigAllOrNothing) {
   DescriptorDir dir;
   dir.write("api.yaml", kApiDescriptors);
-  ensure_hour_left(40);
   auto server = SluiceProcess::start(rls_yaml(dir, kCheckPolicy));
   ASSERT_NE(server, nullptr);
   RlsClient client(grpc_port(server->log()));
   const pb::RateLimitRequest alice = request("api", {{{"client", "alice"}}});
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(client.call(alice).overall_code(), OK);
-  EXPECT_EQ(client.call(alice).overall_code(), OVER);
+  // Each call's code as the counter of its rule expects it in the window it
+  // was decided in: within one hour, 3 OK then over.
+  const auto expect_code = [&](WindowCounter& counter, const pb::RateLimitRequest& r) {
+    const Timed t = timed_call(client, r);
+    ASSERT_EQ(t.response.statuses_size(), 1);
+    EXPECT_EQ(t.response.overall_code(), counted(counter, t).code);
+  };
+  WindowCounter three_hour(3, 3600);
+  for (int i = 0; i < 4; ++i) expect_code(three_hour, alice);
   EXPECT_EQ(check_limit(*server), 2);
 
   // A changed rule (5 per hour) is a new limit: a fresh counter.
@@ -235,14 +273,16 @@ TEST(RlsServe, ReloadSwapsTheDescriptorsWithTheConfigAllOrNothing) {
   EXPECT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.body, R"({"reloaded":true,"generation":2})");
   EXPECT_TRUE(server->wait_for_log("RLS: reloaded 1 domain(s) from " + dir.path()));
+  WindowCounter five_hour(5, 3600);
   for (uint32_t i = 0; i < 5; ++i) {
     const Timed t = timed_call(client, alice);
     EXPECT_EQ(t.response.overall_code(), OK) << i;
-    expect_hourly(t.response.statuses(0), OK, "per_client", 5, 4 - i, t.before, t.after);
+    ASSERT_EQ(t.response.statuses_size(), 1);
+    expect_hourly(five_hour, t, 0, "per_client");  // 4, 3, 2, 1, 0 left
   }
   const Timed over = timed_call(client, alice);
-  EXPECT_EQ(over.response.overall_code(), OVER);
-  expect_hourly(over.response.statuses(0), OVER, "per_client", 5, 0, over.before, over.after);
+  ASSERT_EQ(over.response.statuses_size(), 1);
+  EXPECT_EQ(over.response.overall_code(), expect_hourly(five_hour, over, 0, "per_client").code);
 
   // A bad descriptor file refuses the whole reload: neither the main config
   // (policy p's capacity 10) nor the descriptors (a new domain) change.
@@ -270,7 +310,7 @@ descriptors:
       "reload: " + bad +
       ":5:13: descriptors[0].rate_limit.unit: invalid rate limit unit 'fortnight'"));
   EXPECT_EQ(check_limit(*server), 2);
-  EXPECT_EQ(client.call(alice).overall_code(), OVER);  // the 5-per-hour counter is kept
+  expect_code(five_hour, alice);  // the 5-per-hour counter is kept: over
   const pb::RateLimitResponse more = client.call(request("more", {{{"k", "x"}}}));
   EXPECT_FALSE(more.statuses(0).has_current_limit());  // domain `more` was not loaded
 
@@ -283,9 +323,9 @@ descriptors:
   server->send_signal(SIGHUP);
   ASSERT_TRUE(server->wait_for_log("RLS: reloaded 2 domain(s)"));
   EXPECT_EQ(check_limit(*server), 10);
-  EXPECT_EQ(client.call(request("more", {{{"k", "x"}}})).overall_code(), OK);
-  EXPECT_EQ(client.call(request("more", {{{"k", "x"}}})).overall_code(), OVER);
-  EXPECT_EQ(client.call(alice).overall_code(), OVER);  // unchanged rule: state kept
+  WindowCounter more_day(1, 86400);  // OK, then over (within one day)
+  for (int i = 0; i < 2; ++i) expect_code(more_day, request("more", {{{"k", "x"}}}));
+  expect_code(five_hour, alice);  // unchanged rule: state kept, over
   EXPECT_EQ(server->metric(R"(sluice_config_reloads_total{result="success"})"), 2);
   EXPECT_EQ(server->metric(R"(sluice_config_reloads_total{result="failure"})"), 1);
   EXPECT_EQ(server->metric("sluice_rls_domains"), 2);
@@ -416,19 +456,19 @@ TEST(RlsServe, TheEnvoyExampleDecides) {
 TEST(RlsServe, SigtermStopsTheGrpcServerAndExitsZero) {
   DescriptorDir dir;
   dir.write("api.yaml", kApiDescriptors);
-  auto server = SluiceProcess::start(rls_yaml(dir));
+  auto server = SluiceProcess::start("grpc: 127.0.0.1:0\nrls:\n  config_dir: " + dir.path() +
+                                     "\nserver:\n  shutdown_grace: 60s\n");
   ASSERT_NE(server, nullptr);
   RlsClient client(grpc_port(server->log()));
   EXPECT_EQ(client.call(request("api", {{{"client", "z"}}})).overall_code(), OK);
-  const auto start = std::chrono::steady_clock::now();
   server->send_signal(SIGTERM);
+  // No call in flight: the exit does not wait for shutdown_grace (60 s),
+  // though this client keeps its connection open. The 20 s bound leaves a
+  // loaded machine and the sanitizers' exit their time.
   std::string how;
   const std::optional<int> code = server->wait_exit(std::chrono::seconds(20), &how);
   ASSERT_TRUE(code.has_value()) << how;
   EXPECT_EQ(*code, 0);
-  // No call in flight: the exit does not wait for shutdown_grace (2 s), though
-  // this client keeps its connection open.
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(1000));
   const std::string log = server->log();
   EXPECT_NE(log.find("grpc: no longer accepting"), std::string::npos) << log;
   EXPECT_NE(log.find("grpc stopped"), std::string::npos) << log;

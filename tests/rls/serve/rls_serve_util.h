@@ -1,6 +1,7 @@
 // Helpers of the tests that run the real `sluice serve` with `grpc:` and
 // `rls:`: requests, a blocking gRPC client from our proto, a folder of
-// descriptor files, the gRPC port from the startup log, the wall clock.
+// descriptor files, the gRPC port from the startup log, the wall clock and
+// the fixed windows aligned to it.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -50,11 +51,74 @@ inline int64_t wall_ns() {
       .count();
 }
 
-// Makes sure at least `needed` seconds of the current UTC hour are left.
+// Makes sure at least `needed` seconds of the current UTC hour are left, by
+// sleeping into the next hour if need be. The serve tests no longer use it
+// (they work out each answer from its window, below); the RLS-on-Redis tests
+// (tests/rls/redis) still do.
 inline void ensure_hour_left(int64_t needed) {
   const int64_t left = 3600 - (wall_ns() / kNsPerSecond) % 3600;
   if (left <= needed) std::this_thread::sleep_for(std::chrono::seconds(left + 1));
 }
+
+// Envoy's fixed windows (an hour, a day) are aligned to the wall clock, which
+// the binary reads, so a test may run across the end of one. Rather than
+// wait for a fresh window, the tests work out what each call must get from
+// the window the server decided it in.
+
+// The index since the epoch of the window of `unit_seconds` in which the
+// server decided a call made between `before` and `after` (wall-clock ns),
+// given the call's duration_until_reset. Only a call that spans the end of a
+// window needs the latter: decided before the end it is at most the seconds
+// left then, after it nearly a whole window.
+inline int64_t decision_window(int64_t before, int64_t after, int64_t unit_seconds,
+                               int64_t reset_seconds) {
+  const int64_t unit = unit_seconds * kNsPerSecond;
+  const int64_t first = before / unit;
+  if (after / unit == first) return first;
+  return reset_seconds <= unit_seconds / 2 ? first : first + 1;
+}
+
+// One descriptor's counter in fixed windows, as the server keeps it: in each
+// window the first `per_unit` calls are within the limit (each leaving one
+// less), the rest over it.
+class WindowCounter {
+ public:
+  struct Expected {
+    Code code;
+    uint32_t remaining;
+  };
+
+  WindowCounter(uint32_t per_unit, int64_t unit_seconds)
+      : per_unit_(per_unit), unit_seconds_(unit_seconds) {}
+
+  uint32_t per_unit() const { return per_unit_; }
+  int64_t unit_seconds() const { return unit_seconds_; }
+  // What the server must answer for one more call decided in `window`; counts it.
+  Expected count(int64_t window) {
+    if (window != window_) {
+      window_ = window;
+      used_ = 0;
+    }
+    if (used_ < per_unit_) {
+      ++used_;
+      ++within_;
+      return {OK, per_unit_ - used_};
+    }
+    ++over_;
+    return {OVER, 0};
+  }
+  // The calls counted so far within the limit and over it.
+  int within() const { return within_; }
+  int over() const { return over_; }
+
+ private:
+  const uint32_t per_unit_;
+  const int64_t unit_seconds_;
+  int64_t window_ = -1;
+  uint32_t used_ = 0;
+  int within_ = 0;
+  int over_ = 0;
+};
 
 inline void write_file(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp";
