@@ -17,18 +17,21 @@
 namespace sluice {
 namespace {
 
-// The top bit of a fingerprint marks a slot whose state is a heap-allocated
-// sliding log (state.a holds the pointer); 0 marks an empty slot. Both are
-// part of the key's identity.
-constexpr uint64_t kLogBit = uint64_t{1} << 63;
+// A fingerprint is 62 bits of keyed hash and two flags. 0 marks an empty slot.
+//
+// The top bit of a held fingerprint marks a slot whose last decision denied:
+// the state eviction must keep longest (see evict_one). It is not part of the
+// identity and never set in a fingerprint being looked up. It is the top bit
+// so that a lookup compares `fp << 1`, which drops it (one LEA per probe, no
+// 64-bit mask kept in a register), and home() uses `fp << 2`. A slot has no
+// spare byte (32 bytes: one probe per cache line), and a bit of `lru` or
+// `expires_s` would cost a read-modify-write on every access.
+constexpr uint64_t kDenyBit = uint64_t{1} << 63;
+// Bit 62 marks a slot whose state is a heap-allocated sliding log (state.a
+// holds the pointer). It is part of the identity, so that a sliding_log limit
+// can never find another algorithm's state and read it as a pointer.
+constexpr uint64_t kLogBit = uint64_t{1} << 62;
 constexpr uint64_t kEmpty = 0;
-// Bit 62 of a held fingerprint marks a slot whose last decision denied: the
-// state eviction must keep longest (see evict_one). It is not part of the
-// identity, so lookups compare without it and home() ignores it, and it is
-// never set in a fingerprint being looked up. A slot has no spare byte (it is
-// 32 bytes, one probe per cache line), and a bit of `lru` or `expires_s` would
-// cost a read-modify-write on every access instead of one AND per probe.
-constexpr uint64_t kDenyBit = uint64_t{1} << 62;
 // Tables grow by half until they reach the size their share of max_keys
 // needs at this load; linear probing stays short below it.
 constexpr double kMaxLoad = 0.8;
@@ -114,8 +117,9 @@ class alignas(64) MemoryStore::Shard {
 
   size_t find(uint64_t fp) const {
     if (capacity_ == 0) return npos;
+    const uint64_t id = fp << 1;  // without the deny mark
     for (size_t i = home(fp);; i = next(i)) {
-      if ((slots_[i].fp & ~kDenyBit) == fp) return i;
+      if (slots_[i].fp << 1 == id) return i;
       if (slots_[i].fp == kEmpty) return npos;
     }
   }
@@ -200,13 +204,24 @@ class alignas(64) MemoryStore::Shard {
     const uint32_t batch_start = tick_ + 1;
     size_t slot = find(fp);
     const bool found = slot != npos;
-    if (found) slots_[slot].lru = touch();
+    if (found) {
+      // Marked as denying now, and cleared below when the limit allows: the
+      // deny path (a hot key's: the attacked one's) then has no code of its
+      // own, and the line is being written anyway.
+      Slot& s = slots_[slot];
+      s.fp = fp | kDenyBit;
+      s.lru = touch();
+    }
     if (r.limit->algorithm() == Algorithm::kSlidingLog) {
       const core::SlidingLog* log = found ? log_of(slots_[slot]) : &empty_log();
       const core::SlidingLogStep step = core::sliding_log(*r.limit, *log, now, r.cost);
       if (step.decision.allowed) {
-        // insert() may move slots, but `slot` is only used after it.
-        if (!found) slot = insert(fp, now, batch_start);
+        // insert() may move slots, but `slot` is only used after it. A slot
+        // found was touched above; only a new one needs its tick.
+        if (!found) {
+          slot = insert(fp, now, batch_start);
+          slots_[slot].lru = touch();
+        }
         Slot& s = slots_[slot];
         core::SlidingLog* held = found ? log_of(s) : new_log(s);
         const int64_t before = found ? static_cast<int64_t>(held->memory_bytes()) : 0;
@@ -214,9 +229,6 @@ class alignas(64) MemoryStore::Shard {
         account_log_bytes(static_cast<int64_t>(held->memory_bytes()) - before);
         s.fp = fp;
         s.expires_s = seconds_up(now.count() + step.decision.reset_after.count());
-        s.lru = touch();
-      } else if (found) {
-        slots_[slot].fp = fp | kDenyBit;
       }
       return step.decision;
     }
@@ -224,14 +236,15 @@ class alignas(64) MemoryStore::Shard {
     const core::PackedState state = live ? slots_[slot].state : core::fresh_state(*r.limit, now);
     const core::PackedStep step = core::step(*r.limit, state, now, r.cost);
     if (step.decision.allowed) {
-      if (!found) slot = insert(fp, now, batch_start);
+      // A slot found was touched above; only a new one needs its tick.
+      if (!found) {
+        slot = insert(fp, now, batch_start);
+        slots_[slot].lru = touch();
+      }
       Slot& s = slots_[slot];
       s.fp = fp;
       s.state = step.next;
       s.expires_s = seconds_up(now.count() + step.decision.reset_after.count());
-      s.lru = touch();
-    } else if (found) {
-      slots_[slot].fp = fp | kDenyBit;
     }
     return step.decision;
   }
@@ -245,8 +258,8 @@ class alignas(64) MemoryStore::Shard {
   size_t home(uint64_t fp) const { return home(fp, capacity_); }
   static size_t home(uint64_t fp, size_t capacity) {
     // Remix so that the slot position is independent of the bits that chose the shard.
-    // Without the deny mark too: a slot must not move when the mark flips.
-    const uint64_t h = (fp & ~(kLogBit | kDenyBit)) * 0x9e3779b97f4a7c15ULL;
+    // Only the hash bits: a slot must not move when its deny mark flips.
+    const uint64_t h = (fp << 2) * 0x9e3779b97f4a7c15ULL;
     return static_cast<size_t>((static_cast<unsigned __int128>(h) * capacity) >> 64);
   }
   void publish_table() {
@@ -410,7 +423,7 @@ MemoryStore::~MemoryStore() = default;
 namespace {
 
 uint64_t fingerprint(const Limit& limit, std::string_view key, uint64_t seed) {
-  uint64_t fp = store::keyed_hash(key, seed ^ limit.fingerprint()) & ~(kLogBit | kDenyBit);
+  uint64_t fp = store::keyed_hash(key, seed ^ limit.fingerprint()) >> 2;
   if (fp == kEmpty) fp = 1;
   if (limit.algorithm() == Algorithm::kSlidingLog) fp |= kLogBit;
   return fp;
