@@ -209,7 +209,7 @@ class alignas(64) MemoryStore::Shard {
       // deny path (a hot key's: the attacked one's) then has no code of its
       // own, and the line is being written anyway.
       Slot& s = slots_[slot];
-      s.fp = fp | kDenyBit;
+      s.fp |= kDenyBit;
       s.lru = touch();
     }
     if (r.limit->algorithm() == Algorithm::kSlidingLog) {
