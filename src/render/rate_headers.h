@@ -1,4 +1,4 @@
-// The rate-limit response headers of DESIGN.md §6 and the 429 body.
+// The rate-limit response headers of docs/DESIGN.md §6 and the 429 body.
 //
 //   RateHeaders headers;                       // reusable; clear() between requests
 //   append_rate_headers(verdict, config.headers, now, headers);
