@@ -1,11 +1,11 @@
 #include "store/redis/client.h"
 
 #include <boost/asio/post.hpp>
-#include <charconv>
 
 #include "core/step.h"
 #include "store/redis/clock_offset.h"
 #include "store/redis/script_limit.h"
+#include "store/redis/script_reply.h"
 #include "store/redis/scripts.h"
 
 namespace sluice::redis {
@@ -21,35 +21,6 @@ Error unavailable(std::string message) {
 
 Error invalid(std::string message) {
   return Error{ErrorCode::kInvalidArgument, std::move(message)};
-}
-
-bool starts_with_word(std::string_view message, std::string_view word) {
-  return message.size() >= word.size() && message.substr(0, word.size()) == word &&
-         (message.size() == word.size() || message[word.size()] == ' ');
-}
-
-// "MOVED 3999 127.0.0.1:6381" -> slot and node.
-bool parse_redirect(std::string_view message, int* slot, std::string_view* node) {
-  const size_t a = message.find(' ');
-  if (a == std::string_view::npos) return false;
-  const size_t b = message.find(' ', a + 1);
-  if (b == std::string_view::npos) return false;
-  const std::string_view slot_text = message.substr(a + 1, b - a - 1);
-  auto [end, ec] = std::from_chars(slot_text.data(), slot_text.data() + slot_text.size(), *slot);
-  if (ec != std::errc() || end != slot_text.data() + slot_text.size() || *slot < 0 ||
-      *slot >= 16384)
-    return false;
-  *node = message.substr(b + 1);
-  return !node->empty();
-}
-
-// Errors that say the server cannot serve now, as opposed to a script error.
-bool is_server_error(std::string_view m) {
-  for (std::string_view word : {"LOADING", "BUSY", "CLUSTERDOWN", "MASTERDOWN", "NOAUTH",
-                                "WRONGPASS", "NOPERM", "READONLY", "OOM", "MISCONF", "TRYAGAIN"}) {
-    if (starts_with_word(m, word)) return true;
-  }
-  return m.starts_with("ERR Protocol error");
 }
 
 }  // namespace
@@ -497,25 +468,11 @@ void Client::on_reply(Connection& connection, redisReply* reply, void* privdata)
 
 void Client::deliver(Connection& from, Batch* b, const redisReply* reply) {
   const auto received = std::chrono::steady_clock::now();
-  // The Redis TIME the call read, then per call: its time, 5 per limit, where
-  // `allowed` is -1 (past the deadline: nothing applied), 0 or 1 and the rest
-  // are never negative.
-  size_t expected = 1;
-  for (Call* c : b->calls) expected += 1 + 5 * c->limits;
-  bool ok = reply->type == REDIS_REPLY_ARRAY && reply->elements == expected;
-  for (size_t i = 0; ok && i < reply->elements; ++i) {
-    ok = reply->element[i]->type == REDIS_REPLY_INTEGER && reply->element[i]->integer >= -1;
-  }
-  ok = ok && reply->element[0]->integer >= 0;
-  for (size_t call = 0, i = 1; ok && call < b->calls.size(); ++call) {
-    ok = reply->element[i++]->integer >= 0;
-    for (size_t l = 0; ok && l < b->calls[call]->limits; ++l, i += 5) {
-      ok = reply->element[i]->integer <= 1 && reply->element[i + 1]->integer >= 0 &&
-           reply->element[i + 2]->integer >= 0 && reply->element[i + 3]->integer >= 0 &&
-           reply->element[i + 4]->integer >= 0;
-    }
-  }
-  if (!ok) {
+  // The Redis TIME the call read, then per call: its time, 5 per limit
+  // (script_reply.h says what is checked).
+  limits_.clear();
+  for (Call* c : b->calls) limits_.push_back(c->limits);
+  if (!script_reply_well_formed(reply, limits_)) {
     fail_all(b, ErrorKind::kScript, "unexpected reply to the rate limit script");
     return;
   }
@@ -547,15 +504,7 @@ void Client::deliver(Connection& from, Batch* b, const redisReply* reply) {
            "Redis received the call after its deadline (" +
                std::to_string(shared_.options.timeout.count()) + " ms)");
     } else {
-      for (size_t i = 0; i < c->limits; ++i) {
-        redisReply** limit = e + 5 * i;
-        Decision& d = c->out[i];
-        d.allowed = limit[0]->integer == 1;
-        d.limit = static_cast<uint64_t>(limit[1]->integer);
-        d.remaining = static_cast<uint64_t>(limit[2]->integer);
-        d.reset_after = Nanos{limit[3]->integer * 1'000};
-        d.retry_after = Nanos{limit[4]->integer * 1'000};
-      }
+      for (size_t i = 0; i < c->limits; ++i) c->out[i] = script_decision(e + 5 * i);
       complete(c, Status());
     }
     e += 5 * c->limits;
@@ -563,7 +512,9 @@ void Client::deliver(Connection& from, Batch* b, const redisReply* reply) {
 }
 
 void Client::on_error(Connection& from, Batch* b, std::string_view message) {
-  if (!b->is_command && !b->use_eval && starts_with_word(message, "NOSCRIPT")) {
+  using Kind = ErrorReply::Kind;
+  const ErrorReply error = read_error_reply(message);
+  if (error.kind == Kind::kNoScript && !b->is_command && !b->use_eval) {
     // The node lost its script cache (restart, SCRIPT FLUSH, failover): EVAL
     // sends the script itself, which Redis caches again for later EVALSHAs.
     Counters::add(shared_.counters.script_loads);
@@ -572,34 +523,31 @@ void Client::on_error(Connection& from, Batch* b, std::string_view message) {
     send(b);
     return;
   }
-  const bool moved = starts_with_word(message, "MOVED");
-  if (moved || starts_with_word(message, "ASK")) {
-    int slot = 0;
-    std::string_view node;
-    if (!parse_redirect(message, &slot, &node)) {
-      fail_all(b, ErrorKind::kServer, "bad redirection from Redis: " + std::string(message));
-      return;
-    }
+  if (error.kind == Kind::kBadRedirect) {
+    fail_all(b, ErrorKind::kServer, "bad redirection from Redis: " + std::string(message));
+    return;
+  }
+  if (error.kind == Kind::kMoved || error.kind == Kind::kAsk) {
     if (++b->redirects > kMaxRedirects) {
       fail_all(b, ErrorKind::kServer, "too many cluster redirections: " + std::string(message));
       return;
     }
-    if (moved) {
+    if (error.kind == Kind::kMoved) {
       Counters::add(shared_.counters.moved);
-      patch_map(slot, node);
+      patch_map(error.slot, error.node);
       if (shared_.request_refresh) shared_.request_refresh();
       b->asking = false;
       b->connection = &route(b->slot, std::string());
     } else {
       Counters::add(shared_.counters.ask);
       b->asking = true;
-      b->connection = &connection(std::string(node));
+      b->connection = &connection(std::string(error.node));
     }
     ++b->refs;
     send(b);
     return;
   }
-  if (starts_with_word(message, "TRYAGAIN")) {
+  if (error.kind == Kind::kTryAgain) {
     // A multi-key call during a slot migration while its keys are split
     // between the two nodes: retry shortly, within the deadline.
     Counters::add(shared_.counters.tryagain);
@@ -616,7 +564,7 @@ void Client::on_error(Connection& from, Batch* b, std::string_view message) {
     // Refused before the handshake finished (a failed AUTH): the connection's fault.
     fail_all(b, ErrorKind::kConnection,
              "Redis at " + from.name() + " refused the call: " + std::string(message));
-  } else if (is_server_error(message)) {
+  } else if (error.kind == Kind::kServer) {
     fail_all(b, ErrorKind::kServer, "Redis refused the call: " + std::string(message));
   } else {
     fail_all(b, ErrorKind::kScript, "rate limit script failed: " + std::string(message));

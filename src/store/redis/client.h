@@ -121,6 +121,7 @@ class Client final : public Connection::Listener {
   std::vector<Batch*> free_batches_;
   std::vector<std::string> keys_;  // scratch
   std::string frame_;              // scratch
+  std::vector<size_t> limits_;     // scratch: limits per call of a batch
   bool closing_ = false;
   // Checked first by handlers that may run after the client is gone.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

@@ -1,5 +1,7 @@
 #include "store/redis/connection.h"
 
+#include "store/redis/script_reply.h"
+
 #include <charconv>
 #include <cstring>
 
@@ -124,6 +126,8 @@ void Connection::connect_to(const std::string& ip) {
   }
   ac_ = ac;
   ac->data = this;
+  // A reply header may not make hiredis allocate gigabytes (script_reply.h).
+  bound_reply_arrays(ac->c.reader);
   adapter_ = HiredisAsio::attach(io_, ac);
   redisAsyncSetDisconnectCallback(ac, &Connection::on_disconnect_cb);
   // Must follow attach(): it asks the adapter for the first write event.

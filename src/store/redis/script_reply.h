@@ -1,0 +1,62 @@
+// Reading Redis's answers to the client's calls (client.cc), as pure
+// functions of the reply: the redisReply tree hiredis's reader built from
+// bytes off the network. Kept apart from the client's event-loop code so
+// that a fuzz target (fuzz/redis_reply.cc) feeds them any tree hiredis can
+// build, and so that what the client trusts in a reply is written in one place.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <hiredis/hiredis.h>
+
+#include <cstddef>
+#include <span>
+#include <string_view>
+
+#include "sluice/decision.h"
+
+namespace sluice::redis {
+
+// What an error reply ("-MOVED 3999 127.0.0.1:6381") asks of the client.
+struct ErrorReply {
+  enum class Kind {
+    kNoScript,     // NOSCRIPT: the node lost the script; send it with EVAL
+    kMoved,        // MOVED <slot> <node>: the slot lives elsewhere now
+    kAsk,          // ASK <slot> <node>: ask that node once (slot migrating)
+    kBadRedirect,  // MOVED or ASK without a valid slot and node
+    kTryAgain,     // TRYAGAIN: keys split by a migration; retry shortly
+    kServer,       // the server cannot serve now (LOADING, BUSY, OOM, ...)
+    kScript,       // anything else: the script failed
+  };
+  Kind kind = Kind::kScript;
+  int slot = -1;          // kMoved, kAsk: 0 to 16383
+  std::string_view node;  // kMoved, kAsk: "host:port", a view into the message
+};
+
+ErrorReply read_error_reply(std::string_view message);
+
+// The rate limit script's reply to a batch of calls: an array of integers,
+// the Redis TIME it read (>= 0), then per call its time (>= 0) and five
+// integers per limit: allowed (-1: past the call's deadline, nothing applied;
+// 0; 1), limit, remaining, reset_after and retry_after in microseconds (>= 0).
+// `limits[i]` is the number of limits of call i. False when `reply` is
+// anything else: the client then fails the batch ("unexpected reply").
+bool script_reply_well_formed(const redisReply* reply, std::span<const size_t> limits);
+
+// The most elements a reply array may have: far more than any reply the
+// client asks for (a batch of max_batch calls, CLUSTER SLOTS), far less than
+// what hiredis would allocate for a header like "*700000000" before a single
+// element arrived (5.6 GB of pointers).
+inline constexpr int kMaxReplyElements = 1 << 20;
+
+// Makes `reader` refuse an array header above kMaxReplyElements: hiredis
+// then reports an error ("Out of memory") and the connection is dropped, as
+// for any protocol error, instead of allocating for it. Call once per reader,
+// before it reads (Connection does, on every new context).
+void bound_reply_arrays(redisReader* reader);
+
+// The decision of one limit from its five integers in a well-formed reply
+// (`limit` points at the first), for a call that was not past its deadline.
+Decision script_decision(const redisReply* const* limit);
+
+}  // namespace sluice::redis
