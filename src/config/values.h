@@ -53,6 +53,7 @@ struct HostPort {
   std::string host;  // "127.0.0.1", "::1" (no brackets), "0.0.0.0", "localhost"
   uint16_t port = 0;
   std::string text() const;  // "127.0.0.1:8080", "[::1]:8080"
+  friend bool operator==(const HostPort&, const HostPort&) = default;
 };
 
 // "" when `host` is a host name or an IPv4 address (or, with `v6`, an IPv6

@@ -1,6 +1,8 @@
 // The server's configuration model: what the YAML file (docs/CONFIG.md) means
-// once loaded and validated. Plain data; the loader (config_loader.h) builds it
-// and the policy (policy.h) compiles it for matching.
+// once loaded and validated. Plain data; the loader (config_loader.h) builds it,
+// the policy (policy.h) compiles it for matching, and config_yaml.h writes it
+// back as YAML. Two configs compare equal when they mean the same: where a
+// value was written in its file (SourceMark, Route::line) is not compared.
 #pragma once
 
 #include <chrono>
@@ -26,6 +28,7 @@ struct Upstream {
   Millis connect_timeout{1000};
   Millis timeout{30000};             // whole upstream response; 504 after it
   size_t max_idle_connections = 64;  // per worker thread
+  friend bool operator==(const Upstream&, const Upstream&) = default;
 };
 
 struct RedisConfig {
@@ -37,6 +40,7 @@ struct RedisConfig {
   std::string password;
   int database = 0;
   bool time_source_redis = true;  // time_source: redis | local
+  friend bool operator==(const RedisConfig&, const RedisConfig&) = default;
 };
 
 struct StoreConfig {
@@ -44,6 +48,7 @@ struct StoreConfig {
   Backend backend = Backend::kMemory;
   size_t max_keys = 1'000'000;
   RedisConfig redis;
+  friend bool operator==(const StoreConfig&, const StoreConfig&) = default;
 };
 
 // A CIDR block; addresses are 16 bytes (IPv4 as IPv4-mapped IPv6).
@@ -51,16 +56,19 @@ struct Cidr {
   uint8_t address[16] = {};
   int prefix_length = 0;  // 0..128 over the 16 bytes (an IPv4 /24 is stored as /120)
   std::string text;       // as written
+  friend bool operator==(const Cidr&, const Cidr&) = default;
 };
 
 struct ClientIpConfig {
   std::vector<Cidr> trusted_proxies;  // X-Forwarded-For / X-Real-IP read only from these peers
   int ipv6_prefix = 64;               // IPv6 clients are keyed by this prefix
+  friend bool operator==(const ClientIpConfig&, const ClientIpConfig&) = default;
 };
 
 struct HeaderModes {
   bool legacy = true;  // X-RateLimit-*
   bool draft = false;  // RateLimit / RateLimit-Policy (draft-ietf-httpapi-ratelimit-headers-10)
+  friend bool operator==(const HeaderModes&, const HeaderModes&) = default;
 };
 
 // How a request's client key is formed: "ip", "header:x-api-key", "global",
@@ -69,10 +77,12 @@ struct KeyPart {
   enum class Kind { kIp, kHeader, kGlobal };
   Kind kind = Kind::kIp;
   std::string header;  // lower-case header name for kHeader
+  friend bool operator==(const KeyPart&, const KeyPart&) = default;
 };
 struct KeySpec {
   std::vector<KeyPart> parts{KeyPart{}};  // default: ip
   std::string text = "ip";
+  friend bool operator==(const KeySpec&, const KeySpec&) = default;
 };
 
 // One limit of a route: either a named policy or an inline limit.
@@ -81,6 +91,10 @@ struct RouteLimit {
   bool named_policy = false;
   Limit limit;
   config::SourceMark mark{};  // where the limit is defined (the policy's, for a named one)
+  // Equal when they mean the same: where they are written (mark) is not compared.
+  friend bool operator==(const RouteLimit& a, const RouteLimit& b) {
+    return a.name == b.name && a.named_policy == b.named_policy && a.limit == b.limit;
+  }
 };
 
 struct Route {
@@ -90,12 +104,21 @@ struct Route {
   KeySpec key;
   std::vector<RouteLimit> limits;
   int line = 0;  // in the config file, for messages
+  // Equal when they mean the same: the line is not compared.
+  friend bool operator==(const Route& a, const Route& b) {
+    return a.name == b.name && a.method == b.method && a.pattern == b.pattern && a.key == b.key &&
+           a.limits == b.limits;
+  }
 };
 
 struct NamedPolicy {
   std::string name;
   Limit limit;
   config::SourceMark mark{};  // where its limit block is
+  // Equal when they mean the same: the mark is not compared.
+  friend bool operator==(const NamedPolicy& a, const NamedPolicy& b) {
+    return a.name == b.name && a.limit == b.limit;
+  }
 };
 
 struct ServerLimits {
@@ -108,6 +131,7 @@ struct ServerLimits {
   Millis idle_timeout{60000};           // keep-alive idle
   size_t threads = 0;                   // 0 = one per core
   Millis shutdown_grace{10000};         // drain in-flight requests on SIGTERM
+  friend bool operator==(const ServerLimits&, const ServerLimits&) = default;
 };
 
 struct LoggingConfig {
@@ -115,6 +139,7 @@ struct LoggingConfig {
   bool access_log = false;
   double denial_log_per_second =
       1.0;  // denials logged at most this often (plus a count of the rest)
+  friend bool operator==(const LoggingConfig&, const LoggingConfig&) = default;
 };
 
 // The Envoy RLS v3 gRPC API (served on `grpc`): where its envoyproxy/ratelimit
@@ -129,6 +154,7 @@ struct RlsSettings {
   bool dynamic_metadata = false;  // domain and descriptors in dynamic_metadata
   bool shadow_mode = false;       // every call answered OK; over-limit only counted
   bool merge_domains = false;     // several files may define one domain
+  friend bool operator==(const RlsSettings&, const RlsSettings&) = default;
 };
 
 // Who may ask for decisions (/v1/check, /v1/auth): a port of their own, and a
@@ -139,6 +165,7 @@ struct DecisionApi {
   std::optional<HostPort> listen;
   std::string token_file;  // as resolved; empty = no token
   std::string token;       // the file's content without its trailing newline
+  friend bool operator==(const DecisionApi&, const DecisionApi&) = default;
 };
 
 // Who may use the admin port (besides binding it to loopback).
@@ -149,6 +176,7 @@ struct AdminAccess {
   // (any other Host gets 421: DNS rebinding).
   std::vector<std::string> hosts;
   bool token_all = false;  // the token also guards the GET endpoints
+  friend bool operator==(const AdminAccess&, const AdminAccess&) = default;
 };
 
 struct Config {
@@ -170,6 +198,7 @@ struct Config {
   std::vector<Route> routes;           // first match wins
   ServerLimits server;
   LoggingConfig logging;
+  friend bool operator==(const Config&, const Config&) = default;
 };
 
 }  // namespace sluice::policy

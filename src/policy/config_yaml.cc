@@ -1,0 +1,296 @@
+#include "policy/config_yaml.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <charconv>
+#include <chrono>
+#include <string_view>
+
+#include "policy/route_syntax.h"
+#include "util/ascii.h"
+
+namespace sluice::policy {
+namespace {
+
+// A duration in the largest unit that divides it exactly ("90s", "1500ms"):
+// every duration the loader reads is a whole number of milliseconds.
+std::string duration_text(Nanos d) {
+  struct Unit {
+    int64_t ns;
+    const char* suffix;
+  };
+  constexpr Unit kUnits[] = {{604'800'000'000'000, "w"}, {86'400'000'000'000, "d"},
+                             {3'600'000'000'000, "h"},   {60'000'000'000, "m"},
+                             {1'000'000'000, "s"},       {1'000'000, "ms"}};
+  const int64_t ns = d.count();
+  for (const Unit& u : kUnits) {
+    if (ns != 0 && ns % u.ns == 0) return std::to_string(ns / u.ns) + u.suffix;
+  }
+  return std::to_string(ns / 1'000'000) + "ms";
+}
+
+std::string millis_text(Millis d) {
+  return duration_text(std::chrono::duration_cast<Nanos>(d));
+}
+
+// The shortest text that reads back as exactly `v` (std::from_chars, as the loader).
+std::string double_text(double v) {
+  char buf[64];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return ec == std::errc() ? std::string(buf, end) : "0";
+}
+
+// user info of a redis:// URL: every byte but the unreserved ones escaped, so
+// '@', ':' and '%' in a password read back as themselves.
+std::string url_escape(std::string_view s) {
+  constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (util::is_unreserved(c)) {
+      out += c;
+    } else {
+      out += '%';
+      out += kHex[u >> 4];
+      out += kHex[u & 0xf];
+    }
+  }
+  return out;
+}
+
+void quoted(YAML::Emitter& out, const std::string& s) {
+  out << YAML::DoubleQuoted << s;
+}
+
+void limit_block(YAML::Emitter& out, const Limit& limit) {
+  const LimitSpec& spec = limit.spec();
+  out << YAML::Flow << YAML::BeginMap;
+  out << YAML::Key << "algorithm" << YAML::Value << std::string(algorithm_name(spec.algorithm));
+  if (spec.algorithm == Algorithm::kTokenBucket || spec.algorithm == Algorithm::kGcra) {
+    out << YAML::Key << "capacity" << YAML::Value << spec.capacity;
+    out << YAML::Key << "refill_rate" << YAML::Value
+        << std::to_string(spec.refill_tokens) + "/" + duration_text(spec.refill_period);
+  } else {
+    out << YAML::Key << "limit" << YAML::Value << spec.limit;
+    out << YAML::Key << "window" << YAML::Value << duration_text(spec.window);
+  }
+  out << YAML::EndMap;
+}
+
+void host_port(YAML::Emitter& out, const char* key, const HostPort& hp) {
+  out << YAML::Key << key << YAML::Value;
+  quoted(out, hp.text());
+}
+
+void limits(YAML::Emitter& out, const std::vector<RouteLimit>& list) {
+  out << YAML::Key << "limits" << YAML::Value << YAML::BeginSeq;
+  for (const RouteLimit& l : list) {
+    if (l.named_policy) {
+      quoted(out, l.name);
+    } else {
+      limit_block(out, l.limit);
+    }
+  }
+  out << YAML::EndSeq;
+}
+
+void access(YAML::Emitter& out, const Config& c) {
+  const AdminAccess& a = c.admin_access;
+  if (!a.token_file.empty()) {
+    out << YAML::Key << "admin_token_file" << YAML::Value;
+    quoted(out, a.token_file);
+  }
+  out << YAML::Key << "admin_token_all" << YAML::Value << a.token_all;
+  out << YAML::Key << "admin_hosts" << YAML::Value << YAML::BeginSeq;
+  for (const std::string& h : a.hosts) quoted(out, h);
+  out << YAML::EndSeq;
+  if (c.decision_api.listen || !c.decision_api.token_file.empty()) {
+    out << YAML::Key << "decision_api" << YAML::Value << YAML::BeginMap;
+    if (c.decision_api.listen) host_port(out, "listen", *c.decision_api.listen);
+    if (!c.decision_api.token_file.empty()) {
+      out << YAML::Key << "token_file" << YAML::Value;
+      quoted(out, c.decision_api.token_file);
+    }
+    out << YAML::EndMap;
+  }
+}
+
+void rls(YAML::Emitter& out, const Config& c) {
+  if (c.grpc) host_port(out, "grpc", *c.grpc);
+  if (!c.rls) return;
+  const RlsSettings& r = *c.rls;
+  constexpr const char* kHeaders[] = {"off", "ratelimit", "draft"};
+  out << YAML::Key << "rls" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "config_dir" << YAML::Value;
+  quoted(out, r.config_dir);
+  out << YAML::Key << "response_headers" << YAML::Value
+      << kHeaders[static_cast<int>(r.response_headers)];
+  out << YAML::Key << "dynamic_metadata" << YAML::Value << r.dynamic_metadata;
+  out << YAML::Key << "shadow_mode" << YAML::Value << r.shadow_mode;
+  out << YAML::Key << "merge_domains" << YAML::Value << r.merge_domains;
+  out << YAML::EndMap;
+}
+
+void upstream(YAML::Emitter& out, const Config& c) {
+  if (!c.upstream) return;
+  const Upstream& u = *c.upstream;
+  out << YAML::Key << "upstream" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "url" << YAML::Value;
+  quoted(out, u.url);
+  out << YAML::Key << "connect_timeout" << YAML::Value << millis_text(u.connect_timeout);
+  out << YAML::Key << "timeout" << YAML::Value << millis_text(u.timeout);
+  out << YAML::Key << "max_idle_connections" << YAML::Value << u.max_idle_connections;
+  out << YAML::EndMap;
+}
+
+// A user name can only be written in a redis:// URL (which names one
+// address); without one, the addresses, password and database keys.
+void redis(YAML::Emitter& out, const RedisConfig& r) {
+  out << YAML::Key << "redis" << YAML::Value << YAML::BeginMap;
+  if (!r.username.empty() && r.addresses.size() == 1) {
+    out << YAML::Key << "url" << YAML::Value;
+    quoted(out, "redis://" + url_escape(r.username) + ":" + url_escape(r.password) + "@" +
+                    r.addresses.front().text() + "/" + std::to_string(r.database));
+  } else {
+    out << YAML::Key << "addresses" << YAML::Value << YAML::BeginSeq;
+    for (const HostPort& hp : r.addresses) quoted(out, hp.text());
+    out << YAML::EndSeq;
+    if (!r.password.empty()) {
+      out << YAML::Key << "password" << YAML::Value;
+      quoted(out, r.password);
+    }
+    out << YAML::Key << "database" << YAML::Value << r.database;
+  }
+  out << YAML::Key << "cluster" << YAML::Value << r.cluster;
+  out << YAML::Key << "timeout" << YAML::Value << millis_text(r.timeout);
+  out << YAML::Key << "on_failure" << YAML::Value << (r.on_failure_allow ? "allow" : "deny");
+  out << YAML::Key << "time_source" << YAML::Value << (r.time_source_redis ? "redis" : "local");
+  out << YAML::EndMap;
+}
+
+void store(YAML::Emitter& out, const StoreConfig& s) {
+  out << YAML::Key << "store" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "backend" << YAML::Value
+      << (s.backend == StoreConfig::Backend::kMemory ? "memory" : "redis");
+  out << YAML::Key << "max_keys" << YAML::Value << s.max_keys;
+  redis(out, s.redis);
+  out << YAML::EndMap;
+}
+
+void client_ip(YAML::Emitter& out, const ClientIpConfig& c) {
+  out << YAML::Key << "client_ip" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "trusted_proxies" << YAML::Value << YAML::BeginSeq;
+  for (const Cidr& cidr : c.trusted_proxies) quoted(out, cidr.text);
+  out << YAML::EndSeq;
+  out << YAML::Key << "ipv6_prefix" << YAML::Value << c.ipv6_prefix;
+  out << YAML::EndMap;
+}
+
+void headers(YAML::Emitter& out, const HeaderModes& h) {
+  out << YAML::Key << "headers" << YAML::Value;
+  if (!h.legacy && !h.draft) {
+    out << "none";
+    return;
+  }
+  out << YAML::Flow << YAML::BeginSeq;
+  if (h.legacy) out << "legacy";
+  if (h.draft) out << "draft";
+  out << YAML::EndSeq;
+}
+
+void policies(YAML::Emitter& out, const std::vector<NamedPolicy>& list) {
+  out << YAML::Key << "policies" << YAML::Value << YAML::BeginMap;
+  for (const NamedPolicy& p : list) {
+    out << YAML::Key << p.name << YAML::Value;
+    limit_block(out, p.limit);
+  }
+  out << YAML::EndMap;
+}
+
+// `match:` as the route's own name when that reads back as the same method
+// and pattern (so "GET /a/" keeps its name without a `name:`), else the
+// method and pattern with the name given apart.
+void route(YAML::Emitter& out, const Route& r) {
+  out << YAML::BeginMap;
+  const Result<RouteMatch> own = parse_route_match(r.name);
+  const bool name_is_match = own.ok() && own->method == r.method && own->pattern == r.pattern;
+  out << YAML::Key << "match" << YAML::Value;
+  quoted(out, name_is_match ? r.name : r.method + " " + r.pattern);
+  if (!name_is_match) {
+    out << YAML::Key << "name" << YAML::Value;
+    quoted(out, r.name);
+  }
+  out << YAML::Key << "key" << YAML::Value;
+  quoted(out, r.key.text);
+  limits(out, r.limits);
+  out << YAML::EndMap;
+}
+
+void routes(YAML::Emitter& out, const Config& c) {
+  if (c.default_route) {
+    out << YAML::Key << "default" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "key" << YAML::Value;
+    quoted(out, c.default_route->key.text);
+    limits(out, c.default_route->limits);
+    out << YAML::EndMap;
+  }
+  out << YAML::Key << "routes" << YAML::Value << YAML::BeginSeq;
+  for (const Route& r : c.routes) route(out, r);
+  out << YAML::EndSeq;
+}
+
+void server(YAML::Emitter& out, const ServerLimits& s) {
+  out << YAML::Key << "server" << YAML::Value << YAML::BeginMap;
+  // 0 (derived from the open-file limit) is the default and cannot be written.
+  if (s.max_connections != 0) {
+    out << YAML::Key << "max_connections" << YAML::Value << s.max_connections;
+  }
+  out << YAML::Key << "max_header_bytes" << YAML::Value << s.max_header_bytes;
+  out << YAML::Key << "max_body_bytes" << YAML::Value << s.max_body_bytes;
+  out << YAML::Key << "header_timeout" << YAML::Value << millis_text(s.header_timeout);
+  out << YAML::Key << "idle_timeout" << YAML::Value << millis_text(s.idle_timeout);
+  out << YAML::Key << "threads" << YAML::Value << s.threads;
+  out << YAML::Key << "shutdown_grace" << YAML::Value << millis_text(s.shutdown_grace);
+  out << YAML::EndMap;
+}
+
+void logging(YAML::Emitter& out, const LoggingConfig& l) {
+  out << YAML::Key << "logging" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "level" << YAML::Value << l.level;
+  out << YAML::Key << "access_log" << YAML::Value << l.access_log;
+  out << YAML::Key << "denial_log_per_second" << YAML::Value
+      << double_text(l.denial_log_per_second);
+  out << YAML::EndMap;
+}
+
+}  // namespace
+
+std::string limit_to_yaml(const Limit& limit) {
+  YAML::Emitter out;
+  limit_block(out, limit);
+  return out.c_str();
+}
+
+std::string to_yaml(const Config& c) {
+  YAML::Emitter out;
+  out.SetBoolFormat(YAML::TrueFalseBool);
+  out << YAML::BeginMap;
+  host_port(out, "listen", c.listen);
+  host_port(out, "admin", c.admin);
+  access(out, c);
+  rls(out, c);
+  upstream(out, c);
+  store(out, c.store);
+  client_ip(out, c.client_ip);
+  headers(out, c.headers);
+  out << YAML::Key << "case_insensitive_paths" << YAML::Value << c.case_insensitive_paths;
+  out << YAML::Key << "auth_deny_status" << YAML::Value << c.auth_deny_status;
+  policies(out, c.policies);
+  routes(out, c);
+  server(out, c.server);
+  logging(out, c.logging);
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace sluice::policy

@@ -1,0 +1,159 @@
+// policy::to_yaml (src/policy/config_yaml.h): the server config written back
+// as YAML that loads to an equal Config, and what "equal" means (config.h:
+// positions in the file are not compared).
+#include "policy/config_yaml.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "policy/config_loader.h"
+
+namespace sluice::policy {
+namespace {
+
+// The source tree: this file is <source>/tests/unit/config_yaml_test.cc.
+std::filesystem::path source_dir() {
+  return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path();
+}
+
+std::string errors_of(const LoadResult& r) {
+  std::string all;
+  for (const ConfigError& e : r.errors) all += e.text() + "\n";
+  return all;
+}
+
+Config valid(std::string_view yaml, const std::string& name = "t.yaml") {
+  LoadResult r = load_config_string(yaml, name);
+  EXPECT_TRUE(r.config.has_value()) << errors_of(r);
+  return r.config ? *r.config : Config{};
+}
+
+// Written, read back, written again: equal configs and the same text.
+void expect_round_trip(const Config& config, const std::string& name) {
+  const std::string yaml = to_yaml(config);
+  const LoadResult back = load_config_string(yaml, name);
+  ASSERT_TRUE(back.config.has_value()) << errors_of(back) << yaml;
+  EXPECT_TRUE(*back.config == config) << yaml;
+  EXPECT_EQ(to_yaml(*back.config), yaml);
+}
+
+TEST(ConfigYaml, EveryExampleConfigRoundTrips) {
+  const std::vector<std::string> examples = {"quickstart.yaml", "tiered-api.yaml", "gateway.yaml",
+                                             "nginx/sluice.yaml", "envoy/sluice.yaml"};
+  for (const std::string& example : examples) {
+    SCOPED_TRACE(example);
+    const std::string path = (source_dir() / "examples" / example).string();
+    const LoadResult loaded = load_config_file(path);
+    ASSERT_TRUE(loaded.config.has_value()) << errors_of(loaded);
+    expect_round_trip(*loaded.config, path);
+  }
+}
+
+TEST(ConfigYaml, WritesEverySettingInTheLoadersGrammar) {
+  const Config c = valid(R"(
+policies:
+  login: {algorithm: gcra, capacity: 5, refill_rate: 3/1500ms}
+routes:
+  - match: GET /api/users/{id}/
+    key: ip+header:X-Api-Key
+    limits: [login, {algorithm: sliding_log, limit: 10, window: 2w}]
+)");
+  EXPECT_EQ(to_yaml(c), R"(listen: "127.0.0.1:8080"
+admin: "127.0.0.1:9090"
+admin_token_all: false
+admin_hosts:
+  []
+store:
+  backend: memory
+  max_keys: 1000000
+  redis:
+    addresses:
+      - "127.0.0.1:6379"
+    database: 0
+    cluster: false
+    timeout: 5ms
+    on_failure: allow
+    time_source: redis
+client_ip:
+  trusted_proxies:
+    []
+  ipv6_prefix: 64
+headers: [legacy]
+case_insensitive_paths: false
+auth_deny_status: 429
+policies:
+  login: {algorithm: gcra, capacity: 5, refill_rate: 3/1500ms}
+routes:
+  - match: "GET /api/users/{id}/"
+    key: "ip+header:x-api-key"
+    limits:
+      - "login"
+      - {algorithm: sliding_log, limit: 10, window: 2w}
+server:
+  max_header_bytes: 16384
+  max_body_bytes: 1048576
+  header_timeout: 10s
+  idle_timeout: 1m
+  threads: 0
+  shutdown_grace: 10s
+logging:
+  level: info
+  access_log: false
+  denial_log_per_second: 1
+)");
+  expect_round_trip(c, "t.yaml");
+}
+
+TEST(ConfigYaml, RedisUserAndPasswordGoInAnEscapedUrl) {
+  const Config c = valid(R"(
+store:
+  backend: redis
+  redis:
+    url: "redis://us%40er:p%3Aw%25d@[::1]:6380/2"
+    time_source: local
+)");
+  EXPECT_EQ(c.store.redis.username, "us@er");
+  EXPECT_EQ(c.store.redis.password, "p:w%d");
+  const std::string yaml = to_yaml(c);
+  EXPECT_NE(yaml.find(R"(url: "redis://us%40er:p%3Aw%25d@[::1]:6380/2")"), std::string::npos)
+      << yaml;
+  expect_round_trip(c, "t.yaml");
+}
+
+TEST(ConfigYaml, ARouteNamedApartKeepsItsName) {
+  const Config c = valid(R"(
+routes:
+  - match: "* /static/*"
+    name: assets
+    key: global
+    limits: [{limit: 3, window: 90s, algorithm: fixed_window}]
+default:
+  key: header:x-user
+  limits: [{capacity: 1, refill_rate: 1/d}]
+)");
+  const std::string yaml = to_yaml(c);
+  EXPECT_NE(yaml.find("  - match: \"* /static/*\"\n    name: \"assets\"\n"), std::string::npos)
+      << yaml;
+  expect_round_trip(c, "t.yaml");
+}
+
+TEST(ConfigYaml, EqualityIgnoresWhereThingsAreWritten) {
+  const Config a = valid(
+      "policies:\n  p: {capacity: 2, refill_rate: 1/s}\nroutes:\n"
+      "  - {match: GET /a, limits: [p]}\n");
+  const Config b = valid(
+      "\n\n\npolicies: {p: {capacity: 2, refill_rate: 1/1000ms}}\n"
+      "routes: [{match: GET /a, limits: [p]}]\n");
+  EXPECT_NE(a.routes.front().line, b.routes.front().line);
+  EXPECT_TRUE(a == b);
+  const Config c = valid(
+      "policies:\n  p: {capacity: 3, refill_rate: 1/s}\nroutes:\n"
+      "  - {match: GET /a, limits: [p]}\n");
+  EXPECT_FALSE(a == c);
+}
+
+}  // namespace
+}  // namespace sluice::policy
