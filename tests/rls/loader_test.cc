@@ -126,6 +126,29 @@ descriptors:
   EXPECT_EQ(result.config->warnings, result.warnings);
 }
 
+// A known key in the wrong place holding a list (`replaces` beside `key`) is
+// ignored, its elements still checked as envoyproxy/ratelimit checks them.
+// The list was walked through a dangling reference (a range-for over
+// `*sequence(...)`: heap-use-after-free under ASan), found when the fuzz build
+// compiled the loader with clang (-Wdangling-gsl).
+TEST(Loader, KnownKeyInTheWrongPlaceHoldingAListIsCheckedAndIgnored) {
+  std::vector<RlsFile> files{RlsFile{"w.yaml", R"(domain: d
+descriptors:
+  - key: k
+    replaces: [{name: a}, {name: b}]
+    rate_limit: {unit: second, requests_per_unit: 1}
+  - key: j
+    replaces: [{name: a}, 3]
+)"}};
+  LoadResult result = load_rls_config(files);
+  EXPECT_THAT(testing::texts(result.errors),
+              ElementsAre("w.yaml:7:27: descriptors[1].replaces[1]: a list may only hold "
+                          "mappings, got \"3\""));
+  EXPECT_THAT(testing::texts(result.warnings),
+              ElementsAre("w.yaml:4:5: descriptors[0].replaces: has no effect here and is ignored",
+                          "w.yaml:7:5: descriptors[1].replaces: has no effect here and is ignored"));
+}
+
 TEST(Loader, SluiceAlgorithmsWithAnyPeriod) {
   auto config = load_text(R"(domain: d
 descriptors:
