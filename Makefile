@@ -2,8 +2,9 @@
 JOBS ?= $(shell nproc)
 RELEASE_DIR := build
 TEST_DIR := build-test
+FUZZ_SECONDS ?= 60
 
-.PHONY: all build test check bench run deps format clean
+.PHONY: all build test check fuzz bench run deps format clean
 
 all: build
 
@@ -30,6 +31,12 @@ check: deps
 	@cd $(TEST_DIR) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j $(JOBS) -L unit
 
+# The libFuzzer targets (fuzz/, docs/RELIABILITY.md): a clang build of their
+# own in build-fuzz/, then each target for FUZZ_SECONDS; fails on any finding
+# (saved in build-fuzz/findings/).
+fuzz: deps
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_JOBS=$(JOBS) scripts/fuzz.sh
+
 bench: build
 	@$(RELEASE_DIR)/bench/sluice_bench --benchmark_counters_tabular=true
 
@@ -42,4 +49,4 @@ format:
 	@clang-format -i $$(git ls-files '*.cc' '*.h')
 
 clean:
-	rm -rf $(RELEASE_DIR) $(TEST_DIR)
+	rm -rf $(RELEASE_DIR) $(TEST_DIR) build-fuzz

@@ -28,6 +28,8 @@ set(SLUICE_LAYER_unit_tests cli render policy config observe core store util)
 set(SLUICE_LAYER_http_tests http render policy config observe core store util)
 set(SLUICE_LAYER_redis_tests store core config util)
 set(SLUICE_LAYER_all_tests cli http rls render policy config observe core store util)
+# The fuzz targets (fuzz/): each drives one door, so they see every layer.
+set(SLUICE_LAYER_fuzz cli http rls render policy config observe core store util)
 # The layer of each target.
 set(SLUICE_TARGET_LAYER_sluice_core core)
 set(SLUICE_TARGET_LAYER_sluice_config_values config_values)

@@ -7,6 +7,8 @@ set -euo pipefail
 packages=(
   # build
   cmake g++ make pkg-config clang-format
+  # fuzz targets (make fuzz): clang with libFuzzer and the sanitizer runtimes
+  clang libclang-rt-14-dev
   # core library: tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   # server: HTTP (Beast/Asio/URL/JSON), config, logs
