@@ -88,6 +88,11 @@ bool redis_installed() {
   return on_path("redis-server") && on_path("redis-cli");
 }
 
+bool missing_redis_allowed() {
+  const char* allow = std::getenv("SLUICE_ALLOW_MISSING_REDIS");
+  return allow != nullptr && std::string(allow) == "1";
+}
+
 int free_port() {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};

@@ -21,13 +21,6 @@ namespace sluice::testing {
 
 using namespace std::chrono_literals;
 
-#define SLUICE_REQUIRE_REDIS()                                                                  \
-  do {                                                                                          \
-    if (!::sluice::testing::redis_installed())                                                  \
-      GTEST_SKIP() << "redis-server/redis-cli not installed; scripts/install-deps.sh installs " \
-                      "redis-server and redis-tools";                                           \
-  } while (0)
-
 // 2026-ish in microseconds, not aligned to any window.
 inline constexpr int64_t kEpochUs = 1'780'000'000'123'457;
 inline Nanos us(int64_t v) {

@@ -33,13 +33,6 @@ using Clock = std::chrono::steady_clock;
 using testing::RedisCluster;
 using testing::RedisServer;
 
-#define REQUIRE_REDIS()                                                                         \
-  do {                                                                                          \
-    if (!::sluice::testing::redis_installed())                                                  \
-      GTEST_SKIP() << "redis-server/redis-cli not installed; scripts/install-deps.sh installs " \
-                      "redis-server and redis-tools";                                           \
-  } while (0)
-
 const std::vector<std::pair<std::string, std::string>> kJson = {
     {"Content-Type", "application/json"}};
 
@@ -130,14 +123,14 @@ void expect_exactly_capacity(const std::vector<std::string>& addresses, bool clu
 }
 
 TEST(RedisServe, ThreeServersOnOneRedisAllowExactlyTheCapacity) {
-  REQUIRE_REDIS();
+  SLUICE_REQUIRE_REDIS();
   RedisServer redis;
   ASSERT_TRUE(redis.start());
   expect_exactly_capacity({redis.address()}, false);
 }
 
 TEST(RedisServe, ThreeServersOnARedisClusterAllowExactlyTheCapacity) {
-  REQUIRE_REDIS();
+  SLUICE_REQUIRE_REDIS();
   RedisCluster cluster;
   ASSERT_TRUE(cluster.start());
   expect_exactly_capacity(cluster.addresses(), true);
@@ -146,7 +139,7 @@ TEST(RedisServe, ThreeServersOnARedisClusterAllowExactlyTheCapacity) {
 // ---------------------------------------------------------------- front doors
 
 TEST(RedisServe, EveryFrontDoorDecidesInTheSharedRedis) {
-  REQUIRE_REDIS();
+  SLUICE_REQUIRE_REDIS();
   RedisServer redis;
   ASSERT_TRUE(redis.start());
   const std::string rest = R"(
@@ -240,7 +233,7 @@ void expect_enforced(const SluiceProcess& server, const std::string& key) {
 class RedisServeFaults : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
-    REQUIRE_REDIS();
+    SLUICE_REQUIRE_REDIS();
     allow = GetParam();
     ASSERT_TRUE(redis.start());
     server = SluiceProcess::start(
@@ -373,7 +366,7 @@ TEST_P(RedisServeFaults, RequestsAnsweredPerOnFailureWhileRedisIsStoppedChargeNo
 }
 
 TEST(RedisServe, AReloadChangesOnFailureWithoutARestart) {
-  REQUIRE_REDIS();
+  SLUICE_REQUIRE_REDIS();
   RedisServer redis;
   ASSERT_TRUE(redis.start());
   auto server =

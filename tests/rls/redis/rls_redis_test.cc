@@ -68,10 +68,7 @@ pb::RateLimitRequest tenant(const std::string& name) {
 class RlsRedis : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!::sluice::testing::redis_installed()) {
-      GTEST_SKIP() << "redis-server/redis-cli not installed; scripts/install-deps.sh installs "
-                      "redis-server and redis-tools";
-    }
+    SLUICE_REQUIRE_REDIS();
     ASSERT_TRUE(redis_.start());
     dir_.write("edge.yaml", kDescriptors);
     ensure_hour_left(60);
