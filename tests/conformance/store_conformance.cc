@@ -176,6 +176,14 @@ std::vector<Scenario> make_table() {
                {step(0s, "k", 1, allowed(1, 0, 333'333'334ns)),
                 step(1us, "k", 1, denied(1, 0, 333'332'334ns, 333'332'334ns))}});
 
+  t.push_back(
+      {"TokenBucketTimeRunningBackwardsRefillsNothing",
+       {token_bucket(2, 1, 1s)},
+       {step(10s, "k", 1, allowed(2, 1, 1s)),
+        // 5 s back: no refill, and the bucket's clock stays at 10 s.
+        step(5s, "k", 1, allowed(2, 0, 2s)), step(10'500ms, "k", 1, denied(2, 0, 1'500ms, 500ms)),
+        step(11s, "k", 1, allowed(2, 0, 2s))}});
+
   // The largest capacity a Redis store counts exactly at 7 per second
   // (2 * capacity * unit + rate < 2^53 in microseconds); a full bucket takes
   // 18 years to refill.
