@@ -327,13 +327,36 @@ TEST_F(RedisStoreTest, SynchronousCallsFromManyThreads) {
 TEST_F(RedisStoreTest, AsyncCallFromAThreadNeverAttachedRunsOnTheInternalThread) {
   const Limit limit = must(Limit::token_bucket(2, 1, 1h));
   AcquireRequest r{&limit, "unattached", 1};
-  Decision d;
-  std::promise<Status> p;
-  store_->acquire_async({&r, 1}, us(kEpochUs), {&d, 1}, [&](Status s) { p.set_value(s); });
-  Status s = p.get_future().get();
-  ASSERT_TRUE(s.ok()) << s.error().message;
-  EXPECT_TRUE(d.allowed);
-  EXPECT_EQ(d.remaining, 1u);
+  struct Seen {
+    Decision decision;
+    Status status;
+    std::thread::id thread;
+    // A synchronous call made from `done`: the store refuses one made on its
+    // own I/O thread (it would wait for itself), which tells that thread apart.
+    Status nested;
+    std::promise<void> done;
+  };
+  // Shared with the callback, should it come after the bounded wait.
+  auto seen = std::make_shared<Seen>();
+  RedisStore* store = store_.get();
+  store_->acquire_async(
+      {&r, 1}, us(kEpochUs), {&seen->decision, 1}, [seen, store, &limit](Status s) {
+        const Result<Decision> nested = acquire_one(*store, limit, "nested", us(kEpochUs));
+        seen->status = std::move(s);
+        seen->thread = std::this_thread::get_id();
+        seen->nested = nested.ok() ? Status() : Status(nested.error());
+        seen->done.set_value();
+      });
+  ASSERT_EQ(seen->done.get_future().wait_for(10s), std::future_status::ready)
+      << "no callback within 10 s";
+  ASSERT_TRUE(seen->status.ok()) << seen->status.error().message;
+  EXPECT_TRUE(seen->decision.allowed);
+  EXPECT_EQ(seen->decision.remaining, 1u);
+  EXPECT_NE(seen->thread, std::this_thread::get_id());
+  ASSERT_FALSE(seen->nested.ok()) << "done ran on a thread the store does not run";
+  EXPECT_EQ(seen->nested.error().code, ErrorCode::kInternal);
+  EXPECT_EQ(seen->nested.error().message,
+            "a synchronous Redis store call from the store's own I/O thread would deadlock");
 }
 
 }  // namespace
