@@ -252,6 +252,10 @@ TEST_F(RedisStoreTest, CallsIssuedInOneLoopTurnShareWrites) {
 }
 
 TEST_F(RedisStoreTest, CallsOfOneTurnShareScriptCallsAndKeepTheirOrder) {
+  RedisStoreOptions o = local_options(server_.address());
+  o.max_batch = 30;
+  store_ = make_store(o);
+  ASSERT_NE(store_, nullptr);
   AsyncDriver driver(store_);
   const Limit limit = must(Limit::token_bucket(10, 1, 1h));
   driver.call(limit, "warm-up", us(kEpochUs));
@@ -261,8 +265,9 @@ TEST_F(RedisStoreTest, CallsOfOneTurnShareScriptCallsAndKeepTheirOrder) {
     return std::stoll(info.substr(at + 22));
   };
   const long long before = evalsha_calls();
-  // 100 requests on one hot key in one loop turn: two script calls (64 + 36),
-  // decided one after another in issue order.
+  // 100 requests on one hot key in one loop turn: four script calls of at
+  // most max_batch (30 + 30 + 30 + 10), decided one after another in issue
+  // order.
   const auto outcomes = driver.calls(limit, std::vector<std::string>(100, "hot"), us(kEpochUs));
   for (size_t i = 0; i < outcomes.size(); ++i) {
     ASSERT_TRUE(outcomes[i].status.ok());
@@ -270,7 +275,7 @@ TEST_F(RedisStoreTest, CallsOfOneTurnShareScriptCallsAndKeepTheirOrder) {
     EXPECT_EQ(outcomes[i].decision.remaining, i < 10 ? 9 - i : 0) << i;
   }
   // The health check does not use EVALSHA; the warm-up call was before.
-  EXPECT_EQ(evalsha_calls() - before, 2);
+  EXPECT_EQ(evalsha_calls() - before, 4);
 }
 
 TEST_F(RedisStoreTest, ExactlyCapacityAllowedAcrossStoresAndThreads) {
