@@ -153,6 +153,7 @@ TEST_F(ClusterTest, AMigratingSlotIsFollowedThroughAskAndMoved) {
               "OK");
   }
   const auto moved_before = store_->stats().moved;
+  const auto refreshes_before = store_->stats().topology_refreshes;
   for (int i = 0; i < 10; ++i) {
     auto o = driver.call(limit, existing, us(kEpochUs));
     ASSERT_TRUE(o.status.ok()) << o.status.error().message;
@@ -167,8 +168,12 @@ TEST_F(ClusterTest, AMigratingSlotIsFollowedThroughAskAndMoved) {
   auto again = driver.call(other, fresh, us(kEpochUs));
   ASSERT_TRUE(again.status.ok());
   EXPECT_EQ(again.decision.remaining, 8u);
-  // After the refresh, calls go straight to the target: no more MOVED.
-  std::this_thread::sleep_for(300ms);
+  // A MOVED has the slot map read again (the only reading here, as the
+  // periodic one is a day away); once it is, calls go straight to the
+  // target: no more MOVED.
+  ASSERT_TRUE(
+      wait_until([&] { return store_->stats().topology_refreshes > refreshes_before; }, 10s))
+      << "the slot map was not read again after MOVED";
   const auto moved_settled = store_->stats().moved;
   for (int i = 0; i < 5; ++i) ASSERT_TRUE(driver.call(limit, existing, us(kEpochUs)).status.ok());
   EXPECT_EQ(store_->stats().moved, moved_settled);
