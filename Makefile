@@ -3,7 +3,7 @@ JOBS ?= $(shell nproc)
 RELEASE_DIR := build
 TEST_DIR := build-test
 
-.PHONY: all build test bench run deps format clean
+.PHONY: all build test check bench run deps format clean
 
 all: build
 
@@ -20,6 +20,15 @@ test: deps
 	@cmake --build $(TEST_DIR) -j $(JOBS)
 	@cd $(TEST_DIR) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j $(JOBS)
+
+# The fast unit tests alone (ctest -L unit): the library, the config toolkit,
+# policy, render, the simulator and the layer check. Builds neither the
+# server nor gRPC; seconds once built.
+check: deps
+	@cmake -S . -B $(TEST_DIR) -DCMAKE_BUILD_TYPE=Debug -DSLUICE_SANITIZE=ON -DSLUICE_BUILD_BENCH=OFF >/dev/null
+	@cmake --build $(TEST_DIR) -j $(JOBS) --target unit_tests embed_example
+	@cd $(TEST_DIR) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j $(JOBS) -L unit
 
 bench: build
 	@$(RELEASE_DIR)/bench/sluice_bench --benchmark_counters_tabular=true
