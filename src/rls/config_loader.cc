@@ -163,7 +163,11 @@ class Loader {
         validate_tree(entry.value, entry.key == "metadata");
       });
     } else if (item.node.IsSequence()) {
-      for (const Item& element : *walker().sequence(item, "a list")) {
+      // Named: in C++20 a range-for over *(a temporary optional) reads the
+      // vector after the optional is gone (GCC's Release build says so).
+      const std::optional<std::vector<Item>> elements = walker().sequence(item, "a list");
+      if (!elements) return;
+      for (const Item& element : *elements) {
         if (!element.node.IsMap()) {
           walker().error(element,
                          "a list may only hold mappings, got " + Walker::describe(element.node));
