@@ -5,7 +5,7 @@ TEST_DIR := build-test
 
 PREFIX ?= /usr/local
 
-.PHONY: all build test bench run package install deps format clean
+.PHONY: all build test check bench run package install deps format clean
 
 all: build
 
@@ -22,6 +22,15 @@ test: deps
 	@cmake --build $(TEST_DIR) -j $(JOBS)
 	@cd $(TEST_DIR) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j $(JOBS)
+
+# The fast unit tests alone (ctest -L unit): the library, the config toolkit,
+# policy, render, the simulator and the layer check. Builds neither the
+# server nor gRPC; seconds once built.
+check: deps
+	@cmake -S . -B $(TEST_DIR) -DCMAKE_BUILD_TYPE=Debug -DSLUICE_SANITIZE=ON -DSLUICE_BUILD_BENCH=OFF >/dev/null
+	@cmake --build $(TEST_DIR) -j $(JOBS) --target unit_tests embed_example
+	@cd $(TEST_DIR) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j $(JOBS) -L unit
 
 # The .deb for operators (cmake/package.cmake): the Release build, then CPack.
 package: build

@@ -1,11 +1,13 @@
 // MemoryStore::acquire: nanoseconds per decision for each algorithm on 1,
-// 10,000 and 1,000,000 held keys, on one and two threads sharing one store.
+// 10,000 and 1,000,000 held keys, on one and two threads sharing one store;
+// and one thread of new keys into a full store, each of which evicts.
 //
 // With UseRealTime, a two-thread run reports wall time divided by the
 // decisions of both threads, so its ns/decision is the inverse of total
 // throughput: half of the one-thread figure would be perfect scaling.
 #include <benchmark/benchmark.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "bench_env.h"
@@ -48,6 +50,40 @@ void BM_StoreAcquire(benchmark::State& state, Algorithm algorithm, size_t key_co
   report(state, e, allowed);
 }
 
+// A flood of new keys: max_keys 10,000, held from the start, and every
+// decision a key the store does not hold (1,000,000 keys in turn), so every
+// decision inserts and evicts. What choosing a victim costs; the rows above
+// never evict.
+void BM_StoreEvict(benchmark::State& state) {
+  constexpr size_t kHeld = 10'000;
+  const Limit limit = bench_limit(Algorithm::kTokenBucket);
+  const std::vector<std::string>& all_keys = keys(1'000'000);
+  MemoryStoreOptions options;
+  options.max_keys = kHeld;
+  MemoryStore store(options);
+  int64_t now = kStartNs;
+  AcquireRequest request{&limit, {}, 1};
+  Decision out[1];
+  size_t i = 0;
+  for (; i < kHeld; ++i, now += kStepNs) {
+    request.key = all_keys[i];
+    if (!store.acquire({&request, 1}, Nanos{now}, out).ok()) std::abort();
+  }
+  int64_t allowed = 0;
+  for (auto _ : state) {
+    request.key = all_keys[i];
+    if (++i == all_keys.size()) i = 0;
+    now += kStepNs;
+    Status s = store.acquire({&request, 1}, Nanos{now}, out);
+    benchmark::DoNotOptimize(s);
+    allowed += out[0].allowed;
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["allowed"] =
+      benchmark::Counter(static_cast<double>(allowed), benchmark::Counter::kAvgIterations);
+  state.counters["keys_held"] = static_cast<double>(store.size());
+}
+
 const bool kRegistered = [] {
   for (Algorithm algorithm : kAlgorithms) {
     for (size_t key_count : kKeyCounts) {
@@ -71,6 +107,7 @@ const bool kRegistered = [] {
                                          BM_StoreAcquire, Algorithm::kTokenBucket, size_t{10'000},
                                          ClockKind::kSystem, KeyMode::kShared),
             {1, 2});
+  configure(benchmark::RegisterBenchmark("store/token_bucket/evicting", BM_StoreEvict), {1});
   return true;
 }();
 

@@ -7,9 +7,13 @@
 // docs/ARCHITECTURE.md for why this is safe).
 //
 // Memory is bounded: at most `max_keys` states are held. When full, a new key
-// evicts the longest-idle key of its shard (approximately: the least recently
-// used of a small sample), so a key in active use keeps its state. States that
-// are back to "full" are dropped lazily as they are found.
+// evicts one state of its shard, chosen from a small sample (the whole shard
+// when it is small) in this order: a state back to "full" (it tells nothing),
+// then the state that will be full again soonest (least recently used among
+// equals), and a state whose last decision denied only when the sample holds
+// nothing else, so that flooding new keys cannot free a client from its limit.
+// States touched by the request being decided are never evicted. States that
+// are back to "full" are also dropped lazily as they are found.
 //
 // Thread-safety: all methods may be called concurrently from any thread.
 #pragma once

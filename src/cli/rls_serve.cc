@@ -6,6 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "observe/denial_log.h"
 #include "sluice/clock.h"
 
 namespace sluice::cli {
@@ -49,31 +50,6 @@ rls::OnStoreFailure on_store_failure(const policy::Config& config) {
                                              : rls::OnStoreFailure::kDeny;
 }
 
-// Logs a failed store call at most once per second, saying how many were not logged.
-class StoreErrorLog {
- public:
-  void operator()(const Error& error, bool allowed) {
-    const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                            std::chrono::steady_clock::now().time_since_epoch())
-                            .count();
-    int64_t next = next_ns_.load(std::memory_order_relaxed);
-    if (now < next || !next_ns_.compare_exchange_strong(next, now + 1'000'000'000)) {
-      suppressed_.fetch_add(1, std::memory_order_relaxed);
-      return;
-    }
-    const uint64_t suppressed = suppressed_.exchange(0, std::memory_order_relaxed);
-    spdlog::error(
-        "RLS: store failed: {}; on_failure={}{}", error.message, allowed ? "allow" : "deny",
-        suppressed == 0
-            ? std::string()
-            : " (" + std::to_string(suppressed) + " more failed calls not logged before this one)");
-  }
-
- private:
-  std::atomic<int64_t> next_ns_{0};
-  std::atomic<uint64_t> suppressed_{0};
-};
-
 }  // namespace
 
 rls::RlsOptions rls_options(const policy::RlsSettings& settings) {
@@ -111,8 +87,16 @@ void RlsRuntime::load(const Deployment& deployment) {
   // A descriptor whose store call fails (Redis down or late) is answered per
   // store.redis.on_failure, as on the HTTP side, not with a gRPC error.
   options.on_store_failure = on_store_failure(config);
-  options.on_store_error = [log = std::make_shared<StoreErrorLog>()](const Error& e, bool allowed) {
-    (*log)(e, allowed);
+  // Logged at most once a second, with a count of the rest (the HTTP doors'
+  // gate: no log flood while Redis is away).
+  options.on_store_error = [gate = std::make_shared<observe::DenialLogGate>(1.0)](const Error& e,
+                                                                                  bool allowed) {
+    const observe::DenialLogGate::Admission a = gate->admit(SystemClock::instance().now());
+    if (!a.log) return;
+    spdlog::error("RLS: store failed: {}; on_failure={}{}", e.message, allowed ? "allow" : "deny",
+                  a.suppressed_before == 0 ? std::string()
+                                           : " (" + std::to_string(a.suppressed_before) +
+                                                 " more failed calls not logged before this one)");
   };
   service_ = std::make_unique<rls::RlsService>(store_, SystemClock::instance(), deployment.rls,
                                                std::move(options));

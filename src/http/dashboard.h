@@ -1,4 +1,4 @@
-// The dashboard route of the admin port (DESIGN.md §6): the files of web/,
+// The dashboard route of the admin port (docs/DESIGN.md §6): the files of web/,
 // embedded at build time, served under /dashboard. The page polls
 // /admin/stats once a second; it needs nothing else from the server.
 //

@@ -1,5 +1,5 @@
 // Building the server's own responses: JSON bodies and JSON errors of the
-// shape {"error":{"code":"...","message":"..."}} (DESIGN.md §6), either as a
+// shape {"error":{"code":"...","message":"..."}} (docs/DESIGN.md §6), either as a
 // Beast message (Response: admin, rare errors) or as a Reply, the
 // allocation-free form the hot paths (429, /v1/check, /v1/auth) hand to the
 // session, which writes it as text (head_writer.h) in one write.

@@ -2,7 +2,7 @@
 // current State in a std::atomic<std::shared_ptr<const State>>; a request
 // takes one copy of the pointer when its header has been read and uses that
 // State until it is answered, so it sees one whole config even if a reload
-// swaps the pointer meanwhile (DESIGN.md §5: "no request sees half of one").
+// swaps the pointer meanwhile (docs/DESIGN.md §5: a reload changes all of it or nothing).
 //
 // Besides the Policy, a State carries the metric series of its routes and
 // named policies, resolved once at load so the hot path increments counters

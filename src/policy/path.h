@@ -1,5 +1,5 @@
 // Path normalisation: every spelling of one resource maps to one string, so no
-// variant can bypass a limit (DESIGN.md §5).
+// variant can bypass a limit (docs/DESIGN.md §5).
 #pragma once
 
 #include <string>

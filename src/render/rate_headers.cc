@@ -1,9 +1,11 @@
 #include "render/rate_headers.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <chrono>
 #include <cstring>
+#include <vector>
 
 namespace sluice::render {
 namespace {
@@ -88,6 +90,50 @@ Nanos until_more_quota(const Limit& limit, const Decision& decision) {
   return Nanos{std::max<int64_t>(wait, 0)};
 }
 
+DraftItem draft_item(std::string_view name, const Limit& limit, const Decision& decision) {
+  int64_t t = seconds_rounded_up(until_more_quota(limit, decision));
+  if (!decision.allowed) t = std::max<int64_t>(t, 1);
+  return DraftItem{name, limit.size(), seconds_rounded_up(limit.period()), decision.remaining, t};
+}
+
+void append_draft_fields(std::span<const DraftItem> items, RateHeaders& out) {
+  if (items.empty()) return;
+  size_t bound = 0;
+  for (const DraftItem& item : items) bound += item_bound(item.name);
+  if (char* space = out.begin_value(bound)) {
+    Writer w(space);
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (i > 0) w.put(", ");
+      w.put_sf_string(items[i].name);
+      w.put(";q=");
+      w.put_uint(items[i].quota);
+      w.put(";w=");
+      w.put_int(items[i].window_s);
+    }
+    out.commit_value(kRateLimitPolicy, w.used());
+  }
+  if (char* space = out.begin_value(bound)) {
+    Writer w(space);
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (i > 0) w.put(", ");
+      w.put_sf_string(items[i].name);
+      w.put(";r=");
+      w.put_uint(items[i].remaining);
+      w.put(";t=");
+      w.put_int(items[i].until_s);
+    }
+    out.commit_value(kRateLimit, w.used());
+  }
+}
+
+void append_envoy_fields(const Decision& decision, RateHeaders& out) {
+  add_uint(out, kEnvoyRateLimitLimit, decision.limit);
+  add_uint(out, kEnvoyRateLimitRemaining, decision.remaining);
+  add_uint(out, kEnvoyRateLimitReset,
+           static_cast<uint64_t>(
+               seconds_rounded_up(decision.allowed ? decision.reset_after : decision.retry_after)));
+}
+
 std::optional<std::string_view> RateHeaders::find(std::string_view name) const {
   for (size_t i = 0; i < count_; ++i) {
     if (fields_[i].name == name) return fields_[i].value;
@@ -159,40 +205,19 @@ void append_rate_headers(const policy::Verdict& verdict, const policy::HeaderMod
   }
 
   if (modes.draft && !verdict.outcomes.empty()) {
-    size_t bound = 0;
-    for (const policy::LimitOutcome& o : verdict.outcomes) bound += item_bound(o.limit->name);
-
-    if (char* space = out.begin_value(bound)) {
-      Writer w(space);
-      bool first = true;
-      for (const policy::LimitOutcome& o : verdict.outcomes) {
-        if (!first) w.put(", ");
-        first = false;
-        w.put_sf_string(o.limit->name);
-        w.put(";q=");
-        w.put_uint(o.limit->limit.size());
-        w.put(";w=");
-        w.put_int(seconds_rounded_up(o.limit->limit.period()));
-      }
-      out.commit_value(kRateLimitPolicy, w.used());
+    // Up to 8 limits on the stack: a route rarely has more.
+    std::array<DraftItem, 8> inline_items;
+    std::vector<DraftItem> heap_items;
+    std::span<DraftItem> items(inline_items.data(), verdict.outcomes.size());
+    if (verdict.outcomes.size() > inline_items.size()) {
+      heap_items.resize(verdict.outcomes.size());
+      items = heap_items;
     }
-
-    if (char* space = out.begin_value(bound)) {
-      Writer w(space);
-      bool first = true;
-      for (const policy::LimitOutcome& o : verdict.outcomes) {
-        if (!first) w.put(", ");
-        first = false;
-        w.put_sf_string(o.limit->name);
-        w.put(";r=");
-        w.put_uint(o.decision.remaining);
-        w.put(";t=");
-        int64_t t = seconds_rounded_up(until_more_quota(o.limit->limit, o.decision));
-        if (!o.decision.allowed) t = std::max<int64_t>(t, 1);
-        w.put_int(t);
-      }
-      out.commit_value(kRateLimit, w.used());
+    for (size_t i = 0; i < items.size(); ++i) {
+      const policy::LimitOutcome& o = verdict.outcomes[i];
+      items[i] = draft_item(o.limit->name, o.limit->limit, o.decision);
     }
+    append_draft_fields(items, out);
   }
 
   if (!verdict.allowed) {

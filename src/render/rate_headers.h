@@ -1,4 +1,4 @@
-// The rate-limit response headers of DESIGN.md §6 and the 429 body.
+// The rate-limit response headers of docs/DESIGN.md §6 and the 429 body.
 //
 //   RateHeaders headers;                       // reusable; clear() between requests
 //   append_rate_headers(verdict, config.headers, now, headers);
@@ -39,6 +39,7 @@
 #include <array>
 #include <cstddef>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -60,6 +61,11 @@ inline constexpr std::string_view kXRateLimitReset = "X-RateLimit-Reset";
 inline constexpr std::string_view kRateLimitPolicy = "RateLimit-Policy";
 inline constexpr std::string_view kRateLimit = "RateLimit";
 inline constexpr std::string_view kRetryAfter = "Retry-After";
+// envoyproxy/ratelimit's LIMIT_RESPONSE_HEADERS_ENABLED fields (the RLS API's
+// response_headers: ratelimit).
+inline constexpr std::string_view kEnvoyRateLimitLimit = "RateLimit-Limit";
+inline constexpr std::string_view kEnvoyRateLimitRemaining = "RateLimit-Remaining";
+inline constexpr std::string_view kEnvoyRateLimitReset = "RateLimit-Reset";
 
 // A small list of header fields. Values live in an inline buffer; only values
 // that do not fit (long draft lists: many limits with long names) go to the
@@ -112,6 +118,28 @@ class RateHeaders {
 // `now` is the time the verdict was decided at (nanoseconds since the epoch).
 void append_rate_headers(const policy::Verdict& verdict, const policy::HeaderModes& modes,
                          Nanos now, RateHeaders& out);
+
+// One item of the draft fields: a limit's name (an sf-string once written),
+// quota q, window w (seconds), remaining r and t (seconds), as above.
+struct DraftItem {
+  std::string_view name;
+  uint64_t quota = 0;
+  int64_t window_s = 0;
+  uint64_t remaining = 0;
+  int64_t until_s = 0;
+};
+
+// The draft item of one limit's decision, as every front door writes it
+// (HTTP per limit of the route, the RLS API per descriptor).
+DraftItem draft_item(std::string_view name, const Limit& limit, const Decision& decision);
+
+// RateLimit-Policy and RateLimit with one list item per entry of `items`.
+void append_draft_fields(std::span<const DraftItem> items, RateHeaders& out);
+
+// RateLimit-Limit (decision.limit), RateLimit-Remaining and RateLimit-Reset
+// (seconds, rounded up, until full when allowed, until retry when denied):
+// envoyproxy/ratelimit's three fields for the most restrictive descriptor.
+void append_envoy_fields(const Decision& decision, RateHeaders& out);
 
 // Helpers, exposed for tests and other front doors.
 // ceil(d / 1 s), 0 for d <= 0.

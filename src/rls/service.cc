@@ -9,44 +9,21 @@
 #include <string>
 #include <vector>
 
+#include "policy/decider.h"
+#include "render/rate_headers.h"
 #include "rls/matcher.h"
 
 namespace sluice::rls {
 namespace {
 
 constexpr uint32_t kUnlimitedRemaining = std::numeric_limits<uint32_t>::max();
-constexpr int64_t kSecondNs = 1'000'000'000;
 
 enum class Kind {
   kNoLimit,    // unknown domain, no match, whitelisted, replaced
   kUnlimited,  // rate_limit: {unlimited: true}
   kBlocked,    // requests_per_unit 0: every request is over
   kCheckOnly,  // hits_addend 0: nothing charged, nothing refused
-  kStore,      // decided by the store
-};
-
-// One request descriptor on its way through the call.
-struct Item {
-  Kind kind = Kind::kNoLimit;
-  const DescriptorNode* node = nullptr;  // the matched config node; null for an override
-  const Limit* limit = nullptr;          // the limit the store applies
-  std::optional<Limit> override_limit;   // owns the limit of a `limit` override
-  std::string_view name;                 // rate_limit.name (the config outlives the call)
-  uint32_t requests_per_unit = 0;
-  Unit unit = Unit::kUnknown;
-  Nanos window{0};
-  bool window_aligned = true;  // fixed windows end on multiples of `window`
-  bool shadow_mode = false;
-  bool quota_mode = false;
-  std::string stat_key;  // only for draft-10 headers
-  std::string store_key;
-  uint64_t hits = 1;
-  Decision decision;
-  Status store_status;
-
-  bool has_limit() const {
-    return kind == Kind::kBlocked || kind == Kind::kCheckOnly || kind == Kind::kStore;
-  }
+  kStore,      // decided by the store, through policy::decide_async
 };
 
 // Until the end of the current window (windows aligned to the epoch).
@@ -56,11 +33,6 @@ Nanos aligned_reset(Nanos window, Nanos now) {
   int64_t into = now.count() % w;
   if (into < 0) into += w;
   return Nanos{w - into};
-}
-
-int64_t ceil_seconds(Nanos d) {
-  if (d.count() <= 0) return 0;
-  return (d.count() + kSecondNs - 1) / kSecondNs;
 }
 
 void append_field(std::string* out, std::string_view s) {
@@ -109,30 +81,40 @@ std::string override_stat_key(const rlspb::RateLimitRequest& request, int index)
   return key;
 }
 
-// A structured-field string: printable ASCII, '"' and '\' escaped.
-std::string sf_string(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(c);
-    } else if (c >= 0x20 && c < 0x7f) {
-      out.push_back(c);
-    } else {
-      out.push_back('?');
-    }
-  }
-  out.push_back('"');
-  return out;
-}
-
-void add_header(rlspb::RateLimitResponse* response, std::string key, std::string value) {
-  auto* h = response->add_response_headers_to_add();
-  h->set_key(std::move(key));
-  h->set_value(std::move(value));
-}
-
 }  // namespace
+
+// A descriptor's outcome once decided, whatever decided it.
+struct Outcome {
+  bool over = false;          // over its limit (shadow and quota mode included)
+  bool store_failed = false;  // the store could not decide; on_failure answered
+  bool claims_quota = false;  // `decision` says what is left (not a failure)
+  Decision decision;          // limit = requests_per_unit; see finish_item()
+};
+
+// One request descriptor on its way through the call.
+struct RlsService::Item {
+  Kind kind = Kind::kNoLimit;
+  const DescriptorNode* node = nullptr;  // the matched config node; null for an override
+  std::string_view name;                 // rate_limit.name (the config outlives the call)
+  uint32_t requests_per_unit = 0;
+  Unit unit = Unit::kUnknown;
+  Nanos window{0};
+  bool window_aligned = true;  // fixed windows end on multiples of `window`
+  bool shadow_mode = false;
+  bool quota_mode = false;
+  std::string stat_key;  // only for draft headers
+  uint64_t hits = 1;
+  // The plan of a kStore item: its limit (the rule's, or the override's)
+  // under its store key, as every front door plans one (policy/policy.h).
+  std::optional<policy::RouteLimit> limit;
+  policy::Plan plan;
+  policy::Verdict verdict;
+  Outcome outcome;
+
+  bool has_limit() const {
+    return kind == Kind::kBlocked || kind == Kind::kCheckOnly || kind == Kind::kStore;
+  }
+};
 
 struct RlsService::Call {
   std::shared_ptr<const RlsConfig> config;
@@ -144,7 +126,18 @@ struct RlsService::Call {
   OnStoreFailure on_store_failure = OnStoreFailure::kError;  // as the call started
   // Store calls in flight, plus one held while they are being issued.
   std::atomic<size_t> pending{1};
+  std::vector<size_t> quota_over;  // quota_mode descriptors over their quota
+  std::optional<Error> failure;    // the first store failure on_failure answered
 };
+
+// A descriptor's limit under its store key: the one-limit plan of the
+// shared decision path.
+void RlsService::plan_store(Item& item, Limit limit, std::string key) {
+  item.limit = policy::RouteLimit{
+      std::string(item.name.empty() ? item.stat_key : item.name), false, std::move(limit), {}};
+  item.plan.limits.push_back(policy::PlannedLimit{&*item.limit, std::move(key)});
+  item.kind = Kind::kStore;
+}
 
 RlsService::RlsService(Store& store, const Clock& clock, std::shared_ptr<const RlsConfig> config,
                        RlsOptions options)
@@ -198,95 +191,73 @@ grpc::ServerUnaryReactor* RlsService::ShouldRateLimit(grpc::CallbackServerContex
   return reactor;
 }
 
+// ---------------------------------------------------------------- deciding
+
 void RlsService::decide(const rlspb::RateLimitRequest& request, rlspb::RateLimitResponse* response,
                         Done done) {
   counters_.calls.fetch_add(1, std::memory_order_relaxed);
-  auto fail = [&](grpc::StatusCode code, std::string message) {
-    counters_.call_errors.fetch_add(1, std::memory_order_relaxed);
-    done(grpc::Status(code, std::move(message)));
-  };
-  if (request.domain().empty()) {
-    return fail(grpc::StatusCode::INVALID_ARGUMENT, "rate limit domain must not be empty");
-  }
-  if (request.descriptors().empty()) {
-    return fail(grpc::StatusCode::INVALID_ARGUMENT, "rate limit descriptor list must not be empty");
-  }
   auto call = std::make_shared<Call>();
   call->config = config();
-  if (call->config == nullptr) {
-    return fail(grpc::StatusCode::UNAVAILABLE, "no rate limit configuration loaded");
-  }
   call->request = &request;
   call->response = response;
-  call->now = clock_.now();
-  call->on_store_failure = on_store_failure_.load(std::memory_order_relaxed);
-  const Domain* domain = call->config->find_domain(request.domain());
-  const int n = request.descriptors_size();
-  call->items.resize(static_cast<size_t>(n));
+  call->done = std::move(done);
+  const grpc::Status valid = plan(*call);
+  if (!valid.ok()) return fail(*call, valid);
+  for (size_t i = 0; i < call->items.size(); ++i) {
+    Item& item = call->items[i];
+    if (item.kind != Kind::kStore) continue;
+    call->pending.fetch_add(1, std::memory_order_relaxed);
+    // Every descriptor is decided on its own, as envoyproxy/ratelimit does:
+    // one over its limit does not stop the others from being charged. The
+    // allow/deny of a failed store call is chosen in finish_item().
+    policy::decide_async(store_, item.plan, call->now, /*on_failure_allow=*/true, item.hits,
+                         [this, call, i](policy::Verdict verdict) {
+                           call->items[i].verdict = std::move(verdict);
+                           if (call->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+                             finish(*call);
+                           }
+                         });
+  }
+  if (call->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) finish(*call);
+}
 
-  // Pass 1: find each descriptor's rule.
-  std::vector<EntryView> entries;
-  std::vector<std::string_view> replaced;  // names; usually none
-  const bool want_stat_key = options_.response_headers == ResponseHeaders::kDraft10;
-  for (int i = 0; i < n; ++i) {
+void RlsService::fail(Call& call, const grpc::Status& status) {
+  counters_.call_errors.fetch_add(1, std::memory_order_relaxed);
+  call.done(status);
+}
+
+grpc::Status RlsService::plan(Call& call) {
+  const rlspb::RateLimitRequest& request = *call.request;
+  if (request.domain().empty()) {
+    return {grpc::StatusCode::INVALID_ARGUMENT, "rate limit domain must not be empty"};
+  }
+  if (request.descriptors().empty()) {
+    return {grpc::StatusCode::INVALID_ARGUMENT, "rate limit descriptor list must not be empty"};
+  }
+  if (call.config == nullptr) {
+    return {grpc::StatusCode::UNAVAILABLE, "no rate limit configuration loaded"};
+  }
+  call.now = clock_.now();
+  call.on_store_failure = on_store_failure_.load(std::memory_order_relaxed);
+  const Domain* domain = call.config->find_domain(request.domain());
+  call.items.resize(static_cast<size_t>(request.descriptors_size()));
+  std::vector<std::string_view> replaced;  // rule names; usually none
+  for (int i = 0; i < request.descriptors_size(); ++i) {
+    Item& item = call.items[static_cast<size_t>(i)];
     const auto& d = request.descriptors(i);
-    Item& item = call->items[static_cast<size_t>(i)];
     item.hits = d.has_hits_addend() ? d.hits_addend().value()
                                     : std::max<uint64_t>(1, request.hits_addend());
     if (domain == nullptr) continue;
-    if (d.has_limit()) {
-      const int unit = d.limit().unit();
-      if (unit < static_cast<int>(Unit::kSecond) || unit > static_cast<int>(Unit::kWeek)) {
-        return fail(grpc::StatusCode::INVALID_ARGUMENT,
-                    "descriptor " + std::to_string(i) + ": the limit override has no unit");
-      }
-      item.unit = static_cast<Unit>(unit);
-      item.requests_per_unit = d.limit().requests_per_unit();
-      item.window = unit_length(item.unit);
-      if (want_stat_key) item.stat_key = override_stat_key(request, i);
-      item.store_key = store_key(request.domain(), d.entries(), nullptr);
-      if (item.requests_per_unit == 0) {
-        item.kind = Kind::kBlocked;
-        continue;
-      }
-      Result<Limit> limit = Limit::fixed_window(item.requests_per_unit, item.window);
-      if (!limit.ok()) {
-        return fail(grpc::StatusCode::INVALID_ARGUMENT,
-                    "descriptor " + std::to_string(i) + ": " + limit.error().message);
-      }
-      item.override_limit = *limit;
-      item.limit = &*item.override_limit;
-      item.kind = Kind::kStore;
-      continue;
-    }
-    entries.clear();
-    for (const auto& e : d.entries()) entries.push_back(EntryView{e.key(), e.value()});
-    std::optional<Match> match = match_descriptor(*domain, entries, want_stat_key);
-    if (!match) continue;
-    const RateLimitRule& rule = match->rule();
-    item.node = match->node;
-    item.name = rule.name;
-    item.requests_per_unit = rule.requests_per_unit;
-    item.unit = rule.unit;
-    item.window = rule.window;
-    item.window_aligned = !rule.limit || rule.limit->algorithm() == Algorithm::kFixedWindow;
-    item.shadow_mode = match->node->shadow_mode;
-    item.quota_mode = match->node->quota_mode;
-    item.stat_key = std::move(match->stat_key);
-    for (const std::string& r : rule.replaces) replaced.push_back(r);
-    if (rule.unlimited) {
-      item.kind = Kind::kUnlimited;
-    } else if (!rule.limit) {
-      item.kind = Kind::kBlocked;
-    } else {
-      item.kind = Kind::kStore;
-      item.limit = &*rule.limit;
-      item.store_key = store_key(request.domain(), d.entries(), &match->shared_patterns);
+    const grpc::Status planned =
+        d.has_limit() ? plan_override(request, i, item) : plan_match(*domain, request, i, item);
+    if (!planned.ok()) return planned;
+    if (item.node != nullptr && item.node->rule) {
+      for (const std::string& r : item.node->rule->replaces) replaced.push_back(r);
     }
   }
-
-  // Pass 2: drop replaced rules, then ask the store for the rest.
-  for (Item& item : call->items) {
+  // A rule named by another matched rule's `replaces` does not apply; a
+  // descriptor asking for no hits is checked, never charged.
+  for (Item& item : call.items) {
     if (item.node != nullptr && !item.name.empty() &&
         std::find(replaced.begin(), replaced.end(), item.name) != replaced.end()) {
       item.kind = Kind::kNoLimit;
@@ -296,122 +267,178 @@ void RlsService::decide(const rlspb::RateLimitRequest& request, rlspb::RateLimit
       item.kind = Kind::kCheckOnly;
     }
   }
-  for (size_t i = 0; i < call->items.size(); ++i) {
-    Item& item = call->items[i];
-    if (item.kind != Kind::kStore) continue;
-    const AcquireRequest acquire{item.limit, item.store_key, item.hits};
-    call->pending.fetch_add(1, std::memory_order_relaxed);
-    store_.acquire_async(std::span<const AcquireRequest>(&acquire, 1), call->now,
-                         std::span<Decision>(&item.decision, 1), [this, call, i](Status status) {
-                           call->items[i].store_status = std::move(status);
-                           if (call->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-                             finish(*call);
-                           }
-                         });
+  return grpc::Status::OK;
+}
+
+// A descriptor's `limit` override: a fixed window of requests_per_unit per
+// unit, whatever the entries match.
+grpc::Status RlsService::plan_override(const rlspb::RateLimitRequest& request, int index,
+                                       Item& item) const {
+  const auto& d = request.descriptors(index);
+  const int unit = d.limit().unit();
+  if (unit < static_cast<int>(Unit::kSecond) || unit > static_cast<int>(Unit::kWeek)) {
+    return {grpc::StatusCode::INVALID_ARGUMENT,
+            "descriptor " + std::to_string(index) + ": the limit override has no unit"};
   }
-  call->done = std::move(done);
-  if (call->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) finish(*call);
+  item.unit = static_cast<Unit>(unit);
+  item.requests_per_unit = d.limit().requests_per_unit();
+  item.window = unit_length(item.unit);
+  if (options_.response_headers == ResponseHeaders::kDraft10) {
+    item.stat_key = override_stat_key(request, index);
+  }
+  if (item.requests_per_unit == 0) {
+    item.kind = Kind::kBlocked;
+    return grpc::Status::OK;
+  }
+  Result<Limit> limit = Limit::fixed_window(item.requests_per_unit, item.window);
+  if (!limit.ok()) {
+    return {grpc::StatusCode::INVALID_ARGUMENT,
+            "descriptor " + std::to_string(index) + ": " + limit.error().message};
+  }
+  plan_store(item, *limit, store_key(request.domain(), d.entries(), nullptr));
+  return grpc::Status::OK;
 }
 
-namespace {
-
-// A failure on_store_failure answers for (the store could not decide), as
-// opposed to a request the store refuses whatever its state.
-bool store_failed(const Status& status) {
-  return !status.ok() && status.error().code != ErrorCode::kCostExceedsLimit &&
-         status.error().code != ErrorCode::kInvalidArgument;
+// A descriptor matched against the domain's descriptor tree (matcher.h).
+grpc::Status RlsService::plan_match(const Domain& domain, const rlspb::RateLimitRequest& request,
+                                    int index, Item& item) const {
+  const auto& d = request.descriptors(index);
+  std::vector<EntryView> entries;
+  entries.reserve(static_cast<size_t>(d.entries_size()));
+  for (const auto& e : d.entries()) entries.push_back(EntryView{e.key(), e.value()});
+  const bool want_stat_key = options_.response_headers == ResponseHeaders::kDraft10;
+  std::optional<Match> match = match_descriptor(domain, entries, want_stat_key);
+  if (!match) return grpc::Status::OK;
+  const RateLimitRule& rule = match->rule();
+  item.node = match->node;
+  item.name = rule.name;
+  item.requests_per_unit = rule.requests_per_unit;
+  item.unit = rule.unit;
+  item.window = rule.window;
+  item.window_aligned = !rule.limit || rule.limit->algorithm() == Algorithm::kFixedWindow;
+  item.shadow_mode = match->node->shadow_mode;
+  item.quota_mode = match->node->quota_mode;
+  item.stat_key = std::move(match->stat_key);
+  if (rule.unlimited) {
+    item.kind = Kind::kUnlimited;
+  } else if (!rule.limit) {
+    item.kind = Kind::kBlocked;
+  } else {
+    plan_store(item, *rule.limit,
+               store_key(request.domain(), d.entries(), &match->shared_patterns));
+  }
+  return grpc::Status::OK;
 }
 
-}  // namespace
+// ---------------------------------------------------------------- answering
 
 void RlsService::finish(Call& call) {
-  const Error* first_failure = nullptr;
   for (const Item& item : call.items) {
-    if (item.store_status.ok() || item.store_status.error().code == ErrorCode::kCostExceedsLimit) {
-      continue;
+    if (item.kind != Kind::kStore || !item.verdict.store_failed) continue;
+    // No on_failure configured: the call fails and Envoy applies its own
+    // failure_mode_deny.
+    if (call.on_store_failure == OnStoreFailure::kError) {
+      return fail(call, grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                     "rate limit store: " + item.verdict.error));
     }
-    if (call.on_store_failure == OnStoreFailure::kError || !store_failed(item.store_status)) {
-      counters_.call_errors.fetch_add(1, std::memory_order_relaxed);
-      call.done(grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                             "rate limit store: " + item.store_status.error().message));
-      return;
-    }
-    if (first_failure == nullptr) first_failure = &item.store_status.error();
+    if (!call.failure) call.failure = Error{ErrorCode::kStoreUnavailable, item.verdict.error};
   }
-  const bool failure_allows = call.on_store_failure == OnStoreFailure::kAllow;
-
+  for (size_t i = 0; i < call.items.size(); ++i) finish_item(call, i);
+  const bool over = apply_modes(call);
   rlspb::RateLimitResponse& response = *call.response;
-  const size_t n = call.items.size();
-  std::vector<bool> over(n, false);
-  bool any_over = false;    // an enforced descriptor over its limit
-  size_t quota_limits = 0;  // quota_mode descriptors with a limit
-  std::vector<size_t> quota_over;
-  for (size_t i = 0; i < n; ++i) {
-    Item& item = call.items[i];
-    auto* status = response.add_statuses();
-    status->set_code(rlspb::RateLimitResponse::OK);
-    if (item.kind == Kind::kNoLimit) {
-      counters_.no_limit.fetch_add(1, std::memory_order_relaxed);
-      continue;
-    }
-    if (item.kind == Kind::kUnlimited) {
-      counters_.unlimited.fetch_add(1, std::memory_order_relaxed);
-      status->set_limit_remaining(kUnlimitedRemaining);
-      continue;
-    }
-    auto* current = status->mutable_current_limit();
-    current->set_name(std::string(item.name));
-    current->set_requests_per_unit(item.requests_per_unit);
-    current->set_unit(static_cast<rlspb::RateLimitResponse::RateLimit::Unit>(item.unit));
-    if (item.kind == Kind::kCheckOnly) continue;
+  if (over) counters_.calls_over_limit.fetch_add(1, std::memory_order_relaxed);
+  response.set_overall_code(over && !options_.global_shadow_mode
+                                ? rlspb::RateLimitResponse::OVER_LIMIT
+                                : rlspb::RateLimitResponse::OK);
+  add_headers(call);
+  fill_metadata(call);
+  if (call.failure && options_.on_store_error) {
+    options_.on_store_error(*call.failure, call.on_store_failure == OnStoreFailure::kAllow);
+  }
+  call.done(grpc::Status::OK);
+}
 
-    if (store_failed(item.store_status)) {
-      // on_failure: allow answers OK with nothing left; deny answers as over
-      // the limit, to be retried in a second (as the HTTP side's Retry-After: 1).
-      counters_.store_errors.fetch_add(1, std::memory_order_relaxed);
-      status->set_limit_remaining(0);
-      if (item.quota_mode) ++quota_limits;
-      if (failure_allows) continue;
-      over[i] = true;
-      status->mutable_duration_until_reset()->set_seconds(1);
-      if (item.shadow_mode) continue;
-      if (item.quota_mode) {
-        quota_over.push_back(i);
-        continue;
-      }
-      status->set_code(rlspb::RateLimitResponse::OVER_LIMIT);
-      any_over = true;
-      continue;
-    }
-    Nanos until_reset;
-    uint64_t remaining = 0;
-    if (item.kind == Kind::kBlocked || !item.store_status.ok()) {
-      // Refused without a store decision: the window (or the period) has to pass.
-      over[i] = true;
-      until_reset = item.window_aligned ? aligned_reset(item.window, call.now) : item.window;
-    } else {
-      over[i] = !item.decision.allowed;
-      remaining = item.decision.remaining;
-      until_reset = item.decision.allowed ? item.decision.reset_after : item.decision.retry_after;
-      if (item.decision.allowed) counters_.hits.fetch_add(item.hits, std::memory_order_relaxed);
-    }
-    status->set_limit_remaining(
-        static_cast<uint32_t>(std::min<uint64_t>(remaining, kUnlimitedRemaining)));
-    status->mutable_duration_until_reset()->set_seconds(ceil_seconds(until_reset));
+// The status of one descriptor, and its outcome: the decision that
+// headers are rendered from (for a limit the store did not decide, one that
+// says the same as the status: nothing left until the window ends).
+void RlsService::finish_item(Call& call, size_t i) {
+  Item& item = call.items[i];
+  auto* status = call.response->add_statuses();
+  status->set_code(rlspb::RateLimitResponse::OK);
+  if (item.kind == Kind::kNoLimit) {
+    counters_.no_limit.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  if (item.kind == Kind::kUnlimited) {
+    counters_.unlimited.fetch_add(1, std::memory_order_relaxed);
+    status->set_limit_remaining(kUnlimitedRemaining);
+    return;
+  }
+  auto* current = status->mutable_current_limit();
+  current->set_name(std::string(item.name));
+  current->set_requests_per_unit(item.requests_per_unit);
+  current->set_unit(static_cast<rlspb::RateLimitResponse::RateLimit::Unit>(item.unit));
+  if (item.kind == Kind::kCheckOnly) return;
+
+  Outcome& out = item.outcome;
+  out.decision.limit = item.requests_per_unit;
+  const policy::Verdict& v = item.verdict;
+  if (item.kind == Kind::kStore && v.store_failed) {
+    // What the HTTP doors answer for a failed store: allowed with nothing
+    // left, or denied with a retry in a second; no quota is claimed.
+    counters_.store_errors.fetch_add(1, std::memory_order_relaxed);
+    out.store_failed = true;
+    out.over = call.on_store_failure == OnStoreFailure::kDeny;
+    out.decision.retry_after = std::chrono::seconds(1);
+  } else if (item.kind == Kind::kBlocked || v.invalid) {
+    // Refused without a store decision (requests_per_unit 0, or more hits
+    // than the limit holds): the window (or the period) has to pass.
+    out.over = true;
+    out.claims_quota = true;
+    out.decision.retry_after =
+        item.window_aligned ? aligned_reset(item.window, call.now) : item.window;
+  } else {
+    out.over = !v.allowed;
+    out.claims_quota = true;
+    out.decision = v.decision;
+    out.decision.limit = item.requests_per_unit;
+    if (v.allowed) counters_.hits.fetch_add(item.hits, std::memory_order_relaxed);
+  }
+  out.decision.allowed = !out.over;
+  if (out.over) out.decision.remaining = 0;
+  status->set_limit_remaining(
+      static_cast<uint32_t>(std::min<uint64_t>(out.decision.remaining, kUnlimitedRemaining)));
+  // A failure that allowed claims nothing, not even when the limit resets.
+  if (out.store_failed && !out.over) return;
+  const Nanos until = out.over ? out.decision.retry_after : out.decision.reset_after;
+  status->mutable_duration_until_reset()->set_seconds(render::seconds_rounded_up(until));
+  if (out.store_failed) return;
+  (out.over ? counters_.over_limit : counters_.within_limit)
+      .fetch_add(1, std::memory_order_relaxed);
+}
+
+// Shadow and quota mode turn over-limit descriptors into OK; returns whether
+// the call is over its limits.
+bool RlsService::apply_modes(Call& call) {
+  rlspb::RateLimitResponse& response = *call.response;
+  bool any_over = false;
+  size_t quota_limits = 0;  // quota_mode descriptors with a limit
+  std::vector<size_t>& quota_over = call.quota_over;
+  for (size_t i = 0; i < call.items.size(); ++i) {
+    const Item& item = call.items[i];
+    if (!item.has_limit() || item.kind == Kind::kCheckOnly) continue;
     if (item.quota_mode) ++quota_limits;
-    if (!over[i]) {
-      counters_.within_limit.fetch_add(1, std::memory_order_relaxed);
-      continue;
-    }
-    counters_.over_limit.fetch_add(1, std::memory_order_relaxed);
-    status->set_limit_remaining(0);
+    if (!item.outcome.over) continue;
     if (item.shadow_mode) {
-      counters_.shadow_mode.fetch_add(1, std::memory_order_relaxed);
+      if (!item.outcome.store_failed) counters_.shadow_mode.fetch_add(1, std::memory_order_relaxed);
     } else if (item.quota_mode) {
-      counters_.quota_mode_over.fetch_add(1, std::memory_order_relaxed);
+      if (!item.outcome.store_failed) {
+        counters_.quota_mode_over.fetch_add(1, std::memory_order_relaxed);
+      }
       quota_over.push_back(i);
     } else {
-      status->set_code(rlspb::RateLimitResponse::OVER_LIMIT);
+      response.mutable_statuses(static_cast<int>(i))
+          ->set_code(rlspb::RateLimitResponse::OVER_LIMIT);
       any_over = true;
     }
   }
@@ -423,86 +450,54 @@ void RlsService::finish(Call& call) {
     }
     any_over = true;
   }
-  if (any_over) counters_.calls_over_limit.fetch_add(1, std::memory_order_relaxed);
-  response.set_overall_code(any_over && !options_.global_shadow_mode
-                                ? rlspb::RateLimitResponse::OVER_LIMIT
-                                : rlspb::RateLimitResponse::OK);
+  return any_over;
+}
 
-  // Response headers.
-  if (options_.response_headers == ResponseHeaders::kRateLimit) {
-    // The most restrictive descriptor: when refused, the refusing one with the
-    // longest wait; else the one with the least remaining.
-    int pick = -1;
-    for (int i = 0; i < response.statuses_size(); ++i) {
-      const auto& s = response.statuses(i);
-      if (!s.has_current_limit() || call.items[static_cast<size_t>(i)].kind == Kind::kCheckOnly) {
-        continue;
-      }
-      if (pick < 0) {
-        pick = i;
-        continue;
-      }
-      const auto& p = response.statuses(pick);
-      const bool s_over = s.code() == rlspb::RateLimitResponse::OVER_LIMIT;
-      const bool p_over = p.code() == rlspb::RateLimitResponse::OVER_LIMIT;
-      if (s_over != p_over) {
-        if (s_over) pick = i;
-      } else if (s_over ? s.duration_until_reset().seconds() > p.duration_until_reset().seconds()
-                        : s.limit_remaining() < p.limit_remaining()) {
-        pick = i;
-      }
+// response_headers: the same fields the HTTP doors write, rendered by
+// render/rate_headers.h from the descriptors' decisions.
+void RlsService::add_headers(Call& call) const {
+  if (options_.response_headers == ResponseHeaders::kOff) return;
+  std::vector<Decision> decisions;
+  std::vector<render::DraftItem> items;
+  for (const Item& item : call.items) {
+    if (!item.has_limit() || item.kind == Kind::kCheckOnly || !item.outcome.claims_quota) {
+      continue;
     }
-    if (pick >= 0) {
-      const auto& s = response.statuses(pick);
-      add_header(&response, "RateLimit-Limit",
-                 std::to_string(s.current_limit().requests_per_unit()));
-      add_header(&response, "RateLimit-Remaining", std::to_string(s.limit_remaining()));
-      add_header(&response, "RateLimit-Reset", std::to_string(s.duration_until_reset().seconds()));
+    decisions.push_back(item.outcome.decision);
+    render::DraftItem draft;
+    draft.name = item.name.empty() ? std::string_view(item.stat_key) : item.name;
+    if (item.limit) {
+      draft = render::draft_item(draft.name, item.limit->limit, item.outcome.decision);
+    } else {
+      draft.window_s = render::seconds_rounded_up(item.window);
+      draft.until_s = render::seconds_rounded_up(item.outcome.decision.retry_after);
     }
-  } else if (options_.response_headers == ResponseHeaders::kDraft10) {
-    std::string policy, state;
-    for (int i = 0; i < response.statuses_size(); ++i) {
-      const Item& item = call.items[static_cast<size_t>(i)];
-      const auto& s = response.statuses(i);
-      if (!s.has_current_limit() || item.kind == Kind::kCheckOnly) continue;
-      const std::string name =
-          sf_string(item.name.empty() ? std::string_view(item.stat_key) : item.name);
-      if (!policy.empty()) {
-        policy += ", ";
-        state += ", ";
-      }
-      policy += name + ";q=" + std::to_string(item.requests_per_unit) +
-                ";w=" + std::to_string(ceil_seconds(item.window));
-      state += name + ";r=" + std::to_string(s.limit_remaining()) +
-               ";t=" + std::to_string(s.duration_until_reset().seconds());
-    }
-    if (!policy.empty()) {
-      add_header(&response, "RateLimit-Policy", policy);
-      add_header(&response, "RateLimit", state);
-    }
+    draft.quota = item.requests_per_unit;
+    items.push_back(draft);
   }
+  if (decisions.empty()) return;
+  render::RateHeaders headers;
+  if (options_.response_headers == ResponseHeaders::kRateLimit) {
+    render::append_envoy_fields(most_restrictive(decisions), headers);
+  } else {
+    render::append_draft_fields(items, headers);
+  }
+  for (const render::RateHeaders::Field& f : headers) {
+    auto* h = call.response->add_response_headers_to_add();
+    h->set_key(std::string(f.name));
+    h->set_value(std::string(f.value));
+  }
+}
 
-  // Dynamic metadata, when the options or the config ask for it.
+// Dynamic metadata, when the options or the config ask for it.
+void RlsService::fill_metadata(Call& call) const {
   bool quota_enabled = false;
   bool with_metadata = false;
-  for (size_t i = 0; i < n; ++i) {
-    const Item& item = call.items[i];
+  for (const Item& item : call.items) {
     quota_enabled = quota_enabled || (item.quota_mode && item.has_limit());
     with_metadata = with_metadata || (item.node != nullptr && item.node->metadata != nullptr);
   }
-  if (options_.dynamic_metadata || quota_enabled || with_metadata) {
-    fill_metadata(call, quota_enabled, quota_over, over);
-  }
-
-  if (first_failure != nullptr && options_.on_store_error) {
-    options_.on_store_error(*first_failure, failure_allows);
-  }
-  call.done(grpc::Status::OK);
-}
-
-void RlsService::fill_metadata(Call& call, bool quota_enabled,
-                               const std::vector<size_t>& quota_over,
-                               const std::vector<bool>& over) const {
+  if (!options_.dynamic_metadata && !quota_enabled && !with_metadata) return;
   google::protobuf::Struct metadata;
   auto& fields = *metadata.mutable_fields();
   if (options_.dynamic_metadata) {
@@ -517,15 +512,15 @@ void RlsService::fill_metadata(Call& call, bool quota_enabled,
   }
   if (options_.dynamic_metadata || quota_enabled) {
     fields["quotaModeEnabled"].set_bool_value(quota_enabled);
-    if (!quota_over.empty()) {
+    if (!call.quota_over.empty()) {
       auto* violations = fields["quotaModeViolations"].mutable_list_value();
-      for (size_t i : quota_over)
+      for (size_t i : call.quota_over) {
         violations->add_values()->set_number_value(static_cast<double>(i));
+      }
     }
   }
-  for (size_t i = 0; i < call.items.size(); ++i) {
-    const Item& item = call.items[i];
-    if (item.node == nullptr || item.node->metadata == nullptr || over[i]) continue;
+  for (const Item& item : call.items) {
+    if (item.node == nullptr || item.node->metadata == nullptr || item.outcome.over) continue;
     for (const auto& [key, value] : item.node->metadata->fields()) fields.insert({key, value});
   }
   if (!fields.empty()) *call.response->mutable_dynamic_metadata() = std::move(metadata);

@@ -13,9 +13,10 @@
 // - Hits: the descriptor's hits_addend when set (0 = check only: OK, nothing
 //   charged), else the request's hits_addend, 0 meaning 1.
 // - requests_per_unit 0 refuses every request.
-// - Every descriptor is decided and charged on its own, in its own store call:
-//   one over its limit does not stop the others from being charged (as in
-//   envoyproxy/ratelimit). Unlike envoyproxy/ratelimit, an over-limit
+// - Every descriptor is decided and charged on its own, in its own store call
+//   through the HTTP doors' decision path (a one-limit policy::Plan decided by
+//   policy::decide_async): one over its limit does not stop the others from
+//   being charged (as in envoyproxy/ratelimit). Unlike envoyproxy/ratelimit, an over-limit
 //   descriptor is not charged, so refused hits never eat into the next ones
 //   (with hits_addend > 1 a smaller request may still pass).
 // - overall_code is OVER_LIMIT when any descriptor is over its limit, except
@@ -27,6 +28,15 @@
 //   limit_remaining, and duration_until_reset in whole seconds rounded up (the
 //   end of the window; for buckets, until full when allowed, until the request
 //   could pass when refused).
+// - A store that fails is answered per on_store_failure as the HTTP doors
+//   answer it: allow = OK with nothing left, deny = over with a retry in 1 s;
+//   either way no quota is claimed in the response headers. More hits than a
+//   limit holds are refused until its window (or period) passes.
+// - response_headers are rendered by render/rate_headers.h, as the HTTP doors
+//   render theirs: ratelimit = envoyproxy/ratelimit's RateLimit-Limit,
+//   -Remaining, -Reset of the most restrictive descriptor (sluice::most_restrictive);
+//   draft = RateLimit-Policy and RateLimit, one item per limited descriptor
+//   (t: seconds until more quota, as on the HTTP side).
 // - Store keys are built from the domain and every entry (lengths prefixed, so
 //   no value can spell another key); a share_threshold wildcard puts its
 //   pattern in place of the value, so all values matching it share a counter.
@@ -143,11 +153,22 @@ class RlsService final : public rlspb::RateLimitService::CallbackService {
                                             rlspb::RateLimitResponse* response) override;
 
  private:
+  struct Item;
   struct Call;
   class Reactor;
+  // The steps of a call: plan every descriptor, decide the planned ones
+  // through policy::decide_async (the HTTP doors' path), then answer.
+  grpc::Status plan(Call& call);
+  grpc::Status plan_override(const rlspb::RateLimitRequest& request, int index, Item& item) const;
+  grpc::Status plan_match(const Domain& domain, const rlspb::RateLimitRequest& request, int index,
+                          Item& item) const;
+  static void plan_store(Item& item, Limit limit, std::string key);
+  void fail(Call& call, const grpc::Status& status);
   void finish(Call& call);
-  void fill_metadata(Call& call, bool quota_enabled, const std::vector<size_t>& quota_over,
-                     const std::vector<bool>& over) const;
+  void finish_item(Call& call, size_t i);
+  bool apply_modes(Call& call);
+  void add_headers(Call& call) const;
+  void fill_metadata(Call& call) const;
 
   Store& store_;
   const Clock& clock_;

@@ -17,15 +17,32 @@
 namespace sluice {
 namespace {
 
-// The top bit of a fingerprint marks a slot whose state is a heap-allocated
-// sliding log (state.a holds the pointer); 0 marks an empty slot.
+// A fingerprint is two flags and 62 bits of keyed hash; 0 marks an empty slot.
+//
+// The top bit marks a slot whose state is a heap-allocated sliding log
+// (state.a holds the pointer). It is part of the identity, so that a
+// sliding_log limit can never find another algorithm's state and read it as
+// a pointer.
 constexpr uint64_t kLogBit = uint64_t{1} << 63;
+// Bit 62 of a held fingerprint marks a slot whose last decision denied: the
+// state eviction keeps longest (see evict_one). It is not part of the
+// identity and never set in a fingerprint being looked up: lookups compare
+// without it (one AND per probe) and home() ignores it, so a slot never moves
+// when it flips. A slot has no spare byte (32 bytes: one probe per cache
+// line), and a bit of `lru` or `expires_s` would cost a read-modify-write on
+// every access. Tried and dropped: the mark in the top bit (compared as
+// `fp << 1`, no mask) and the log flag in bit 62 took fewer instructions but
+// made sliding_log decisions 20-50% slower in CPU time, for no cause found.
+constexpr uint64_t kDenyBit = uint64_t{1} << 62;
 constexpr uint64_t kEmpty = 0;
 // Tables grow by half until they reach the size their share of max_keys
 // needs at this load; linear probing stays short below it.
 constexpr double kMaxLoad = 0.8;
 constexpr size_t kInitialCapacity = 16;
 constexpr int kEvictionSample = 8;
+// A table this small is scanned whole for a victim: 1 KiB read in order costs
+// no more than the sample's random probes, and the choice is then exact.
+constexpr size_t kEvictionScanWholeTable = 32;
 constexpr int kSweepPerInsert = 2;
 
 // Aligned so that a slot never straddles two cache lines: one miss per probe.
@@ -104,7 +121,7 @@ class alignas(64) MemoryStore::Shard {
   size_t find(uint64_t fp) const {
     if (capacity_ == 0) return npos;
     for (size_t i = home(fp);; i = next(i)) {
-      if (slots_[i].fp == fp) return i;
+      if ((slots_[i].fp & ~kDenyBit) == fp) return i;
       if (slots_[i].fp == kEmpty) return npos;
     }
   }
@@ -117,8 +134,8 @@ class alignas(64) MemoryStore::Shard {
   uint32_t touch() { return ++tick_; }
   uint32_t tick() const { return tick_; }
 
-  // Inserts fp (absent). May evict the longest-idle key of a small sample
-  // but never a slot touched since `protected_since` (the current batch).
+  // Inserts fp (absent). In a full shard evicts one slot (evict_one), but
+  // never a slot touched since `protected_since` (the current batch).
   size_t insert(uint64_t fp, Nanos now, uint32_t protected_since) {
     sweep(now, protected_since);
     if (size_ >= max_size_) evict_one(now, protected_since);
@@ -194,15 +211,21 @@ class alignas(64) MemoryStore::Shard {
       const core::SlidingLog* log = found ? log_of(slots_[slot]) : &empty_log();
       const core::SlidingLogStep step = core::sliding_log(*r.limit, *log, now, r.cost);
       if (step.decision.allowed) {
-        // insert() may move slots, but `slot` is only used after it.
-        if (!found) slot = insert(fp, now, batch_start);
+        // insert() may move slots, but `slot` is only used after it. A slot
+        // found was touched above; only a new one needs its tick.
+        if (!found) {
+          slot = insert(fp, now, batch_start);
+          slots_[slot].lru = touch();
+        }
         Slot& s = slots_[slot];
         core::SlidingLog* held = found ? log_of(s) : new_log(s);
         const int64_t before = found ? static_cast<int64_t>(held->memory_bytes()) : 0;
         core::sliding_log_commit(*held, step, now, r.cost);
         account_log_bytes(static_cast<int64_t>(held->memory_bytes()) - before);
+        s.fp = fp;
         s.expires_s = seconds_up(now.count() + step.decision.reset_after.count());
-        s.lru = touch();
+      } else if (found) {
+        slots_[slot].fp |= kDenyBit;
       }
       return step.decision;
     }
@@ -210,11 +233,19 @@ class alignas(64) MemoryStore::Shard {
     const core::PackedState state = live ? slots_[slot].state : core::fresh_state(*r.limit, now);
     const core::PackedStep step = core::step(*r.limit, state, now, r.cost);
     if (step.decision.allowed) {
-      if (!found) slot = insert(fp, now, batch_start);
+      // A slot found was touched above; only a new one needs its tick.
+      if (!found) {
+        slot = insert(fp, now, batch_start);
+        slots_[slot].lru = touch();
+      }
       Slot& s = slots_[slot];
+      s.fp = fp;
       s.state = step.next;
       s.expires_s = seconds_up(now.count() + step.decision.reset_after.count());
-      s.lru = touch();
+    } else if (found) {
+      // Kept through eviction while it denies (evict_one); an OR on the
+      // slot, already being written, is the cheapest form (callgrind).
+      slots_[slot].fp |= kDenyBit;
     }
     return step.decision;
   }
@@ -228,7 +259,8 @@ class alignas(64) MemoryStore::Shard {
   size_t home(uint64_t fp) const { return home(fp, capacity_); }
   static size_t home(uint64_t fp, size_t capacity) {
     // Remix so that the slot position is independent of the bits that chose the shard.
-    const uint64_t h = (fp & ~kLogBit) * 0x9e3779b97f4a7c15ULL;
+    // Only the hash bits: a slot must not move when its deny mark flips.
+    const uint64_t h = (fp & ~(kLogBit | kDenyBit)) * 0x9e3779b97f4a7c15ULL;
     return static_cast<size_t>((static_cast<unsigned __int128>(h) * capacity) >> 64);
   }
   void publish_table() {
@@ -292,29 +324,57 @@ class alignas(64) MemoryStore::Shard {
     return static_cast<uint32_t>(s.lru - protected_since) < batch_ticks;
   }
 
-  // Approximate LRU, as Redis does: the oldest of a few random occupied slots.
-  // An expired slot is taken at once. Falls back to a scan when the sample
-  // finds only slots of the current batch.
+  // Which state to give up. Dropping a state makes its key full again: the
+  // store forgets what the key has used, in the key's favour. So:
+  // 1. An expired state first: it is full already, dropping it changes no
+  //    decision.
+  // 2. Then the state that would be full again soonest (smallest expires_s):
+  //    the least forgotten, and forgotten for the shortest time. Ties (expiry
+  //    has one-second resolution) go to the least recently used, so among
+  //    equals a key in use keeps its state.
+  // 3. A state whose last decision denied only when there is nothing else:
+  //    it is what holds a client at its limit, and a client flooding new keys
+  //    must not be able to buy its eviction (LRU would hand it over: the
+  //    flood makes the denied key the least recently used). Among these too,
+  //    the one full again soonest.
+  // expires_s measures time, not tokens, so states of different limits
+  // compare by how long their loss would matter.
+  bool evict_before(const Slot& a, const Slot& b) const {
+    const bool a_denies = (a.fp & kDenyBit) != 0;
+    const bool b_denies = (b.fp & kDenyBit) != 0;
+    if (a_denies != b_denies) return b_denies;
+    if (a.expires_s != b.expires_s) return a.expires_s < b.expires_s;
+    return tick_ - a.lru > tick_ - b.lru;
+  }
+
+  // The first in evict_before() order of a sample of occupied slots, as Redis
+  // samples for approximate LRU, or of the whole table when it is small. An
+  // expired slot is taken at once. Never a slot of the current batch: falls
+  // back to a scan of the whole table when the sample finds only those.
   void evict_one(Nanos now, uint32_t protected_since) {
     size_t victim = npos;
-    uint32_t victim_age = 0;
-    for (int k = 0; k < kEvictionSample; ++k) {
-      size_t i = static_cast<size_t>(random() % capacity_);
-      for (size_t steps = 0; slots_[i].fp == kEmpty && steps < capacity_; ++steps) i = next(i);
+    // True when i is expired: nothing comes before it.
+    const auto consider = [&](size_t i) {
       const Slot& s = slots_[i];
-      if (s.fp == kEmpty || is_protected(s, protected_since)) continue;
+      if (s.fp == kEmpty || is_protected(s, protected_since)) return false;
       if (expired(s, now)) {
         victim = i;
-        break;
+        return true;
       }
-      const uint32_t age = tick_ - s.lru;
-      if (victim == npos || age > victim_age) {
-        victim = i;
-        victim_age = age;
+      if (victim == npos || evict_before(s, slots_[victim])) victim = i;
+      return false;
+    };
+    if (capacity_ > kEvictionScanWholeTable) {
+      for (int k = 0; k < kEvictionSample; ++k) {
+        size_t i = static_cast<size_t>(random() % capacity_);
+        for (size_t steps = 0; slots_[i].fp == kEmpty && steps < capacity_; ++steps) i = next(i);
+        if (consider(i)) break;
       }
     }
-    for (size_t i = 0; victim == npos && i < capacity_; ++i) {
-      if (slots_[i].fp != kEmpty && !is_protected(slots_[i], protected_since)) victim = i;
+    if (victim == npos) {
+      for (size_t i = 0; i < capacity_; ++i) {
+        if (consider(i)) break;
+      }
     }
     if (victim != npos) erase(victim);
   }
@@ -345,8 +405,8 @@ class alignas(64) MemoryStore::Shard {
 
 MemoryStore::MemoryStore(MemoryStoreOptions options) {
   max_keys_ = std::max<size_t>(options.max_keys, 1);
-  // Keep at least 64 keys per shard: with fewer, LRU eviction inside a shard
-  // would be too coarse to protect keys in active use.
+  // Keep at least 64 keys per shard: with fewer, eviction inside a shard would
+  // choose among too few states to spare the ones that matter.
   size_t shards = std::bit_ceil(std::max<size_t>(options.shards, 1));
   while (shards > 1 && max_keys_ / shards < 64) shards /= 2;
   shard_count_ = shards;
@@ -364,7 +424,7 @@ MemoryStore::~MemoryStore() = default;
 namespace {
 
 uint64_t fingerprint(const Limit& limit, std::string_view key, uint64_t seed) {
-  uint64_t fp = store::keyed_hash(key, seed ^ limit.fingerprint()) & ~kLogBit;
+  uint64_t fp = store::keyed_hash(key, seed ^ limit.fingerprint()) & ~(kLogBit | kDenyBit);
   if (fp == kEmpty) fp = 1;
   if (limit.algorithm() == Algorithm::kSlidingLog) fp |= kLogBit;
   return fp;
@@ -471,6 +531,10 @@ Status MemoryStore::acquire(std::span<const AcquireRequest> requests, Nanos now,
       pending[i].next = step.next;
       out[i] = step.decision;
     }
+    // Marked by its own limit's answer, whatever the batch's: a limit that
+    // allowed does not hold its key back, even if another limit denied.
+    if (slot != Shard::npos)
+      shard.at(slot).fp = pending[i].fp | (out[i].allowed ? uint64_t{0} : kDenyBit);
     allowed = allowed && out[i].allowed;
   }
 

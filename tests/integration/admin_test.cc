@@ -1,4 +1,4 @@
-// The admin port: health, readiness, Prometheus metrics, stats (DESIGN.md §6).
+// The admin port: health, readiness, Prometheus metrics, stats (docs/DESIGN.md §6).
 #include <chrono>
 #include <csignal>
 #include <thread>

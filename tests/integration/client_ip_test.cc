@@ -1,5 +1,5 @@
 // The client address: X-Forwarded-For / X-Real-IP are honoured only from
-// trusted proxies, and IPv6 clients are keyed by their /64 (DESIGN.md §5).
+// trusted proxies, and IPv6 clients are keyed by their /64 (docs/DESIGN.md §5).
 // The test client's address is always loopback, so each test makes loopback
 // trusted or untrusted in its config.
 #include "test_support.h"

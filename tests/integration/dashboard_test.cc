@@ -1,4 +1,4 @@
-// The dashboard (DESIGN.md §6): served on the admin port only, from files
+// The dashboard (docs/DESIGN.md §6): served on the admin port only, from files
 // embedded at build time, with its Content-Type, no caching and a CSP that
 // allows the admin origin only; /admin/stats carries what the page shows
 // besides the counts (version, store, reloads). tests/dashboard runs the page

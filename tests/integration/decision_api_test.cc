@@ -1,4 +1,4 @@
-// POST /v1/check and GET /v1/auth, including their errors (DESIGN.md §6).
+// POST /v1/check and GET /v1/auth, including their errors (docs/DESIGN.md §6).
 #include "test_support.h"
 
 namespace sluice::test {

@@ -1,4 +1,4 @@
-// Exact rate-limit headers and 429 bodies (DESIGN.md §6, docs/HEADERS.md).
+// Exact rate-limit headers and 429 bodies (docs/DESIGN.md §6, docs/HEADERS.md).
 #include <chrono>
 #include <cmath>
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Every spelling of a resource shares its limit (DESIGN.md §5): no path
+// Every spelling of a resource shares its limit (docs/DESIGN.md §5): no path
 // variant may bypass a limit.
 #include "test_support.h"
 

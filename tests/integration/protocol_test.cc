@@ -1,6 +1,6 @@
 // What a client sends never crashes the server: malformed HTTP gets 400,
 // oversized headers 431, oversized bodies 413, slow headers 408, and the
-// server keeps serving (DESIGN.md §6).
+// server keeps serving (docs/DESIGN.md §6).
 #include "test_support.h"
 
 namespace sluice::test {

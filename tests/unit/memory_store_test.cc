@@ -1,6 +1,7 @@
 // MemoryStore: what the embedded store adds to the Store contract (the
-// contract itself is in store_conformance_test.cc): the max_keys bound with
-// LRU eviction, idle expiry, memory accounting, concurrency safety.
+// contract itself is in store_conformance_test.cc): the max_keys bound and
+// which state eviction gives up, idle expiry, memory accounting, concurrency
+// safety.
 #include "sluice/memory_store.h"
 
 #include <gtest/gtest.h>
@@ -21,6 +22,7 @@ using testing::allowed;
 using testing::bucket;
 using testing::Days;
 using testing::kNoon;
+using testing::Model;
 using testing::must;
 using testing::window;
 
@@ -70,6 +72,32 @@ TEST_P(EveryAlgorithmInMemory, NeverHoldsMoreThanMaxKeysWhileAHotKeyKeepsItsStat
   }
   EXPECT_EQ(store.size(), 1000u);
   EXPECT_EQ(store.max_keys(), 1000u);
+}
+
+// The attack: exhaust a key until it denies, then flood distinct new keys
+// (new IPs) so that the shard must evict. The flood's keys each take the whole
+// limit too, so that they are as far from full as the denied key (windows:
+// the same reset time), and the denied key is the least recently used: only
+// its denying mark keeps it. It still denies afterwards, with exactly the
+// decision a store that never evicted would give.
+TEST_P(EveryAlgorithmInMemory, ADeniedKeyStaysDeniedThroughAFloodOfNewKeys) {
+  MemoryStore store(testing::store_options(1000));
+  const Limit limit = limit_of_size(10);
+  Model model(limit);
+  ASSERT_EQ(acquire(store, limit, "victim", kNoon, 10), model.apply(kNoon, 10));
+  const Decision denied = acquire(store, limit, "victim", kNoon + 1ms);
+  ASSERT_FALSE(denied.allowed);
+  ASSERT_EQ(denied, model.apply(kNoon + 1ms, 1));
+  for (uint64_t i = 0; i < 10'000; ++i) {
+    const Nanos now = kNoon + 2ms + std::chrono::microseconds(i);
+    ASSERT_TRUE(acquire(store, limit, "flood:" + std::to_string(i), now, 10).allowed) << i;
+    ASSERT_LE(store.size(), 1000u) << "after key " << i;
+  }
+  EXPECT_EQ(store.size(), 1000u);
+  const Nanos after = kNoon + 1s;
+  const Decision still = acquire(store, limit, "victim", after);
+  EXPECT_FALSE(still.allowed);
+  EXPECT_EQ(still, model.apply(after, 1));
 }
 
 // A key back to full is dropped: not while it still holds anything, and within
@@ -155,6 +183,166 @@ TEST(MemoryStore, SlidingLogEntriesAreCountedAndReleased) {
   EXPECT_GE(store.memory_bytes(), before + 100 * 16);
   EXPECT_TRUE(must(store.reset(log_limit, "k")));
   EXPECT_EQ(store.memory_bytes(), before);
+}
+
+// Which state eviction gives up, exactly: a store of one shard small enough
+// to be scanned whole. In each test LRU would pick another victim, except
+// where a comment says it agrees. reset() tells whether a state is held.
+class Eviction : public ::testing::Test {
+ protected:
+  // Full again 1 s after being emptied; cost 1 is full again after 500 ms.
+  const Limit short_ = must(Limit::token_bucket(2, 2, 1s));
+  // One token back every 36 s.
+  const Limit long_ = must(Limit::token_bucket(100, 100, 1h));
+  // One token back every minute.
+  const Limit minute_ = must(Limit::token_bucket(10, 1, 1min));
+
+  static bool held(MemoryStore& store, const Limit& limit, std::string_view key) {
+    return must(store.reset(limit, key));
+  }
+};
+
+// Expired before anything else, even a state that was denying (an expired
+// state is full: dropping it changes no decision). Not new: the sampled LRU
+// took an expired slot at once too, and the sweep may drop it first.
+TEST_F(Eviction, AnExpiredStateGoesFirstEvenIfItWasDenying) {
+  MemoryStore store(testing::store_options(2, 1));
+  ASSERT_TRUE(acquire(store, long_, "partly", kNoon).allowed);  // full at +36 s
+  ASSERT_TRUE(acquire(store, short_, "spent", kNoon + 1ms, 2).allowed);
+  ASSERT_FALSE(acquire(store, short_, "spent", kNoon + 2ms).allowed);  // full at +2 s
+  ASSERT_TRUE(acquire(store, long_, "new", kNoon + 3s).allowed);
+  EXPECT_EQ(store.size(), 2u);
+  EXPECT_FALSE(held(store, short_, "spent"));
+  EXPECT_TRUE(held(store, long_, "partly"));
+  EXPECT_TRUE(held(store, long_, "new"));
+}
+
+// Among partly used states, the one full again soonest, though it is the most
+// recently used.
+TEST_F(Eviction, ThePartlyUsedStateNearestFullGoesFirst) {
+  MemoryStore store(testing::store_options(3, 1));
+  ASSERT_TRUE(acquire(store, minute_, "far", kNoon, 5).allowed);        // full at +5 min
+  ASSERT_TRUE(acquire(store, minute_, "mid", kNoon + 1ms, 3).allowed);  // +3 min 1 s
+  ASSERT_TRUE(acquire(store, minute_, "near", kNoon + 2ms).allowed);    // +1 min 1 s
+  ASSERT_TRUE(acquire(store, minute_, "new", kNoon + 3ms, 2).allowed);  // +2 min 1 s
+  EXPECT_EQ(store.size(), 3u);
+  EXPECT_FALSE(held(store, minute_, "near"));
+  EXPECT_TRUE(held(store, minute_, "far"));
+  EXPECT_TRUE(held(store, minute_, "mid"));
+  EXPECT_TRUE(held(store, minute_, "new"));
+}
+
+// Expiry has one-second resolution: states full again within the same second
+// are equals, and the least recently used of them goes (as under LRU).
+TEST_F(Eviction, AmongEqualExpiriesTheLeastRecentlyUsedGoes) {
+  MemoryStore store(testing::store_options(2, 1));
+  ASSERT_TRUE(acquire(store, minute_, "first", kNoon + 100ms).allowed);   // full at +61 s
+  ASSERT_TRUE(acquire(store, minute_, "second", kNoon + 200ms).allowed);  // full at +61 s
+  ASSERT_TRUE(acquire(store, minute_, "new", kNoon + 300ms).allowed);
+  EXPECT_FALSE(held(store, minute_, "first"));
+  EXPECT_TRUE(held(store, minute_, "second"));
+  EXPECT_TRUE(held(store, minute_, "new"));
+}
+
+// A denying state outlasts a partly used one that is further from full and
+// more recently used: by expiry or by LRU it would go first.
+TEST_F(Eviction, ADenyingStateGoesLast) {
+  MemoryStore store(testing::store_options(2, 1));
+  Model model(short_);
+  ASSERT_EQ(acquire(store, short_, "denied", kNoon, 2), model.apply(kNoon, 2));  // full at +1 s
+  const Decision denied = acquire(store, short_, "denied", kNoon + 1ms);
+  ASSERT_FALSE(denied.allowed);
+  ASSERT_EQ(denied, model.apply(kNoon + 1ms, 1));
+  ASSERT_TRUE(acquire(store, long_, "partly", kNoon + 2ms).allowed);  // full at +37 s
+  ASSERT_TRUE(acquire(store, long_, "new", kNoon + 3ms).allowed);
+  EXPECT_EQ(store.size(), 2u);
+  EXPECT_FALSE(held(store, long_, "partly"));
+  EXPECT_EQ(acquire(store, short_, "denied", kNoon + 4ms), model.apply(kNoon + 4ms, 1));
+  EXPECT_TRUE(held(store, long_, "new"));
+}
+
+// When every state denies, one still gives way (the bound holds): the one full
+// again soonest, though LRU would pick the other.
+TEST_F(Eviction, WhenEveryStateDeniesTheOneNearestFullGoes) {
+  MemoryStore store(testing::store_options(2, 1));
+  const Limit hourly = must(Limit::token_bucket(2, 2, 1h));
+  Model model(hourly);
+  ASSERT_EQ(acquire(store, hourly, "hour", kNoon, 2), model.apply(kNoon, 2));  // full at +1 h
+  ASSERT_EQ(acquire(store, hourly, "hour", kNoon + 1ms), model.apply(kNoon + 1ms, 1));
+  ASSERT_TRUE(acquire(store, short_, "second", kNoon + 2ms, 2).allowed);  // full at +2 s
+  ASSERT_FALSE(acquire(store, short_, "second", kNoon + 3ms).allowed);
+  ASSERT_TRUE(acquire(store, long_, "new", kNoon + 4ms).allowed);
+  EXPECT_EQ(store.size(), 2u);
+  EXPECT_FALSE(held(store, short_, "second"));
+  const Decision hour = acquire(store, hourly, "hour", kNoon + 5ms);
+  EXPECT_FALSE(hour.allowed);
+  EXPECT_EQ(hour, model.apply(kNoon + 5ms, 1));
+}
+
+// The mark goes when the key's limit allows again: the state is then an
+// ordinary partly used one, nearest full here, and goes first.
+TEST_F(Eviction, AStateThatAllowsAgainIsNoLongerKept) {
+  MemoryStore store(testing::store_options(2, 1));
+  ASSERT_TRUE(acquire(store, short_, "recovered", kNoon, 2).allowed);
+  ASSERT_FALSE(acquire(store, short_, "recovered", kNoon + 1ms).allowed);
+  ASSERT_TRUE(acquire(store, long_, "other", kNoon + 500ms).allowed);  // full at +37 s
+  // 1.2 tokens back: allowed, 0.2 left, full at +2 s.
+  ASSERT_TRUE(acquire(store, short_, "recovered", kNoon + 600ms).allowed);
+  ASSERT_TRUE(acquire(store, long_, "new", kNoon + 700ms).allowed);
+  EXPECT_FALSE(held(store, short_, "recovered"));
+  EXPECT_TRUE(held(store, long_, "other"));
+  EXPECT_TRUE(held(store, long_, "new"));
+}
+
+// In a request of several limits, each limit's slot is marked by its own
+// answer: the limit that denied is kept, the one that allowed (though the
+// request was denied, so it was not charged) is not. LRU would drop the
+// denying one, touched first in the batch.
+TEST_F(Eviction, InABatchTheLimitThatDeniedIsKept) {
+  MemoryStore store(testing::store_options(2, 1));
+  Model model(short_);
+  const auto batch = [&](uint64_t cost, Nanos now) {
+    const AcquireRequest requests[] = {{&short_, "k", cost}, {&long_, "k", cost}};
+    Decision out[2];
+    EXPECT_TRUE(store.acquire(requests, now, out).ok());
+    return std::pair{out[0], out[1]};
+  };
+  const auto [first_short, first_long] = batch(2, kNoon);
+  ASSERT_TRUE(first_short.allowed && first_long.allowed);
+  model.apply(kNoon, 2);  // full at +1 s; the long one at +72 s
+  const auto [second_short, second_long] = batch(1, kNoon + 1ms);
+  ASSERT_FALSE(second_short.allowed);
+  ASSERT_TRUE(second_long.allowed);
+  model.apply(kNoon + 1ms, 1);
+  ASSERT_TRUE(acquire(store, long_, "new", kNoon + 2ms).allowed);
+  EXPECT_FALSE(held(store, long_, "k"));
+  EXPECT_EQ(acquire(store, short_, "k", kNoon + 3ms), model.apply(kNoon + 3ms, 1));
+}
+
+// A sliding_log key that denies is kept through a flood of other keys too,
+// here under another limit whose states are all further from full (+1 h)
+// than it (+61 s): only its denying mark keeps it.
+TEST(MemoryStore, ADeniedSlidingLogKeyStaysDeniedThroughAFlood) {
+  MemoryStore store(testing::store_options(1000));
+  const Limit log_limit = must(Limit::sliding_log(3, 1min));
+  const Limit flood_limit = must(Limit::token_bucket(10, 1, 1h));
+  Model model(log_limit);
+  for (int i = 0; i < 3; ++i) {
+    const Nanos now = kNoon + 1ms * i;
+    ASSERT_EQ(acquire(store, log_limit, "victim", now), model.apply(now, 1));
+  }
+  ASSERT_FALSE(acquire(store, log_limit, "victim", kNoon + 3ms).allowed);
+  model.apply(kNoon + 3ms, 1);
+  for (uint64_t i = 0; i < 10'000; ++i) {
+    const Nanos now = kNoon + 4ms + std::chrono::microseconds(i);
+    ASSERT_TRUE(acquire(store, flood_limit, "flood:" + std::to_string(i), now).allowed) << i;
+    ASSERT_LE(store.size(), 1000u) << "after key " << i;
+  }
+  EXPECT_EQ(store.size(), 1000u);
+  const Nanos after = kNoon + 30s;
+  const Decision still = acquire(store, log_limit, "victim", after);
+  EXPECT_FALSE(still.allowed);
+  EXPECT_EQ(still, model.apply(after, 1));
 }
 
 // Many threads, many keys, a small bound: eviction and expiry race with
