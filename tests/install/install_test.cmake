@@ -23,6 +23,10 @@ foreach(var SOURCE_DIR BUILD_DIR WORK_DIR BUILD_TYPE CXX_COMPILER PKG_CONFIG LIB
   endif()
 endforeach()
 separate_arguments(sanitize UNIX_COMMAND "${SANITIZE_FLAGS}")
+if(NOT PKG_CONFIG)
+  message(FATAL_ERROR "pkg-config was not found when this tree was configured: install it "
+    "(Debian: pkg-config) and configure again")
+endif()
 
 include(${CMAKE_CURRENT_LIST_DIR}/run.cmake)
 
