@@ -3,7 +3,9 @@ JOBS ?= $(shell nproc)
 RELEASE_DIR := build
 TEST_DIR := build-test
 
-.PHONY: all build test check bench run deps format clean
+PREFIX ?= /usr/local
+
+.PHONY: all build test check bench run package install deps format clean
 
 all: build
 
@@ -29,6 +31,16 @@ check: deps
 	@cmake --build $(TEST_DIR) -j $(JOBS) --target unit_tests embed_example
 	@cd $(TEST_DIR) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j $(JOBS) -L unit
+
+# The .deb for operators (cmake/package.cmake): the Release build, then CPack.
+package: build
+	@cd $(RELEASE_DIR) && cpack -G DEB
+	@ls $(RELEASE_DIR)/*.deb
+
+# The library (headers, archives, CMake package, pkg-config files) and the
+# binary under PREFIX (default /usr/local; sudo for a system prefix).
+install: build
+	@cmake --install $(RELEASE_DIR) --prefix $(PREFIX)
 
 bench: build
 	@$(RELEASE_DIR)/bench/sluice_bench --benchmark_counters_tabular=true

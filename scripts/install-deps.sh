@@ -19,6 +19,10 @@ packages=(
   nginx wrk curl
   # dashboard browser test (tests/dashboard): node runs playwright-core on Debian's chromium
   chromium nodejs
+  # the .deb (make package, ctest -L package): CPack's shared library
+  # dependencies need dpkg-shlibdeps (dpkg-dev) and file. systemd-analyze
+  # (package systemd) is optional: the unit check is skipped without it.
+  dpkg-dev file
 )
 
 missing=()
