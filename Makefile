@@ -5,14 +5,18 @@ TEST_DIR := build-test
 
 PREFIX ?= /usr/local
 
-.PHONY: all build test check bench run package install deps format clean
+.PHONY: all build test check bench run package install deps deps-build format clean
 
 all: build
 
+# Everything the tests and benchmarks need, and what building needs alone.
 deps:
 	@scripts/install-deps.sh
 
-build: deps
+deps-build:
+	@scripts/install-deps.sh build
+
+build: deps-build
 	@cmake -S . -B $(RELEASE_DIR) -DCMAKE_BUILD_TYPE=Release -DSLUICE_BUILD_TESTS=OFF >/dev/null
 	@cmake --build $(RELEASE_DIR) -j $(JOBS)
 
