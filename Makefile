@@ -37,7 +37,7 @@ check: deps
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j $(JOBS) -L unit
 
 # The .deb for operators (cmake/package.cmake): the Release build, then CPack.
-package: build
+package: deps build
 	@cd $(RELEASE_DIR) && cpack -G DEB
 	@ls $(RELEASE_DIR)/*.deb
 
