@@ -2,16 +2,21 @@
 JOBS ?= $(shell nproc)
 RELEASE_DIR := build
 TEST_DIR := build-test
+PREFIX ?= /usr/local
 FUZZ_SECONDS ?= 60
 
-.PHONY: all build test check fuzz bench run deps format clean
+.PHONY: all build test check fuzz bench run package install deps deps-build format clean
 
 all: build
 
+# Everything the tests and benchmarks need, and what building needs alone.
 deps:
 	@scripts/install-deps.sh
 
-build: deps
+deps-build:
+	@scripts/install-deps.sh build
+
+build: deps-build
 	@cmake -S . -B $(RELEASE_DIR) -DCMAKE_BUILD_TYPE=Release -DSLUICE_BUILD_TESTS=OFF >/dev/null
 	@cmake --build $(RELEASE_DIR) -j $(JOBS)
 
@@ -30,6 +35,16 @@ check: deps
 	@cmake --build $(TEST_DIR) -j $(JOBS) --target unit_tests embed_example
 	@cd $(TEST_DIR) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j $(JOBS) -L unit
+
+# The .deb for operators (cmake/package.cmake): the Release build, then CPack.
+package: deps build
+	@cd $(RELEASE_DIR) && cpack -G DEB
+	@ls $(RELEASE_DIR)/*.deb
+
+# The library (headers, archives, CMake package, pkg-config files) and the
+# binary under PREFIX (default /usr/local; sudo for a system prefix).
+install: build
+	@cmake --install $(RELEASE_DIR) --prefix $(PREFIX)
 
 # The libFuzzer targets (fuzz/, docs/RELIABILITY.md): a clang build of their
 # own in build-fuzz/, then each target for FUZZ_SECONDS; fails on any finding

@@ -19,7 +19,7 @@ if [ -z "${FUZZ_TARGETS:-}" ]; then
   FUZZ_TARGETS=$(for f in fuzz/*.cc; do basename "$f" .cc; done)
 fi
 
-cmake -S . -B "$build" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+cmake -S . -B "$build" -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DSLUICE_FUZZ=ON -DSLUICE_BUILD_TESTS=OFF -DSLUICE_BUILD_BENCH=OFF >/dev/null
 cmake --build "$build" -j "$jobs" --target fuzzers
 

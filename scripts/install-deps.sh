@@ -1,27 +1,57 @@
 #!/usr/bin/env bash
-# Installs every Debian package that building, testing and benchmarking Sluice
-# needs. Idempotent and quick when everything is already there: it asks apt
-# only for what is missing. This is the one place that lists the packages.
+# Installs the Debian packages Sluice needs. Idempotent and quick when
+# everything is already there: it asks apt only for what is missing. This is
+# the one place that lists the packages.
+#
+#   scripts/install-deps.sh build   # building and running (make build, make run)
+#   scripts/install-deps.sh         # everything: also the tests and benchmarks
+#
+# The package names are Debian 12 (bookworm)'s (libboost1.81-dev, ...). On
+# another system the script says so and stops: install the equivalents of the
+# lists below yourself.
 set -euo pipefail
+
+profile=${1:-all}
+case "$profile" in
+  build | all) ;;
+  *)
+    echo "usage: $0 [build|all]" >&2
+    exit 2
+    ;;
+esac
 
 packages=(
   # build
-  cmake g++ make pkg-config clang-format
-  # fuzz targets (make fuzz): clang with libFuzzer and the sanitizer runtimes
-  clang libclang-rt-14-dev
-  # core library: tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev
+  cmake g++ make pkg-config
+  # core library: benchmarks (make build builds them beside the server)
+  libbenchmark-dev
   # server: HTTP (Beast/Asio/URL/JSON), config, logs
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
-  # Redis store and its tests
-  libhiredis-dev redis-server redis-tools
+  # Redis store
+  libhiredis-dev
   # Envoy RLS gRPC API
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
-  # nginx integration test and gateway benchmark
-  nginx wrk curl
-  # dashboard browser test (tests/dashboard): node runs playwright-core on Debian's chromium
-  chromium nodejs
+  # the demo's lines to try (make run)
+  curl
 )
+if [ "$profile" = all ]; then
+  packages+=(
+    # tests, formatting
+    libgtest-dev libgmock-dev clang-format
+    # fuzz targets (make fuzz): clang with libFuzzer and the sanitizer runtimes
+    clang-14 libclang-rt-14-dev
+    # Redis store tests
+    redis-server redis-tools
+    # nginx integration test and gateway benchmark
+    nginx wrk
+    # dashboard browser test (tests/dashboard): node runs playwright-core on Debian's chromium
+    chromium nodejs
+    # the .deb (make package, ctest -L package): CPack's shared library
+    # dependencies need dpkg-shlibdeps (dpkg-dev) and file. systemd-analyze
+    # (package systemd) is optional: the unit check is skipped without it.
+    dpkg-dev file
+  )
+fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -30,8 +60,19 @@ done
 # npm is a package of its own with Debian's nodejs but part of the nodejs
 # package from NodeSource (which conflicts with Debian's npm): ask for it only
 # when the command is missing.
-command -v npm >/dev/null 2>&1 || missing+=(npm)
+if [ "$profile" = all ]; then command -v npm >/dev/null 2>&1 || missing+=(npm); fi
 [ ${#missing[@]} -eq 0 ] && exit 0
+
+# Only now: a machine that already has everything may be anything.
+release=unknown
+if [ -r /etc/os-release ]; then
+  release=$(. /etc/os-release && echo "${ID:-?} ${VERSION_CODENAME:-?}")
+fi
+if [ "$release" != "debian bookworm" ]; then
+  echo "install-deps: these package names are Debian 12 (bookworm)'s; this machine is" \
+    "'$release'. Install the equivalents of: ${missing[*]}" >&2
+  exit 1
+fi
 
 echo "install-deps: installing ${missing[*]}"
 sudo=""

@@ -75,11 +75,12 @@ cat <<'EOF'
 
   Try, from another terminal:
 
-    # proxied to the upstream, with X-RateLimit-* and RateLimit headers (5 at once, then 1/s)
-    curl -i http://127.0.0.1:8080/api/hello
+    # 7 in a row: 200 200 200 200 200 429 429 (a burst of 5, then one per second)
+    for i in $(seq 7); do curl -s -o /dev/null -w '%{http_code} ' http://127.0.0.1:8080/api/hello; done; echo
 
-    # the 6th and 7th in a row get 429, the JSON error body and Retry-After
-    for i in $(seq 7); do curl -si http://127.0.0.1:8080/api/hello | head -5; echo; done
+    # one answer in full: the upstream's 200 (or a 429 with Retry-After and the
+    # JSON body) with the X-RateLimit-* and RateLimit headers
+    curl -i http://127.0.0.1:8080/api/hello
 
     # an explicit decision for any program (policy "login": 3, then 1 per minute)
     curl -si -X POST http://127.0.0.1:8082/v1/check -d '{"policy":"login","key":"user:42"}'

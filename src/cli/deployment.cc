@@ -53,9 +53,10 @@ void check_descriptor_limits(const rls::DescriptorLevel& level, const std::strin
 
 }  // namespace
 
-Deployment load_deployment(const std::string& config_path, const StoreCheck& store_check) {
+Deployment load_deployment(const std::string& config_path, const policy::ConfigOverrides& overrides,
+                           const StoreCheck& store_check) {
   Deployment d;
-  policy::LoadResult loaded = policy::load_config_file(config_path);
+  policy::LoadResult loaded = policy::load_config_file(config_path, overrides);
   if (!loaded.config) {
     d.errors = std::move(loaded.errors);
     return d;

@@ -15,6 +15,7 @@
 
 #include "config/error.h"
 #include "policy/config.h"
+#include "policy/config_loader.h"
 #include "rls/config.h"
 #include "sluice/limit.h"
 #include "sluice/result.h"
@@ -39,6 +40,8 @@ using LimitCheck = std::function<Status(const Limit&)>;
 // `store` section describes (startup, validate) or the one in service (reload).
 using StoreCheck = std::function<LimitCheck(const policy::Config&)>;
 
-Deployment load_deployment(const std::string& config_path, const StoreCheck& store_check);
+// `overrides`: the command line's --listen, --admin, --upstream.
+Deployment load_deployment(const std::string& config_path, const policy::ConfigOverrides& overrides,
+                           const StoreCheck& store_check);
 
 }  // namespace sluice::cli

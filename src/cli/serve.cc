@@ -19,7 +19,8 @@ namespace sluice::cli {
 
 namespace {
 
-constexpr const char* kServeUsage = R"(Usage: sluice serve --config FILE
+constexpr const char* kServeUsage =
+    R"(Usage: sluice serve --config FILE [--listen HOST:PORT] [--admin HOST:PORT] [--upstream URL]
 
 Runs the Sluice server described by FILE (docs/CONFIG.md):
   listen         the gateway (when `upstream` is set), or the decision service
@@ -31,8 +32,13 @@ Runs the Sluice server described by FILE (docs/CONFIG.md):
                  rls.config_dir (docs/ENVOY.md)
 
 Options:
-  -c, --config FILE   the config file (required)
-  -h, --help          this text
+  -c, --config FILE     the config file (required)
+  --listen HOST:PORT    instead of the file's `listen`
+  --admin HOST:PORT     instead of the file's `admin`
+  --upstream URL        instead of the file's upstream URL (its timeouts stay)
+  -h, --help            this text
+
+Every endpoint, its requests and answers: docs/API.md.
 
 Signals: SIGHUP reloads FILE and the RLS descriptor files together (if either
 is bad, both are refused and the old ones stay);
@@ -43,7 +49,14 @@ Exit codes: 0 after a graceful shutdown, 1 when FILE or a descriptor file is
 invalid or a port cannot be bound, 2 on bad usage.
 )";
 
-constexpr OptionSpec kOptions[] = {{"--config", "-c"}};
+constexpr OptionSpec kOptions[] = {
+    {"--config", "-c"}, {"--listen", ""}, {"--admin", ""}, {"--upstream", ""}};
+
+// The command line's values in place of the file's.
+policy::ConfigOverrides overrides_of(const ParsedArgs& parsed) {
+  return policy::ConfigOverrides{parsed.get("--listen"), parsed.get("--admin"),
+                                 parsed.get("--upstream")};
+}
 
 void print_errors(const std::vector<config::ConfigError>& errors) {
   for (const config::ConfigError& e : errors) std::fprintf(stderr, "%s\n", e.text().c_str());
@@ -67,8 +80,9 @@ int run_serve(std::span<const std::string_view> args) {
 
   // Every limit is checked against the store the config asks for (and on
   // reload against the store in service).
+  const policy::ConfigOverrides overrides = overrides_of(parsed);
   Deployment deployment = load_deployment(
-      *config_path, [](const policy::Config& c) { return limit_check_for(c.store); });
+      *config_path, overrides, [](const policy::Config& c) { return limit_check_for(c.store); });
   if (!deployment.ok()) {
     print_errors(deployment.errors);
     const bool only_descriptors = deployment.descriptor_errors == deployment.errors.size();
@@ -104,8 +118,8 @@ int run_serve(std::span<const std::string_view> args) {
     // A reload reads the file and the descriptor files again, checks them
     // against the store in service, and hands the descriptors to the RLS
     // runtime for the moment the server swaps the config.
-    options.load_config = [path = *config_path, &store, &rls] {
-      Deployment next = load_deployment(path, [s = store.get()](const policy::Config&) {
+    options.load_config = [path = *config_path, overrides, &store, &rls] {
+      Deployment next = load_deployment(path, overrides, [s = store.get()](const policy::Config&) {
         return [s](const Limit& limit) { return s->check_limit(limit); };
       });
       for (const config::ConfigError& w : next.warnings) spdlog::warn("reload: RLS: {}", w.text());

@@ -10,7 +10,8 @@
 namespace sluice::cli {
 namespace {
 
-constexpr const char* kValidateUsage = R"(Usage: sluice validate --config FILE
+constexpr const char* kValidateUsage =
+    R"(Usage: sluice validate --config FILE [--listen HOST:PORT] [--admin HOST:PORT] [--upstream URL]
 
 Loads FILE exactly as `sluice serve` would and checks it: unknown keys, wrong
 types, bad durations, rates, addresses, URLs and CIDR blocks, unknown
@@ -20,8 +21,11 @@ envoyproxy/ratelimit descriptor files of rls.config_dir are loaded and
 checked too (their warnings on stderr). Nothing is started.
 
 Options:
-  -c, --config FILE   the config file (required)
-  -h, --help          this text
+  -c, --config FILE     the config file (required)
+  --listen HOST:PORT    instead of the file's `listen`
+  --admin HOST:PORT     instead of the file's `admin`
+  --upstream URL        instead of the file's upstream URL (its timeouts stay)
+  -h, --help            this text
 
 Exit status:
   0  the file is valid; a one-line summary is printed
@@ -32,7 +36,14 @@ Exit status:
 The keys are documented in docs/CONFIG.md.
 )";
 
-constexpr OptionSpec kOptions[] = {{"--config", "-c"}};
+constexpr OptionSpec kOptions[] = {
+    {"--config", "-c"}, {"--listen", ""}, {"--admin", ""}, {"--upstream", ""}};
+
+// The command line's values in place of the file's.
+policy::ConfigOverrides overrides_of(const ParsedArgs& parsed) {
+  return policy::ConfigOverrides{parsed.get("--listen"), parsed.get("--admin"),
+                                 parsed.get("--upstream")};
+}
 
 std::string plural(size_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
@@ -70,8 +81,9 @@ int run_validate(std::span<const std::string_view> args) {
                  kValidateUsage);
     return 2;
   }
-  const Deployment d =
-      load_deployment(*path, [](const policy::Config& c) { return limit_check_for(c.store); });
+  const Deployment d = load_deployment(*path, overrides_of(parsed), [](const policy::Config& c) {
+    return limit_check_for(c.store);
+  });
   for (const config::ConfigError& w : d.warnings) {
     std::fprintf(stderr, "warning: %s\n", w.text().c_str());
   }

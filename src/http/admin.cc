@@ -280,8 +280,9 @@ Response AdminHandler::reset(std::string_view body) {
   const std::string route_name = string_field(o, "route", &has_route);
   const std::string client = string_field(o, "client", &has_client);
 
-  // The (limit, store key) pairs to forget.
+  // The (limit, store key) pairs to forget, and how the operator named them.
   std::vector<std::pair<const Limit*, std::string>> targets;
+  std::string what;
   if (has_policy && has_key && !has_route && !has_client) {
     const policy::NamedPolicy* named = state->policy.find_policy(policy_name);
     if (named == nullptr) {
@@ -289,6 +290,7 @@ Response AdminHandler::reset(std::string_view body) {
                             cat({"no policy named \"", policy_name, "\""}));
     }
     targets.emplace_back(&named->limit, policy::Policy::policy_store_key(policy_name, key));
+    what = cat({"policy \"", policy_name, "\" key \"", key, "\""});
   } else if (has_route && has_client && !has_policy && !has_key) {
     const policy::Config& config = state->policy.config();
     const policy::Route* route = nullptr;
@@ -302,11 +304,15 @@ Response AdminHandler::reset(std::string_view body) {
       return error_response(HttpStatus::not_found, "UNKNOWN_ROUTE",
                             cat({"no route named \"", route_name, "\""}));
     }
-    // The store keys of policy::Policy::plan(): "<scope>|<client key>".
-    for (const policy::RouteLimit& limit : route->limits) {
-      targets.emplace_back(
-          &limit.limit, cat({limit.named_policy ? "policy:" : "route:", limit.name, "|", client}));
+    const std::optional<std::string> client_key = state->policy.client_key_of(*route, client);
+    if (!client_key) {
+      return bad(cat({"route \"", route_name, "\" is keyed by ", route->key.text,
+                      ": give \"client\" as the key Sluice forms, like "
+                      "\"ip:192.0.2.1+h:x-api-key=abc\""}));
     }
+    const std::vector<std::string> keys = state->policy.store_keys(*route, *client_key);
+    for (size_t i = 0; i < keys.size(); ++i) targets.emplace_back(&route->limits[i].limit, keys[i]);
+    what = cat({"route \"", route_name, "\" client key \"", *client_key, "\""});
   } else {
     return bad(R"(expected {"policy":NAME,"key":KEY} or {"route":NAME,"client":KEY})");
   }
@@ -321,10 +327,18 @@ Response AdminHandler::reset(std::string_view body) {
     }
     existed = existed || r.value();
   }
-  spdlog::info("admin reset: {} key(s) of {} \"{}\"", targets.size(),
-               has_policy ? "policy" : "route", has_policy ? policy_name : route_name);
-  return json_response(HttpStatus::ok, existed ? "{\"reset\":true,\"had_state\":true}"
-                                               : "{\"reset\":true,\"had_state\":false}");
+  // Nothing forgotten is a typo or the wrong client: say what was looked for,
+  // never a 200 that reset nothing.
+  if (!existed) {
+    std::string keys;
+    for (const auto& [limit, store_key] : targets)
+      keys += cat({keys.empty() ? "" : ", ", store_key});
+    return error_response(
+        HttpStatus::not_found, "NO_STATE",
+        cat({"nothing to reset for ", what, " (store keys looked for: ", keys, ")"}));
+  }
+  spdlog::info("admin reset: {} ({} limit(s))", what, targets.size());
+  return json_response(HttpStatus::ok, "{\"reset\":true,\"had_state\":true}");
 }
 
 }  // namespace sluice::http

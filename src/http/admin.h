@@ -14,7 +14,9 @@
 //   GET  /dashboard      the live dashboard (web/, embedded; see http/dashboard.h)
 //   POST /admin/reload   reload the config file; 400 with every error when refused
 //   POST /admin/reset    {"policy":"login","key":"user:42"} or
-//                        {"route":"GET /api/x","client":"ip:192.0.2.1"}: forget one key
+//                        {"route":"GET /api/x","client":"192.0.2.1"}: forget one
+//                        client's state (client: an IP, a header value, or the
+//                        key as Sluice forms it); 404 NO_STATE when there was none
 //
 // Thread-safety: runs on the control thread (one io_context), like reloads.
 #pragma once

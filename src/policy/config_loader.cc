@@ -82,7 +82,10 @@ Result<Upstream> parse_upstream(std::string_view text) {
 // check reports and carries on, so one run shows every problem in the file.
 class Loader {
  public:
-  explicit Loader(std::string file) : walker_(file, diagnostics_) { config_.source = file; }
+  Loader(std::string file, const ConfigOverrides& overrides)
+      : walker_(file, diagnostics_), overrides_(overrides) {
+    config_.source = file;
+  }
 
   LoadResult load(std::string_view text) {
     const std::optional<Item> doc = walker_.document(text);
@@ -106,6 +109,30 @@ class Loader {
     if (auto hp = walker_.host_port(*item, true)) *out = *hp;
   }
 
+  // A command-line value in place of the file's; its error names the option.
+  void override_address(std::string_view option, const std::optional<std::string>& value,
+                        HostPort* out) {
+    if (!value) return;
+    Result<HostPort> hp = parse_host_port(*value, true);
+    if (!hp.ok()) return option_error(option, hp.error().message);
+    *out = *hp;
+  }
+
+  // --upstream replaces the URL and keeps the file's other upstream settings.
+  void override_upstream() {
+    if (!overrides_.upstream) return;
+    Result<Upstream> u = parse_upstream(*overrides_.upstream);
+    if (!u.ok()) return option_error("--upstream", u.error().message);
+    if (!config_.upstream) config_.upstream = Upstream{};
+    config_.upstream->url = u->url;
+    config_.upstream->address = u->address;
+    config_.upstream->base_path = u->base_path;
+  }
+
+  void option_error(std::string_view option, const std::string& message) {
+    diagnostics_.errors.emplace_back(std::string(option), 0, 0, message);
+  }
+
   void millis(const Item* item, bool allow_zero, Millis* out) {
     if (item == nullptr) return;
     if (auto d = walker_.duration(*item, allow_zero)) *out = std::chrono::duration_cast<Millis>(*d);
@@ -124,6 +151,8 @@ class Loader {
     if (!m) return;
     host_port(m->get("listen"), &config_.listen);
     host_port(m->get("admin"), &config_.admin);
+    override_address("--listen", overrides_.listen, &config_.listen);
+    override_address("--admin", overrides_.admin, &config_.admin);
     admin_access(*m);
     if (const Item* d = m->get("decision_api")) decision_api(*d);
     const Item* grpc_item = m->get("grpc");
@@ -146,6 +175,7 @@ class Loader {
       walker_.error(*rls_item, "needs `grpc:`, the address the Envoy RLS API listens on");
     }
     if (const Item* u = m->get("upstream")) upstream(*u);
+    override_upstream();
     if (const Item* s = m->get("store")) store(*s);
     if (const Item* c = m->get("client_ip")) client_ip(*c);
     if (const Item* h = m->get("headers")) headers(*h);
@@ -663,6 +693,7 @@ class Loader {
 
   config::Diagnostics diagnostics_;
   Walker walker_;
+  const ConfigOverrides& overrides_;
   Config config_;
   std::vector<std::string> policy_names_;  // every name under policies:, valid or not
   std::set<std::string, std::less<>> broken_policies_;
@@ -670,11 +701,12 @@ class Loader {
 
 }  // namespace
 
-LoadResult load_config_string(std::string_view yaml, const std::string& name) {
-  return Loader(name).load(yaml);
+LoadResult load_config_string(std::string_view yaml, const std::string& name,
+                              const ConfigOverrides& overrides) {
+  return Loader(name, overrides).load(yaml);
 }
 
-LoadResult load_config_file(const std::string& path) {
+LoadResult load_config_file(const std::string& path, const ConfigOverrides& overrides) {
   std::string error;
   std::optional<std::string> text =
       config::read_small_file(path, "the config file", kMaxConfigBytes, &error);
@@ -683,7 +715,7 @@ LoadResult load_config_file(const std::string& path) {
     result.errors.push_back(ConfigError{path, 0, 0, error});
     return result;
   }
-  return load_config_string(*text, path);
+  return load_config_string(*text, path, overrides);
 }
 
 }  // namespace sluice::policy

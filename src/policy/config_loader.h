@@ -23,8 +23,18 @@ struct LoadResult {
   std::vector<ConfigError> errors;
 };
 
-LoadResult load_config_file(const std::string& path);
+// Values given on the command line (`sluice serve --listen ...`) in place of
+// the file's: they win over it, follow the same rules (an admin port off
+// loopback still needs admin_token_file), and their errors name the option.
+struct ConfigOverrides {
+  std::optional<std::string> listen;    // --listen host:port
+  std::optional<std::string> admin;     // --admin host:port
+  std::optional<std::string> upstream;  // --upstream http://host:port[/base]
+};
+
+LoadResult load_config_file(const std::string& path, const ConfigOverrides& overrides = {});
 // `name` stands for the file name in error messages.
-LoadResult load_config_string(std::string_view yaml, const std::string& name);
+LoadResult load_config_string(std::string_view yaml, const std::string& name,
+                              const ConfigOverrides& overrides = {});
 
 }  // namespace sluice::policy

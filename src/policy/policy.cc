@@ -1,5 +1,6 @@
 #include "policy/policy.h"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 
@@ -248,6 +249,42 @@ Plan Policy::plan(const RequestInfo& request) const {
     planned.store_key += key;
   }
   return plan;
+}
+
+std::optional<std::string> Policy::client_key_of(const Route& route,
+                                                 std::string_view client) const {
+  const std::vector<KeyPart>& parts = route.key.parts;
+  // Already a client key: every '+'-separated part is one plan() forms.
+  bool formed = !client.empty();
+  for (size_t at = 0; formed && at <= client.size();) {
+    const size_t end = std::min(client.find('+', at), client.size());
+    const std::string_view part = client.substr(at, end - at);
+    formed = part.starts_with("ip:") || part.starts_with("h:") || part == "global";
+    at = end + 1;
+  }
+  if (formed || client.empty()) return std::string(client);
+  if (parts.size() != 1) return std::nullopt;
+  switch (parts[0].kind) {
+    case KeyPart::Kind::kGlobal:
+      return std::string("global");
+    case KeyPart::Kind::kIp: {
+      const std::optional<IpAddress> ip = parse_ip(client);
+      if (!ip) return std::nullopt;
+      return "ip:" + client_key_text(*ip, config_.client_ip.ipv6_prefix);
+    }
+    case KeyPart::Kind::kHeader: {
+      std::string key = "h:" + parts[0].header + "=";
+      append_escaped(key, client);
+      return key;
+    }
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> Policy::store_keys(const Route& route, std::string_view client_key) const {
+  std::vector<std::string> keys = scopes_of(route);
+  for (std::string& key : keys) key += client_key;
+  return keys;
 }
 
 Plan Policy::plan_policy(std::string_view policy_name, std::string_view key) const {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -69,6 +70,19 @@ class Policy {
   // (store key policy_store_key(name, key)); route = nullptr, client unset.
   // No limits (so decide() says "not limited") when the policy is unknown.
   Plan plan_policy(std::string_view policy_name, std::string_view key) const;
+
+  // The client key `route` forms for a client as an operator writes it
+  // (/admin/reset): a client key as plan() forms it ("ip:192.0.2.1",
+  // "h:x-api-key=abc", "global", parts joined by '+') is taken as it is; an
+  // IP address is keyed as plan() keys it (IPv6 by its prefix) when the
+  // route is keyed by ip; any other text is the header value of a route
+  // keyed by one header. Nothing when the route's key has several parts and
+  // `client` is not already a client key (it cannot be guessed).
+  std::optional<std::string> client_key_of(const Route& route, std::string_view client) const;
+
+  // The store keys of every limit of `route` for `client_key` (as plan()
+  // forms them).
+  std::vector<std::string> store_keys(const Route& route, std::string_view client_key) const;
 
   // The store key for a named policy and a caller-given key (/v1/check,
   // /admin/reset): "policy:<name>|<key>".

@@ -163,8 +163,8 @@ class Loader {
         validate_tree(entry.value, entry.key == "metadata");
       });
     } else if (item.node.IsSequence()) {
-      // Held by name: a range-for over `*sequence(...)` would walk a vector
-      // that dies with the temporary optional (clang's -Wdangling-gsl).
+      // Named: in C++20 a range-for over *(a temporary optional) reads the
+      // vector after the optional is gone (GCC's Release build says so).
       const std::optional<std::vector<Item>> elements = walker().sequence(item, "a list");
       if (!elements) return;
       for (const Item& element : *elements) {

@@ -66,6 +66,19 @@ uint32_t seconds_down(int64_t ns) {
   return s >= UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(s);
 }
 
+// When the state `next`, written at `now` by a decision that reported
+// `reset_after`, is full again (seconds, rounded up). A token bucket's
+// reset_after counts from its own clock, which is ahead of `now` when time
+// ran backwards: it refills only from then on, so forgetting it at
+// now + reset_after would hand out tokens it does not have.
+uint32_t full_again_s(const Limit& limit, const core::PackedState& next, Nanos now,
+                      Nanos reset_after) {
+  int64_t from = now.count();
+  if (limit.algorithm() == Algorithm::kTokenBucket)
+    from = std::max(from, core::detail::unpack<core::TokenBucketState>(next).last_ns);
+  return seconds_up(from + reset_after.count());
+}
+
 // Asks for the line in a writable state (the decision will write it), so a
 // line last written by another core moves once, not shared then upgraded.
 inline void prefetch_for_write(const void* p) {
@@ -241,7 +254,7 @@ class alignas(64) MemoryStore::Shard {
       Slot& s = slots_[slot];
       s.fp = fp;
       s.state = step.next;
-      s.expires_s = seconds_up(now.count() + step.decision.reset_after.count());
+      s.expires_s = full_again_s(*r.limit, step.next, now, step.decision.reset_after);
     } else if (found) {
       // Kept through eviction while it denies (evict_one); an OR on the
       // slot, already being written, is the cheapest form (callgrind).
@@ -553,10 +566,11 @@ Status MemoryStore::acquire(std::span<const AcquireRequest> requests, Nanos now,
         const int64_t before = is_new ? 0 : static_cast<int64_t>(log->memory_bytes());
         core::sliding_log_commit(*log, pending[i].log_step, now, r.cost);
         shard.account_log_bytes(static_cast<int64_t>(log->memory_bytes()) - before);
+        s.expires_s = seconds_up(now.count() + out[i].reset_after.count());
       } else {
         s.state = pending[i].next;
+        s.expires_s = full_again_s(*r.limit, s.state, now, out[i].reset_after);
       }
-      s.expires_s = seconds_up(now.count() + out[i].reset_after.count());
       s.lru = shard.touch();
     }
   }

@@ -40,7 +40,8 @@ class Files {
 };
 
 Deployment load(const std::string& path) {
-  return load_deployment(path, [](const policy::Config& c) { return limit_check_for(c.store); });
+  return load_deployment(path, {},
+                         [](const policy::Config& c) { return limit_check_for(c.store); });
 }
 
 std::vector<std::string> texts(const std::vector<config::ConfigError>& errors) {
@@ -143,6 +144,33 @@ TEST(Deployment, ABadDescriptorFileRefusesTheWholeDeployment) {
   EXPECT_EQ(texts(d.errors),
             std::vector<std::string>{files.dir() + "/rls/bad.yaml:4:5: descriptors[0].rate_limt: "
                                                    "unknown key; did you mean `rate_limit`?"});
+}
+
+// serve and validate --listen/--admin/--upstream: the command line wins over
+// the file, under the file's rules, and a bad value names its option.
+TEST(Deployment, CommandLineOverridesWinOverTheFileUnderItsRules) {
+  Files files;
+  const std::string path = files.write("sluice.yaml", R"(listen: 127.0.0.1:8080
+upstream: {url: http://127.0.0.1:3000, timeout: 5s}
+)");
+  const auto check = [](const policy::Config& c) { return limit_check_for(c.store); };
+  const Deployment d = load_deployment(
+      path, {"127.0.0.1:18080", "127.0.0.2:19090", "http://10.0.0.9:8000/v2"}, check);
+  ASSERT_TRUE(d.ok()) << texts(d.errors).front();
+  EXPECT_EQ(d.config->listen.text(), "127.0.0.1:18080");
+  EXPECT_EQ(d.config->admin.text(), "127.0.0.2:19090");
+  EXPECT_EQ(d.config->upstream->url, "http://10.0.0.9:8000/v2");
+  EXPECT_EQ(d.config->upstream->base_path, "/v2");
+  EXPECT_EQ(d.config->upstream->timeout, std::chrono::seconds(5));  // the file's stays
+
+  const Deployment bad = load_deployment(path, {"nowhere", "0.0.0.0:9090", std::nullopt}, check);
+  EXPECT_EQ(texts(bad.errors),
+            (std::vector<std::string>{
+                "--listen: must be host:port like 127.0.0.1:8080 or [::1]:8080, got \"nowhere\" "
+                "(the port is missing)",
+                path + ":1:1: an admin port on \"0.0.0.0\" is reachable from other hosts and can "
+                       "reload the config and reset limits: set `admin_token_file` (a bearer token "
+                       "for it), or bind it to 127.0.0.1"}));
 }
 
 }  // namespace

@@ -19,9 +19,8 @@ namespace {
 // The options `sluice serve` builds its Redis store with, from a config file
 // holding `yaml` (read as serve reads it: load_config_file).
 RedisStoreOptions store_options_from_file(const std::string& yaml) {
-  const std::filesystem::path file =
-      std::filesystem::temp_directory_path() /
-      ("sluice-store-setup-" + std::to_string(::getpid()) + ".yaml");
+  const std::filesystem::path file = std::filesystem::temp_directory_path() /
+                                     ("sluice-store-setup-" + std::to_string(::getpid()) + ".yaml");
   {
     std::ofstream out(file);
     out << yaml;

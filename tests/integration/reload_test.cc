@@ -161,6 +161,42 @@ TEST(Reset, AdminResetForgetsOneRouteClient) {
   EXPECT_EQ(count_allowed(*server, "GET", "/b", 3), 2);         // the other route: kept
 }
 
+// The client as an operator writes it: the address itself, or the value of
+// the header a route is keyed by; and a reset that finds nothing says so.
+TEST(Reset, AdminResetTakesTheClientAsWrittenAndFindingNothingIs404) {
+  auto server = SluiceProcess::start(kBefore + R"(
+  - match: GET /k
+    key: header:x-api-key
+    limits: [{capacity: 1, refill_rate: 1/h}]
+)");
+  ASSERT_NE(server, nullptr);
+  EXPECT_EQ(count_allowed(*server, "GET", "/a", 3), 2);
+  const HttpResponse by_ip =
+      server->admin_post("/admin/reset", R"({"route":"GET /a","client":"127.0.0.1"})");
+  EXPECT_EQ(by_ip.status, 200) << by_ip.body;
+  EXPECT_EQ(count_allowed(*server, "GET", "/a", 3), 2);  // a fresh 2
+
+  const Headers key = {{"X-Api-Key", "k 1+x"}};
+  EXPECT_EQ(count_allowed(*server, "GET", "/k", 2, key), 1);
+  const HttpResponse by_header =
+      server->admin_post("/admin/reset", R"({"route":"GET /k","client":"k 1+x"})");
+  EXPECT_EQ(by_header.status, 200) << by_header.body;
+  EXPECT_EQ(count_allowed(*server, "GET", "/k", 2, key), 1);
+
+  // A client with no state: 404 naming what was looked for, nothing reset.
+  const HttpResponse none =
+      server->admin_post("/admin/reset", R"({"route":"GET /a","client":"192.0.2.99"})");
+  EXPECT_EQ(none.status, 404);
+  EXPECT_EQ(
+      none.body,
+      R"x({"error":{"code":"NO_STATE","message":"nothing to reset for route \"GET /a\" )x"
+      R"x(client key \"ip:192.0.2.99\" (store keys looked for: route:GET /a|ip:192.0.2.99)"}})x");
+  const HttpResponse policy_none =
+      server->admin_post("/admin/reset", R"({"policy":"login","key":"nobody"})");
+  EXPECT_EQ(policy_none.status, 404);
+  EXPECT_NE(policy_none.body.find(R"("code":"NO_STATE")"), std::string::npos) << policy_none.body;
+}
+
 TEST(Reset, AdminResetErrors) {
   auto server = SluiceProcess::start(kBefore);
   ASSERT_NE(server, nullptr);

@@ -1,9 +1,8 @@
 // Failures: Redis killed, restarted, paused, unreachable or overloaded. Every
-// call completes with kStoreUnavailable within the timeout (+ 50 ms), none
-// hangs, and service resumes within a second of Redis coming back. Calls that
-// timed out charge nothing when a paused Redis gets them later.
-#include <signal.h>
-
+// call completes with kStoreUnavailable, at once or when its timeout ends
+// (within the timeout and kLateMargin, what a loaded machine needs: never
+// hung), and service resumes once Redis is back. Calls that timed out charge
+// nothing when a paused Redis gets them later.
 #include <atomic>
 
 #include "test_util.h"
@@ -12,7 +11,9 @@ namespace sluice::testing {
 namespace {
 
 constexpr auto kTimeout = 50ms;
-constexpr auto kSlack = 50ms;
+// Redis answers again: a call succeeds within the longest reconnection
+// backoff (200 ms here) and this much more on a loaded machine.
+constexpr auto kRecovery = 2s;
 
 class FaultTest : public ::testing::Test {
  protected:
@@ -30,21 +31,16 @@ class FaultTest : public ::testing::Test {
   }
   void TearDown() override { driver_.reset(); }
 
-  // Calls one after another for `span`; all must fail with kStoreUnavailable
-  // in time, and at least `min_calls` are made.
-  void expect_failing_for(std::chrono::milliseconds span, int min_calls) {
-    const auto until = std::chrono::steady_clock::now() + span;
-    int calls = 0;
-    while (std::chrono::steady_clock::now() < until) {
-      auto o = driver_->call(limit_, "fault:" + std::to_string(calls % 7), us(kEpochUs));
-      ++calls;
-      ASSERT_FALSE(o.status.ok()) << "call " << calls << " succeeded while Redis was away";
+  // `calls` calls one after another; each must fail with kStoreUnavailable
+  // in time.
+  void expect_failing(int calls) {
+    for (int i = 0; i < calls; ++i) {
+      auto o = driver_->call(limit_, "fault:" + std::to_string(i % 7), us(kEpochUs));
+      ASSERT_FALSE(o.status.ok()) << "call " << i << " succeeded while Redis was away";
       EXPECT_EQ(o.status.error().code, ErrorCode::kStoreUnavailable);
-      EXPECT_LE(o.latency, kTimeout + kSlack)
-          << "call " << calls << ": " << o.status.error().message;
-      std::this_thread::sleep_for(2ms);
+      EXPECT_LE(o.latency, kTimeout + kLateMargin)
+          << "call " << i << ": " << o.status.error().message;
     }
-    EXPECT_GE(calls, min_calls);
   }
 
   // Time until a call succeeds again (calls every 5 ms), up to `limit`.
@@ -53,7 +49,7 @@ class FaultTest : public ::testing::Test {
     while (std::chrono::steady_clock::now() - start < limit) {
       auto o = driver_->call(limit_, "recover", us(kEpochUs));
       if (o.status.ok()) break;
-      EXPECT_LE(o.latency, kTimeout + kSlack);
+      EXPECT_LE(o.latency, kTimeout + kLateMargin);
       std::this_thread::sleep_for(5ms);
     }
     return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
@@ -66,15 +62,15 @@ class FaultTest : public ::testing::Test {
   const Limit limit_ = must(Limit::token_bucket(1'000'000, 1'000'000, 1s));
 };
 
-TEST_F(FaultTest, KilledRedisFailsWithinTheTimeoutAndRestartedRedisServesWithinASecond) {
+TEST_F(FaultTest, KilledRedisFailsWithinTheTimeoutAndRestartedRedisServesAgain) {
   ASSERT_TRUE(driver_->call(limit_, "before", us(kEpochUs)).status.ok());
   server_.kill();
-  expect_failing_for(300ms, 50);  // refused at once: the connection is down
+  expect_failing(50);  // refused at once: the connection is down
   EXPECT_GT(store_->stats().connection_errors, 0u);
   const auto reloads = store_->stats().script_loads;
 
   ASSERT_TRUE(server_.start());  // same port, empty, no scripts cached
-  EXPECT_LT(time_to_recover(2s), 1s);
+  EXPECT_LT(time_to_recover(10s), kRecovery);
   // The script was sent again, and limits are enforced on the new Redis.
   EXPECT_GT(store_->stats().script_loads, reloads);
   const Limit three = must(Limit::token_bucket(3, 1, 1h));
@@ -88,40 +84,41 @@ TEST_F(FaultTest, KilledRedisFailsWithinTheTimeoutAndRestartedRedisServesWithinA
 }
 
 TEST_F(FaultTest, KilledUnderLoadEveryCallIsAnsweredInTime) {
-  // 400 calls in flight when Redis dies: each completes, none late.
+  // Rounds of 400 calls in flight; Redis dies during one of the rounds from
+  // the third on, and before the eleventh. Each call completes, none late.
   std::vector<std::string> keys;
   for (int i = 0; i < 400; ++i) keys.push_back("load:" + std::to_string(i));
   std::vector<AsyncDriver::Outcome> outcomes;
+  std::atomic<int> round{0};
   std::thread killer([&] {
-    std::this_thread::sleep_for(1ms);
+    EXPECT_TRUE(wait_until([&] { return round.load() >= 2; }, 30s));
     server_.kill();
   });
-  for (int round = 0; round < 20; ++round) {
+  for (int r = 0; r < 20; ++r) {
+    if (r == 10) killer.join();  // rounds 10 to 19 run on a dead Redis
+    round.store(r);
     for (auto& o : driver_->calls(limit_, keys, us(kEpochUs))) outcomes.push_back(o);
   }
-  killer.join();
   size_t failed = 0;
   for (const auto& o : outcomes) {
-    EXPECT_LE(o.latency, kTimeout + kSlack);
+    EXPECT_LE(o.latency, kTimeout + kLateMargin);
     if (!o.status.ok()) {
       ++failed;
       EXPECT_EQ(o.status.error().code, ErrorCode::kStoreUnavailable);
     }
   }
-  EXPECT_GT(failed, 0u);
+  EXPECT_GE(failed, 10u * 400u);
   EXPECT_EQ(outcomes.size(), 8'000u);
 }
 
 TEST_F(FaultTest, PausedRedisTimesOutThenServesAgain) {
   ASSERT_TRUE(driver_->call(limit_, "before", us(kEpochUs)).status.ok());
   const auto timeouts = store_->stats().timeouts;
-  ASSERT_EQ(server_.text({"CLIENT", "PAUSE", "400", "ALL"}), "OK");
-  const auto paused_at = std::chrono::steady_clock::now();
-  expect_failing_for(250ms, 4);  // each waits for its 50 ms timeout
-  EXPECT_GT(store_->stats().timeouts, timeouts);
-  const auto pause_end = paused_at + 400ms;
-  std::this_thread::sleep_until(pause_end);
-  EXPECT_LT(time_to_recover(2s), 1s);
+  ASSERT_TRUE(server_.pause());
+  expect_failing(4);  // each waits for its 50 ms timeout
+  EXPECT_EQ(store_->stats().timeouts, timeouts + 4);
+  ASSERT_TRUE(server_.resume());
+  EXPECT_LT(time_to_recover(10s), kRecovery);
 }
 
 TEST_F(FaultTest, TooManyCallsInFlightFailAtOnce) {
@@ -129,19 +126,22 @@ TEST_F(FaultTest, TooManyCallsInFlightFailAtOnce) {
   o.timeout = kTimeout;
   o.max_in_flight = 8;
   auto store = make_store(o);
+  ASSERT_NE(store, nullptr);
   AsyncDriver driver(store);
   ASSERT_TRUE(driver.call(limit_, "warm", us(kEpochUs)).status.ok());
-  ASSERT_EQ(server_.text({"CLIENT", "PAUSE", "300", "ALL"}), "OK");
+  ASSERT_TRUE(server_.pause());
   std::vector<std::string> keys(50, "crowd");
   const auto outcomes = driver.calls(limit_, keys, us(kEpochUs));
-  size_t fast = 0;
+  ASSERT_TRUE(server_.resume());
+  // 8 wait (and time out); the other 42 are refused before acquire_async
+  // returns, without waiting.
+  size_t refused = 0;
   for (const auto& out : outcomes) {
     ASSERT_FALSE(out.status.ok());
     EXPECT_EQ(out.status.error().code, ErrorCode::kStoreUnavailable);
-    if (out.latency < 10ms) ++fast;
+    if (out.at_once) ++refused;
   }
-  // 8 wait (and time out); the other 42 are refused without waiting.
-  EXPECT_EQ(fast, 42u);
+  EXPECT_EQ(refused, 42u);
   EXPECT_EQ(store->stats().overloaded, 42u);
   EXPECT_EQ(store->stats().timeouts, 8u);
 }
@@ -159,7 +159,7 @@ TEST_F(FaultTest, UnreachableRedisFailsFastAndIsNotReady) {
     auto d = acquire_one(*store, limit, "k", us(kEpochUs));
     ASSERT_FALSE(d.ok());
     EXPECT_EQ(d.error().code, ErrorCode::kStoreUnavailable);
-    EXPECT_LE(std::chrono::steady_clock::now() - start, kTimeout + kSlack);
+    EXPECT_LE(std::chrono::steady_clock::now() - start, kTimeout + kLateMargin);
   }
   EXPECT_GT(store->stats().connection_errors, 0u);
 }
@@ -167,34 +167,39 @@ TEST_F(FaultTest, UnreachableRedisFailsFastAndIsNotReady) {
 TEST_F(FaultTest, ReadinessFollowsRedis) {
   EXPECT_TRUE(store_->ready());
   server_.kill();
-  const auto down = std::chrono::steady_clock::now();
-  while (store_->ready() && std::chrono::steady_clock::now() - down < 2s)
-    std::this_thread::sleep_for(5ms);
-  EXPECT_FALSE(store_->ready());
+  EXPECT_TRUE(wait_until([&] { return !store_->ready(); }, 10s));
   ASSERT_TRUE(server_.start());
-  EXPECT_TRUE(store_->wait_ready(1s));
+  EXPECT_TRUE(store_->wait_ready(10s));
 }
 
 TEST_F(FaultTest, StalledConnectionIsDroppedAndReplaced) {
-  // A Redis that stops answering without closing the socket (SIGSTOP).
+  // A Redis that stops answering without closing the socket (SIGSTOP). The
+  // stall timeout is above what a call may take, so that calls are seen to
+  // end by their own timeout.
   RedisStoreOptions o = local_options(server_.address());
   o.timeout = kTimeout;
-  o.stall_timeout = 200ms;
+  o.stall_timeout = 1s;
   o.reconnect_min = 10ms;
   auto store = make_store(o);
+  ASSERT_NE(store, nullptr);
   AsyncDriver driver(store);
   ASSERT_TRUE(driver.call(limit_, "warm", us(kEpochUs)).status.ok());
   const auto reconnects = store->stats().reconnects;
-  ::kill(server_.pid(), SIGSTOP);
-  for (int i = 0; i < 30; ++i) {
+  const auto connection_errors = store->stats().connection_errors;
+  ASSERT_TRUE(server_.pause());
+  // Calls fail in time until a connection has waited a second for a reply
+  // and is dropped.
+  const auto until = std::chrono::steady_clock::now() + 30s;
+  while (store->stats().connection_errors == connection_errors &&
+         std::chrono::steady_clock::now() < until) {
     auto out = driver.call(limit_, "stalled", us(kEpochUs));
     EXPECT_FALSE(out.status.ok());
-    EXPECT_LE(out.latency, kTimeout + kSlack);
-    std::this_thread::sleep_for(10ms);
+    EXPECT_LE(out.latency, kTimeout + kLateMargin);
   }
-  ::kill(server_.pid(), SIGCONT);
-  std::this_thread::sleep_for(100ms);
-  ASSERT_TRUE(driver.call(limit_, "after", us(kEpochUs)).status.ok());
+  EXPECT_GT(store->stats().connection_errors, connection_errors) << "nothing was dropped";
+  ASSERT_TRUE(server_.resume());
+  EXPECT_TRUE(
+      wait_until([&] { return driver.call(limit_, "after", us(kEpochUs)).status.ok(); }, 10s));
   EXPECT_GT(store->stats().reconnects, reconnects) << "the stalled connection was kept";
 }
 
@@ -205,8 +210,9 @@ TEST_F(FaultTest, StalledConnectionIsDroppedAndReplaced) {
 // (so after every late reply). Their timeout is generous, so that on a loaded
 // machine only the pause makes calls time out: a call Redis applied in time
 // but answered late would be charged though it failed (see late_applied).
+// Redis stays stopped while kHeldWaves waves of 100 calls time out.
 constexpr auto kPauseTimeout = 200ms;
-constexpr auto kHeld = 5 * kPauseTimeout;  // Redis stays stopped this long
+constexpr size_t kHeldWaves = 3;
 const Limit& million() {
   static const Limit limit = must(Limit::token_bucket(1'000'000, 1, 1h));
   return limit;
@@ -216,6 +222,9 @@ std::shared_ptr<RedisStore> pause_store(const RedisServer& server, RedisTimeSour
   RedisStoreOptions o = local_options(server.address());
   o.timeout = kPauseTimeout;
   o.time_source = time_source;
+  // The connection waits for Redis however long the test holds it stopped,
+  // so that the calls sent meanwhile reach it when it resumes.
+  o.stall_timeout = 10min;
   return make_store(o);
 }
 
@@ -253,10 +262,9 @@ void expect_paused_backlog_charges_nothing(RedisServer& server, RedisTimeSource 
   ASSERT_EQ(allowed, 500u);
 
   ASSERT_TRUE(server.pause());
-  const auto resume_at = std::chrono::steady_clock::now() + kHeld;
-  while (std::chrono::steady_clock::now() < resume_at) run_wave();
+  for (size_t i = 0; i < kHeldWaves; ++i) run_wave();
   ASSERT_TRUE(server.resume());
-  EXPECT_GE(failed, 300u);
+  EXPECT_EQ(failed, kHeldWaves * 100);
   // Served again: a wave with allowed calls.
   const size_t before_resume = allowed;
   for (int i = 0; i < 100 && allowed == before_resume; ++i) run_wave();
@@ -310,7 +318,7 @@ TEST_F(FaultTest, RedisStoppedAtAnyMomentChargesOnlyTheAllowedAndTheCountedLateC
   EXPECT_TRUE(wait_until([&] { return allowed.load() >= 1'000; }, 30s));
   const bool paused = server_.pause();
   EXPECT_TRUE(paused);
-  std::this_thread::sleep_for(kHeld);
+  EXPECT_TRUE(wait_until([&] { return failed.load() >= kHeldWaves * 100; }, 60s));
   EXPECT_TRUE(server_.resume());
   const size_t at_resume = allowed.load();
   EXPECT_TRUE(wait_until([&] { return allowed.load() >= at_resume + 200; }, 30s));
@@ -327,7 +335,7 @@ TEST_F(FaultTest, RedisStoppedAtAnyMomentChargesOnlyTheAllowedAndTheCountedLateC
   EXPECT_EQ(consumed, allowed.load() + stats.late_applied);
   // At most the wave in flight when Redis stopped.
   EXPECT_LE(stats.late_applied, 100u);
-  EXPECT_GE(failed.load(), 300u);
+  EXPECT_GE(failed.load(), kHeldWaves * 100);
   // Every call that failed had its reply by now: skipped, or applied late.
   EXPECT_EQ(failed.load(), stats.expired + stats.late_applied);
   EXPECT_LE(stats.late_replies, failed.load());

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -53,10 +54,43 @@ pid_t spawn(const std::vector<std::string>& args, const std::string& log_path) {
   return pid;
 }
 
+// A TCP socket bound to 127.0.0.1:port (0: any free port) with
+// SO_REUSEADDR, not listening, or -1. Not inherited by the processes spawned.
+int bind_holder(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  const int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+int bound_port(int fd) {
+  sockaddr_in addr{};
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  return ntohs(addr.sin_port);
+}
+
+// A cluster node listens on its port and on the bus port, 10000 above.
+constexpr int kClusterBusOffset = 10'000;
+
 }  // namespace
 
 bool redis_installed() {
   return on_path("redis-server") && on_path("redis-cli");
+}
+
+bool missing_redis_allowed() {
+  const char* allow = std::getenv("SLUICE_ALLOW_MISSING_REDIS");
+  return allow != nullptr && std::string(allow) == "1";
 }
 
 int free_port() {
@@ -80,13 +114,37 @@ RedisServer::RedisServer(std::vector<std::string> extra) : extra_(std::move(extr
 
 RedisServer::~RedisServer() {
   stop();
+  for (int fd : holders_) ::close(fd);
   std::error_code ec;
   if (dir_ != "/tmp") std::filesystem::remove_all(dir_, ec);
 }
 
+bool RedisServer::hold_ports() {
+  const bool cluster = std::find(extra_.begin(), extra_.end(), "--cluster-enabled") != extra_.end();
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const int fd = bind_holder(0);
+    if (fd < 0) break;
+    const int port = bound_port(fd);
+    if (!cluster) {
+      holders_ = {fd};
+      port_ = port;
+      return true;
+    }
+    const int bus = port + kClusterBusOffset <= 65'535 ? bind_holder(port + kClusterBusOffset) : -1;
+    if (bus >= 0) {
+      holders_ = {fd, bus};
+      port_ = port;
+      return true;
+    }
+    ::close(fd);  // no bus port above this one: another
+  }
+  std::fprintf(stderr, "no free loopback port to hold for redis-server\n");
+  return false;
+}
+
 bool RedisServer::start() {
-  for (int attempt = 0; attempt < 5; ++attempt) {
-    if (port_ == 0) port_ = free_port();
+  if (port_ == 0 && !hold_ports()) return false;
+  for (int attempt = 0; attempt < 3; ++attempt) {
     std::vector<std::string> args = {"redis-server",
                                      "--port",
                                      std::to_string(port_),
@@ -104,12 +162,8 @@ bool RedisServer::start() {
                                      "no"};
     for (const std::string& e : extra_) args.push_back(e);
     pid_ = spawn(args, dir_ + "/redis.log");
-    if (pid_ > 0 && wait_answering(std::chrono::seconds(5))) {
-      started_ = true;
-      return true;
-    }
+    if (pid_ > 0 && wait_answering(std::chrono::seconds(5))) return true;
     kill();
-    if (!started_) port_ = 0;  // the port was taken meanwhile: try another
   }
   std::fprintf(stderr, "redis-server did not start; see %s/redis.log\n", dir_.c_str());
   return false;

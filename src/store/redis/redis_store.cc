@@ -354,8 +354,10 @@ class RedisStore::Impl {
         [this, candidates, i, node](Status s, const redisReply* reply) {
           auto map = std::make_shared<redis::SlotMap>();
           if (s.ok() && parse_cluster_slots(reply, node, map.get()) && !map->nodes.empty()) {
-            redis::Counters::add(shared_->counters.topology_refreshes);
+            // Counted after publishing: tests wait for the count, then expect
+            // the map in use.
             shared_->topology.publish(std::move(map));
+            redis::Counters::add(shared_->counters.topology_refreshes);
             refreshing_ = false;
             return;
           }

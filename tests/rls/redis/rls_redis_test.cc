@@ -5,15 +5,23 @@
 //   - global exactness: two servers share one Redis; ShouldRateLimit calls
 //     from several clients on one descriptor of requests_per_unit N are
 //     answered OK exactly N times in total, every other one OVER_LIMIT;
-//   - faults: Redis killed, then restarted; Redis paused (CLIENT PAUSE)
-//     longer than the timeout. Every call is answered per
-//     store.redis.on_failure (not with a gRPC error) within timeout + 50 ms,
-//     the server keeps running, and limits hold again once Redis answers.
+//   - faults: Redis killed, then restarted; Redis stopped (SIGSTOP) longer
+//     than the timeout. Every call is answered per store.redis.on_failure
+//     (not with a gRPC error) within the timeout (and the margin a loaded
+//     machine needs), the server keeps running, and limits hold again once
+//     Redis answers.
+//
+// The hourly window is aligned to the wall clock, which the binary reads, so
+// a test may run across the end of an hour: each answer that depends on it
+// is checked against the window it was decided in (decision_window), never
+// by waiting for a fresh hour.
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -43,11 +51,12 @@ descriptors:
 
 // RLS on a free port, deciding in the Redis at `address`.
 std::string rls_redis_yaml(const DescriptorDir& dir, const std::string& address,
-                           const std::string& on_failure, const std::string& timeout) {
+                           const std::string& on_failure, const std::string& timeout,
+                           const std::string& shutdown_grace = "2s") {
   return "grpc: 127.0.0.1:0\nrls:\n  config_dir: " + dir.path() +
          "\nstore:\n  backend: redis\n  redis:\n    addresses: [" + address +
          "]\n    timeout: " + timeout + "\n    on_failure: " + on_failure +
-         "\nserver:\n  threads: 2\n  shutdown_grace: 2s\n";
+         "\nserver:\n  threads: 2\n  shutdown_grace: " + shutdown_grace + "\n";
 }
 
 bool wait_ready(const SluiceProcess& server, bool want_ready, std::chrono::milliseconds timeout) {
@@ -63,24 +72,21 @@ pb::RateLimitRequest tenant(const std::string& name) {
   return request("edge", {{{"tenant", name}}});
 }
 
-// Each test: a Redis of its own on a free port, the descriptor folder, and
-// enough of the hour left that the hourly window stays put.
+// Each test: a Redis of its own on a free port, and the descriptor folder.
 class RlsRedis : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!::sluice::testing::redis_installed()) {
-      GTEST_SKIP() << "redis-server/redis-cli not installed; scripts/install-deps.sh installs "
-                      "redis-server and redis-tools";
-    }
+    SLUICE_REQUIRE_REDIS();
     ASSERT_TRUE(redis_.start());
     dir_.write("edge.yaml", kDescriptors);
-    ensure_hour_left(60);
   }
 
   // A server on this Redis, ready (null, with a test failure, otherwise).
   std::unique_ptr<SluiceProcess> start_server(const std::string& on_failure,
-                                              const std::string& timeout) {
-    auto server = SluiceProcess::start(rls_redis_yaml(dir_, redis_.address(), on_failure, timeout));
+                                              const std::string& timeout,
+                                              const std::string& shutdown_grace = "2s") {
+    auto server = SluiceProcess::start(
+        rls_redis_yaml(dir_, redis_.address(), on_failure, timeout, shutdown_grace));
     if (server != nullptr && !wait_ready(*server, true, 10s)) {
       ADD_FAILURE() << "not ready: " << server->log();
       return nullptr;
@@ -94,6 +100,36 @@ class RlsRedis : public ::testing::Test {
 
 // ---------------------------------------------------------------- exactness
 
+// One call's answer and when it was made (wall-clock ns), to tell the hour
+// it was decided in.
+struct Answer {
+  int64_t before = 0;
+  int64_t after = 0;
+  bool ok = false;  // a gRPC OK with one status
+  Code code = OK;
+  uint32_t remaining = 0;
+  int64_t reset_seconds = 0;
+};
+
+Answer timed_call(RlsClient& client, const pb::RateLimitRequest& r) {
+  Answer a;
+  pb::RateLimitResponse response;
+  a.before = wall_ns();
+  const bool ok = client.call(r, &response).ok();
+  a.after = wall_ns();
+  a.ok = ok && response.statuses_size() == 1;
+  if (a.ok) {
+    a.code = response.overall_code();
+    a.remaining = response.statuses(0).limit_remaining();
+    a.reset_seconds = response.statuses(0).duration_until_reset().seconds();
+  }
+  return a;
+}
+
+int64_t hour_of(const Answer& a) {
+  return decision_window(a.before, a.after, 3600, a.reset_seconds);
+}
+
 TEST_F(RlsRedis, TwoServersOnOneRedisAnswerOkExactlyRequestsPerUnitTimes) {
   std::vector<std::unique_ptr<SluiceProcess>> servers;
   for (int i = 0; i < 2; ++i) {
@@ -104,7 +140,8 @@ TEST_F(RlsRedis, TwoServersOnOneRedisAnswerOkExactlyRequestsPerUnitTimes) {
   // 600 calls on one descriptor from 8 clients (4 per server, each on its
   // own channel), all at once.
   constexpr int kCalls = 600;
-  std::atomic<int> next{0}, ok{0}, over{0}, errors{0};
+  std::vector<Answer> answers(kCalls);
+  std::atomic<int> next{0};
   std::vector<std::thread> threads;
   for (const auto& server : servers) {
     const int port = grpc_port(server->log());
@@ -112,50 +149,77 @@ TEST_F(RlsRedis, TwoServersOnOneRedisAnswerOkExactlyRequestsPerUnitTimes) {
     for (int t = 0; t < 4; ++t) {
       threads.emplace_back([&, port] {
         RlsClient client(port);
-        while (next.fetch_add(1) < kCalls) {
-          pb::RateLimitResponse response;
-          if (!client.call(tenant("hot"), &response).ok()) {
-            errors.fetch_add(1);
-          } else if (response.overall_code() == OK) {
-            ok.fetch_add(1);
-          } else if (response.overall_code() == OVER) {
-            over.fetch_add(1);
-          }
-        }
+        for (int i = next.fetch_add(1); i < kCalls; i = next.fetch_add(1))
+          answers[static_cast<size_t>(i)] = timed_call(client, tenant("hot"));
       });
     }
   }
   for (std::thread& t : threads) t.join();
-  EXPECT_EQ(ok.load(), static_cast<int>(kPerHour));
-  EXPECT_EQ(over.load(), kCalls - static_cast<int>(kPerHour));
-  EXPECT_EQ(errors.load(), 0);
+
+  // In each hour the calls were decided in (one, unless the test ran across
+  // the end of an hour), the first 40 are OK, the rest OVER_LIMIT.
+  struct Hour {
+    int ok = 0;
+    int over = 0;
+  };
+  std::map<int64_t, Hour> hours;
+  int errors = 0;
+  for (const Answer& a : answers) {
+    if (!a.ok) {
+      ++errors;
+      continue;
+    }
+    Hour& h = hours[hour_of(a)];
+    (a.code == OK ? h.ok : h.over) += 1;
+  }
+  EXPECT_EQ(errors, 0);
+  long long within = 0, beyond = 0;
+  for (const auto& [hour, h] : hours) {
+    EXPECT_EQ(h.ok, std::min(h.ok + h.over, static_cast<int>(kPerHour))) << "hour " << hour;
+    within += h.ok;
+    beyond += h.over;
+  }
 
   // Every answer was Redis's decision, none came from on_failure.
-  long long within = 0, beyond = 0;
+  long long metric_within = 0, metric_beyond = 0;
   for (const auto& s : servers) {
     EXPECT_EQ(s->metric("sluice_rls_store_errors_total"), 0) << s->log();
     EXPECT_EQ(s->metric("sluice_rls_request_errors_total"), 0);
-    within += s->metric(R"(sluice_rls_descriptors_total{result="ok"})");
-    beyond += s->metric(R"(sluice_rls_descriptors_total{result="over_limit"})");
+    metric_within += s->metric(R"(sluice_rls_descriptors_total{result="ok"})");
+    metric_beyond += s->metric(R"(sluice_rls_descriptors_total{result="over_limit"})");
   }
-  EXPECT_EQ(within, kPerHour);
-  EXPECT_EQ(beyond, kCalls - kPerHour);
+  EXPECT_EQ(metric_within, within);
+  EXPECT_EQ(metric_beyond, beyond);
 
-  // Either server, afterwards: nothing left.
+  // Either server, afterwards: what its hour has left.
   RlsClient late(grpc_port(servers[1]->log()));
-  const pb::RateLimitResponse last = late.call(tenant("hot"));
-  EXPECT_EQ(last.overall_code(), OVER);
-  ASSERT_EQ(last.statuses_size(), 1);
-  EXPECT_EQ(last.statuses(0).limit_remaining(), 0u);
-  EXPECT_EQ(last.statuses(0).current_limit().name(), "per_tenant");
+  const Answer last = timed_call(late, tenant("hot"));
+  ASSERT_TRUE(last.ok);
+  const Hour before_last = hours[hour_of(last)];
+  const int decided = before_last.ok + before_last.over;
+  if (decided >= static_cast<int>(kPerHour)) {
+    EXPECT_EQ(last.code, OVER);
+    EXPECT_EQ(last.remaining, 0u);
+  } else {
+    EXPECT_EQ(last.code, OK);
+    EXPECT_EQ(last.remaining, kPerHour - static_cast<uint32_t>(decided) - 1);
+  }
 }
 
 // ---------------------------------------------------------------- faults
 
 constexpr auto kTimeout = 100ms;
+// What a call may take beyond the store's timeout on a loaded machine
+// (sanitizers, ctest -j): a bound that tells a call ended by the timeout
+// from one that hung.
+constexpr auto kLateMargin = 500ms;
+// Redis answers again: the server decides within its longest reconnection
+// backoff (500 ms) and this much more on a loaded machine.
+constexpr auto kRecovery = 3s;
 
 // `count` calls on fresh descriptors while the store cannot answer: each is
-// answered per on_failure within timeout + 50 ms, never with a gRPC error.
+// answered per on_failure within the timeout (and kLateMargin), never with a
+// gRPC error.
 void expect_on_failure(RlsClient& client, bool allow, int count, const std::string& prefix) {
   for (int i = 0; i < count; ++i) {
     const auto start = SteadyClock::now();
@@ -163,7 +227,7 @@ void expect_on_failure(RlsClient& client, bool allow, int count, const std::stri
     const grpc::Status status = client.call(tenant(prefix + std::to_string(i)), &r);
     const auto took =
         std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - start);
-    EXPECT_LE(took, kTimeout + 50ms) << "call " << i;
+    EXPECT_LE(took, kTimeout + kLateMargin) << "call " << i;
     ASSERT_TRUE(status.ok()) << status.error_code() << ": " << status.error_message();
     EXPECT_EQ(r.overall_code(), allow ? OK : OVER) << "call " << i;
     ASSERT_EQ(r.statuses_size(), 1);
@@ -176,10 +240,11 @@ void expect_on_failure(RlsClient& client, bool allow, int count, const std::stri
 }
 
 // Polls fresh descriptors until one gets a real decision (a first call leaves
-// 39 of 40; on_failure answers say 0); how long that took, or a minute.
+// 39 of 40, in any hour; on_failure answers say 0); how long that took, or a
+// minute.
 std::chrono::milliseconds time_until_enforced(RlsClient& client, const std::string& prefix) {
   const auto start = SteadyClock::now();
-  for (int i = 0; SteadyClock::now() - start < 5s; ++i) {
+  for (int i = 0; SteadyClock::now() - start < 10s; ++i) {
     pb::RateLimitResponse r;
     if (client.call(tenant(prefix + std::to_string(i)), &r).ok() && r.statuses_size() == 1 &&
         r.statuses(0).limit_remaining() == kPerHour - 1) {
@@ -229,22 +294,21 @@ TEST_P(RlsRedisFaults, KilledRedisIsAnsweredPerOnFailureAndRestartedRedisEnforce
 
   // Redis comes back empty: every descriptor starts full.
   ASSERT_TRUE(redis_.start());
-  EXPECT_LE(time_until_enforced(*client_, "back-"), 1000ms);
+  EXPECT_LT(time_until_enforced(*client_, "back-"), kRecovery);
   expect_clean_exit();
 }
 
-TEST_P(RlsRedisFaults, PausedRedisIsAnsweredPerOnFailureWithinTheTimeout) {
+TEST_P(RlsRedisFaults, StoppedRedisIsAnsweredPerOnFailureWithinTheTimeout) {
   const bool allow = GetParam();
   // Longer than the timeout, shorter than the store's stall timeout (2 s):
   // the connection stays and the late replies are dropped.
-  const auto paused_at = SteadyClock::now();
-  ASSERT_EQ(redis_.text({"CLIENT", "PAUSE", "1500", "ALL"}), "OK");
+  ASSERT_TRUE(redis_.pause());
   expect_on_failure(*client_, allow, 5, "paused-");
   EXPECT_EQ(server_->metric("sluice_rls_store_errors_total"), 5);
   EXPECT_GT(server_->metric(R"(sluice_redis_errors_total{kind="timeout"})"), 0);
-  std::this_thread::sleep_until(paused_at + 1500ms);
+  ASSERT_TRUE(redis_.resume());
 
-  EXPECT_LE(time_until_enforced(*client_, "resumed-"), 1000ms);
+  EXPECT_LT(time_until_enforced(*client_, "resumed-"), kRecovery);
   expect_clean_exit();
 }
 
@@ -256,27 +320,31 @@ INSTANTIATE_TEST_SUITE_P(OnFailure, RlsRedisFaults, ::testing::Values(true, fals
 // ---------------------------------------------------------------- shutdown
 
 TEST_F(RlsRedis, SigtermStillAnswersACallInFlightThenExitsPromptly) {
-  // shutdown_grace 2 s; a Redis call may take up to 1.5 s.
-  auto server = start_server("deny", "1500ms");
+  // A Redis call may take 5 s, well within the 10 s grace.
+  constexpr auto kGrace = 10s;
+  auto server = start_server("deny", "5s", "10s");
   ASSERT_NE(server, nullptr);
   const int port = grpc_port(server->log());
   // An idle client: its connection stays open through the shutdown.
   RlsClient idle(port);
   EXPECT_EQ(idle.call(tenant("idle")).overall_code(), OK);
 
-  // A call held in flight by a paused Redis when SIGTERM comes.
-  ASSERT_EQ(redis_.text({"CLIENT", "PAUSE", "500", "ALL"}), "OK");
+  // A call held in flight by a stopped Redis when SIGTERM comes: the server
+  // has taken it (counted it) and waits for Redis.
+  ASSERT_TRUE(redis_.pause());
   pb::RateLimitResponse held;
   grpc::Status held_status;
   std::thread caller([&] {
     RlsClient client(port);
     held_status = client.call(tenant("held"), &held);
   });
-  std::this_thread::sleep_for(150ms);
+  const bool taken = server->wait_for_metric("sluice_rls_requests_total", 2, 5s);
   const auto signalled = SteadyClock::now();
   server->send_signal(SIGTERM);
+  EXPECT_TRUE(redis_.resume());
   caller.join();
-  // Answered by Redis once the pause ended: the idle connections are cut only
+  ASSERT_TRUE(taken) << "the server did not take the call";
+  // Answered by Redis once it resumed: the idle connections are cut only
   // after the calls in flight are done, so this one is not cancelled.
   ASSERT_TRUE(held_status.ok()) << held_status.error_code() << ": " << held_status.error_message();
   EXPECT_EQ(held.overall_code(), OK);
@@ -284,11 +352,11 @@ TEST_F(RlsRedis, SigtermStillAnswersACallInFlightThenExitsPromptly) {
   EXPECT_EQ(held.statuses(0).limit_remaining(), kPerHour - 1);
 
   std::string how;
-  const std::optional<int> code = server->wait_exit(10s, &how);
+  const std::optional<int> code = server->wait_exit(2 * kGrace, &how);
   ASSERT_TRUE(code.has_value()) << how;
   EXPECT_EQ(*code, 0);
-  // The pause (at most 350 ms more) plus a prompt exit: well before the 2 s grace.
-  EXPECT_LT(SteadyClock::now() - signalled, 1200ms);
+  // Once the call is answered, not when the grace runs out.
+  EXPECT_LT(SteadyClock::now() - signalled, kGrace / 2);
 }
 
 // ---------------------------------------------------------------- config

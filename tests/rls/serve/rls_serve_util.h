@@ -13,7 +13,6 @@
 #include <fstream>
 #include <memory>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -49,15 +48,6 @@ inline int64_t wall_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-// Makes sure at least `needed` seconds of the current UTC hour are left, by
-// sleeping into the next hour if need be. The serve tests no longer use it
-// (they work out each answer from its window, below); the RLS-on-Redis tests
-// (tests/rls/redis) still do.
-inline void ensure_hour_left(int64_t needed) {
-  const int64_t left = 3600 - (wall_ns() / kNsPerSecond) % 3600;
-  if (left <= needed) std::this_thread::sleep_for(std::chrono::seconds(left + 1));
 }
 
 // Envoy's fixed windows (an hour, a day) are aligned to the wall clock, which
