@@ -139,8 +139,12 @@ class alignas(64) MemoryStore::Shard {
     }
   }
 
+  // A saturated expiry (past 2106-02-07, where 32 bits of seconds end) says
+  // "not before then", not "then": it never expires, or every state written
+  // after that date would be forgotten at once and limit nothing. Eviction
+  // still frees its slot when the shard is full.
   bool expired(const Slot& slot, Nanos now) const {
-    return seconds_down(now.count()) >= slot.expires_s;
+    return slot.expires_s != UINT32_MAX && seconds_down(now.count()) >= slot.expires_s;
   }
 
   Slot& at(size_t i) { return slots_[i]; }

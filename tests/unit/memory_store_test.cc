@@ -149,6 +149,21 @@ TEST(MemoryStore, CollectExpiredKeepsKeysThatStillHoldSomething) {
   EXPECT_EQ(acquire(store, slow, "k", kNoon + 2s), allowed(10, 8, 2h - 2s));
 }
 
+// Past 2106-02-07 (the last second 32 bits of expiry hold) a state is kept
+// and counts: expiry seconds saturate there, and comparing saturated seconds
+// once called every state expired, so the store limited nothing. Found by
+// fuzz/memory_store.cc (remaining grew at one instant after collect_expired).
+TEST(MemoryStore, StatesStillCountAfterTheYear2106) {
+  MemoryStore store;
+  const Limit limit = must(Limit::token_bucket(2, 1, 1h));
+  const Nanos t = std::chrono::seconds(uint64_t{1} << 32) + 1h;  // 2106-02-07 07:28:16 UTC
+  EXPECT_EQ(acquire(store, limit, "k", t, 2), allowed(2, 0, 2h));
+  EXPECT_FALSE(acquire(store, limit, "k", t).allowed);
+  EXPECT_EQ(store.collect_expired(t), 0u);
+  EXPECT_EQ(store.size(), 1u);
+  EXPECT_FALSE(acquire(store, limit, "k", t).allowed);
+}
+
 TEST(MemoryStore, FullStatesGiveWayToNewKeys) {
   // One shard of 64: fill it, let every key become full again, then 64 new keys.
   MemoryStore store(testing::store_options(64, 1));
