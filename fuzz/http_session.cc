@@ -4,26 +4,17 @@
 // MemoryStore per input.
 //
 // The input is the byte stream a client sends: one or several requests
-// (pipelined), bodies of any framing, upgrades, garbage. It is written into
-// one end of a connected socketpair whose other end is the session's socket
-// (asio's socket.assign), then that end is shut down for writing, and the
-// io_context runs until the session has closed. No timer is needed: every
-// read ends with data or the end of the stream. The run is bounded anyway,
-// and a session still open after it is a finding.
+// (pipelined), bodies of any framing, upgrades, garbage, written through a
+// socketpair as the session tests do (tests/http/session_pipe.h). No timer is
+// needed: every read ends with data or the end of the stream. The run is
+// bounded anyway, and a session still open after it is a finding.
 //
 // Asserts, beyond no crash: what the session wrote back parses as a
 // sequence of HTTP/1.x responses (interim 100 Continue allowed), each final
 // response framed by Content-Length (or bodiless by status), without content
 // when the request was HEAD, at most one per request the stream holds, and
 // nothing after a response that said Connection: close.
-#include <sys/socket.h>
-
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/local/stream_protocol.hpp>
-#include <boost/asio/read.hpp>
-#include <boost/asio/write.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/asio/buffer.hpp>
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
@@ -37,9 +28,9 @@
 #include "fuzz_check.h"
 #include "http/context.h"
 #include "http/front_door.h"
-#include "http/session.h"
 #include "http/state.h"
 #include "policy/config_loader.h"
+#include "session_pipe.h"
 #include "sluice/memory_store.h"
 
 namespace {
@@ -107,15 +98,8 @@ struct World {
     policy::LoadResult loaded = policy::load_config_string(kConfig, "fuzz.yaml");
     FUZZ_CHECK(loaded.config.has_value(), "the fuzz config does not load: %s",
                loaded.errors.front().text().c_str());
-    observe::Registry& r = context.registry;
-    http::ServerMetrics& m = context.metrics;
-    m.store_latency = r.histogram("latency", "", {}, {1000});
-    m.store_errors = r.counter("store_errors", "", {});
-    m.rejected_bad_request = r.counter("rejected", "", {{"reason", "bad_request"}});
-    m.rejected_header_too_large = r.counter("rejected", "", {{"reason", "header_too_large"}});
-    m.rejected_body_too_large = r.counter("rejected", "", {{"reason", "body_too_large"}});
-    m.rejected_timeout = r.counter("rejected", "", {{"reason", "timeout"}});
-    context.state.store(http::build_state(std::move(*loaded.config), 1, r));
+    http::testing::register_session_metrics(context);
+    context.state.store(http::build_state(std::move(*loaded.config), 1, context.registry));
   }
   FreshStore store;
   ManualClock clock;
@@ -182,37 +166,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   world->store.renew();
   const std::string_view input = sluice::fuzz::text_of(data, size);
 
-  int fds[2];
-  FUZZ_CHECK(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == 0, "socketpair");
-  asio::io_context io;
-  asio::ip::tcp::socket server_end(io);
-  server_end.assign(asio::ip::tcp::v6(), fds[0]);
-  asio::local::stream_protocol::socket client(io);
-  client.assign(asio::local::stream_protocol(), fds[1]);
-
   http::FrontDoor door(world->context, http::FrontDoor::Port::kListen, nullptr);
-  http::SessionRegistry registry;
-  std::weak_ptr<http::Session> watch;
-  {
-    auto session = std::make_shared<http::Session>(
-        std::move(server_end), http::ConnectionTicket(world->context.public_connections),
-        world->context, door, registry, false);
-    watch = session;
-    session->start();
-  }
-  asio::async_write(client, asio::buffer(input.data(), input.size()),
-                    [&client](boost::system::error_code, size_t) {
-                      boost::system::error_code ignored;
-                      client.shutdown(asio::socket_base::shutdown_send, ignored);
-                    });
-  std::string out;
-  bool read_all = false;
-  asio::async_read(
-      client, asio::dynamic_buffer(out),
-      [&read_all](boost::system::error_code ec, size_t) { read_all = ec == asio::error::eof; });
-  io.run_for(std::chrono::seconds(5));
-  FUZZ_CHECK(watch.expired() && read_all, "the session did not close (%zu bytes answered)",
-             out.size());
+  const http::testing::Exchange e =
+      http::testing::exchange(world->context, door, input, std::chrono::seconds(5));
+  const std::string& out = e.out;
+  FUZZ_CHECK(e.closed, "the session did not close (%zu bytes answered)", out.size());
   check_responses(out, request_methods(input, 1024));
   return 0;
 }

@@ -521,7 +521,10 @@ void Session::reject(HttpStatus status, std::string_view code, std::string_view 
   append_status_line(11, static_cast<unsigned>(status), {}, out_);
   append_field("Content-Type", "application/json", out_);
   append_framing(static_cast<unsigned>(status), 11, false, body.size(), out_);
-  out_.append(body);
+  // A client reads no content after a response to HEAD (RFC 9110 9.3.2): a
+  // body would be read as the next response. Its length is still announced.
+  const bool header_read = body_parser_ || (header_parser_ && header_parser_->is_header_done());
+  if (!header_read || header().method() != bhttp::verb::head) out_.append(body);
   set_deadline(Wait::kWrite, SteadyClock::now() + limits_.header_timeout);
   asio::async_write(stream_.socket(), asio::buffer(out_),
                     [self = shared_from_this()](beast::error_code ec, size_t) {
