@@ -4,6 +4,7 @@ RELEASE_DIR := build
 TEST_DIR := build-test
 PREFIX ?= /usr/local
 FUZZ_SECONDS ?= 60
+FUZZ_PARALLEL ?= 1
 
 .PHONY: all build test check fuzz bench run package install deps deps-build format clean
 
@@ -47,10 +48,11 @@ install: build
 	@cmake --install $(RELEASE_DIR) --prefix $(PREFIX)
 
 # The libFuzzer targets (fuzz/, docs/RELIABILITY.md): a clang build of their
-# own in build-fuzz/, then each target for FUZZ_SECONDS; fails on any finding
-# (saved in build-fuzz/findings/).
+# own in build-fuzz/, then each target for FUZZ_SECONDS (FUZZ_PARALLEL at a
+# time); fails on any finding (saved in build-fuzz/findings/). CI (.ci/run)
+# runs it after make test with FUZZ_SECONDS=30.
 fuzz: deps
-	@FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_JOBS=$(JOBS) scripts/fuzz.sh
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_PARALLEL=$(FUZZ_PARALLEL) FUZZ_JOBS=$(JOBS) scripts/fuzz.sh
 
 bench: build
 	@$(RELEASE_DIR)/bench/sluice_bench --benchmark_counters_tabular=true
