@@ -1,7 +1,11 @@
 #include "config/walker.h"
 
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
+
 #include <algorithm>
 #include <map>
+#include <sstream>
 
 #include "config/files.h"
 #include "sluice/limit.h"
@@ -11,6 +15,79 @@ namespace sluice::config {
 namespace {
 
 constexpr size_t kMaxSecretBytes = 4096;
+
+// Where the first byte of `text` that is not part of a valid UTF-8 sequence
+// is, or npos. Overlong forms, surrogates and code points above U+10FFFF are
+// invalid too.
+size_t invalid_utf8(std::string_view text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    const auto b = static_cast<unsigned char>(text[i]);
+    size_t length = 0;
+    unsigned char low = 0x80, high = 0xBF;  // the second byte's range
+    if (b < 0x80) {
+      length = 1;
+    } else if (b >= 0xC2 && b <= 0xDF) {
+      length = 2;
+    } else if (b >= 0xE0 && b <= 0xEF) {
+      length = 3;
+      if (b == 0xE0) low = 0xA0;
+      if (b == 0xED) high = 0x9F;
+    } else if (b >= 0xF0 && b <= 0xF4) {
+      length = 4;
+      if (b == 0xF0) low = 0x90;
+      if (b == 0xF4) high = 0x8F;
+    } else {
+      return i;
+    }
+    if (i + length > text.size()) return i;
+    for (size_t k = 1; k < length; ++k) {
+      const auto c = static_cast<unsigned char>(text[i + k]);
+      if (c < (k == 1 ? low : 0x80) || c > (k == 1 ? high : 0xBF)) return i;
+    }
+    i += length;
+  }
+  return std::string_view::npos;
+}
+
+// yaml-cpp reads UTF-16 and UTF-32 too, told by a byte order mark or a zero
+// byte among the first ones; everything else is read as UTF-8.
+bool read_as_utf8(std::string_view text) {
+  if (text.starts_with("\xFE\xFF") || text.starts_with("\xFF\xFE")) return false;
+  return text.substr(0, 4).find('\0') == std::string_view::npos;
+}
+
+// Reads documents for the root node's mark of each, building nothing.
+class DocumentRoots final : public YAML::EventHandler {
+ public:
+  std::vector<YAML::Mark> roots;
+
+  void OnDocumentStart(const YAML::Mark&) override { in_root_ = true; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& m, YAML::anchor_t) override { node(m); }
+  void OnAlias(const YAML::Mark& m, YAML::anchor_t) override { node(m); }
+  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t,
+                const std::string&) override {
+    node(m);
+  }
+  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    node(m);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    node(m);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void node(const YAML::Mark& m) {
+    if (in_root_) roots.push_back(m);
+    in_root_ = false;
+  }
+  bool in_root_ = false;
+};
 
 }  // namespace
 
@@ -47,21 +124,50 @@ Walker::Walker(std::string file, Diagnostics& diagnostics)
     : file_(std::move(file)), diagnostics_(diagnostics) {}
 
 std::optional<Item> Walker::document(std::string_view text) {
-  std::vector<YAML::Node> docs;
+  // Two documents at most are read, not all of them (YAML::LoadAll): after a
+  // ',' outside [...] or {...} (",", "- a\n,"), yaml-cpp 0.7 reads an empty
+  // document without consuming the ',', again and again, and LoadAll never
+  // returns. Found by fuzz/config.cc.
+  // YAML text is Unicode. yaml-cpp reads invalid UTF-8 as it comes and writes
+  // it back as U+FFFD, so such a value would not survive a round trip through
+  // to_yaml (found by fuzz/config.cc); a request path never holds raw bytes
+  // above 0x7F (they arrive percent-encoded) and envoyproxy/ratelimit refuses
+  // such descriptor files too.
+  if (const size_t at = invalid_utf8(text); at != std::string_view::npos && read_as_utf8(text)) {
+    YAML::Mark where;
+    where.pos = static_cast<int>(at);
+    const std::string_view before = text.substr(0, at);
+    const size_t newline = before.rfind('\n');
+    where.line = static_cast<int>(std::count(before.begin(), before.end(), '\n'));
+    where.column = static_cast<int>(newline == std::string_view::npos ? at : at - newline - 1);
+    error(where, "", "the file is not UTF-8 text (a byte that starts no valid UTF-8 character)");
+    return std::nullopt;
+  }
+  const std::string copy(text);
+  DocumentRoots documents;
+  YAML::Node root;
   try {
-    docs = YAML::LoadAll(std::string(text));
+    std::istringstream in(copy);
+    YAML::Parser parser(in);
+    for (int read = 0; read < 2 && parser.HandleNextDocument(documents); ++read) {
+    }
+    if (documents.roots.size() == 1) root = YAML::Load(copy);
   } catch (const YAML::Exception& e) {
     error(e.mark, "", "YAML syntax error: " + e.msg);
     return std::nullopt;
   }
-  if (docs.empty()) return Item{YAML::Node(), YAML::Mark::null_mark(), ""};
-  if (docs.size() > 1) {
-    error(docs[1].Mark(), "",
-          "a second YAML document starts here; a config file holds one (check the indentation and "
-          "any '---')");
+  if (documents.roots.empty()) return Item{YAML::Node(), YAML::Mark::null_mark(), ""};
+  if (documents.roots.size() > 1) {
+    const YAML::Mark& second = documents.roots[1];
+    const bool stray_comma = second.pos >= 0 && static_cast<size_t>(second.pos) < text.size() &&
+                             text[static_cast<size_t>(second.pos)] == ',';
+    error(second, "",
+          stray_comma ? "YAML syntax error: a ',' outside a flow collection ([...] or {...})"
+                      : "a second YAML document starts here; a config file holds one (check the "
+                        "indentation and any '---')");
     return std::nullopt;
   }
-  return Item{docs[0], docs[0].Mark(), ""};
+  return Item{root, root.Mark(), ""};
 }
 
 SourceMark Walker::mark(const YAML::Mark& m) const {

@@ -144,9 +144,10 @@ descriptors:
   EXPECT_THAT(testing::texts(result.errors),
               ElementsAre("w.yaml:7:27: descriptors[1].replaces[1]: a list may only hold "
                           "mappings, got \"3\""));
-  EXPECT_THAT(testing::texts(result.warnings),
-              ElementsAre("w.yaml:4:5: descriptors[0].replaces: has no effect here and is ignored",
-                          "w.yaml:7:5: descriptors[1].replaces: has no effect here and is ignored"));
+  EXPECT_THAT(
+      testing::texts(result.warnings),
+      ElementsAre("w.yaml:4:5: descriptors[0].replaces: has no effect here and is ignored",
+                  "w.yaml:7:5: descriptors[1].replaces: has no effect here and is ignored"));
 }
 
 TEST(Loader, SluiceAlgorithmsWithAnyPeriod) {
@@ -333,6 +334,14 @@ TEST(LoaderRejects, MalformedYaml) {
               ElementsAre("bad.yaml:4:1: YAML syntax error: end of sequence flow not found"));
   EXPECT_THAT(load_errors("domain: d\n  bad indent: x\n"),
               ElementsAre("bad.yaml:2:13: YAML syntax error: illegal map value"));
+}
+
+// A ',' outside [...] or {...} made yaml-cpp read empty documents forever
+// (the load never returned). Found by fuzz/rls_config.cc.
+TEST(LoaderRejects, AStrayCommaIsASyntaxErrorNotAHang) {
+  EXPECT_THAT(load_errors("[domain: d] ,"),
+              ElementsAre("bad.yaml:1:13: YAML syntax error: a ',' outside a flow collection "
+                          "([...] or {...})"));
 }
 
 TEST(LoaderRejects, NonStringKeysListsOfNonMapsAndFloats) {

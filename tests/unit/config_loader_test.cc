@@ -290,6 +290,40 @@ TEST(ConfigLoader, ASecondDocumentIsAnError) {
                    "(check the indentation and any '---')"});
 }
 
+// yaml-cpp 0.7 reads empty documents forever after a ',' outside [...] or
+// {...} at the top level: the load never returned (and kept allocating).
+// Found by fuzz/config.cc.
+TEST(ConfigLoader, AStrayCommaIsASyntaxErrorNotAHang) {
+  const Errors comma = {
+      "t.yaml:1:1: YAML syntax error: a ',' outside a flow collection ([...] or "
+      "{...})"};
+  EXPECT_EQ(errors_of(","), comma);
+  EXPECT_EQ(errors_of(",#\nlisten: 127.0.0.1:1\n"), comma);
+  EXPECT_EQ(errors_of("\"x\" ,"), (Errors{"t.yaml:1:5: YAML syntax error: a ',' outside a flow "
+                                          "collection ([...] or {...})"}));
+  EXPECT_EQ(errors_of("- a\n,"), (Errors{"t.yaml:2:1: YAML syntax error: a ',' outside a flow "
+                                         "collection ([...] or {...})"}));
+}
+
+// yaml-cpp wrote invalid UTF-8 back as U+FFFD, so a route path with a raw
+// 0xC2 did not survive a round trip through to_yaml. Found by fuzz/config.cc.
+TEST(ConfigLoader, TextThatIsNotUtf8IsAnError) {
+  const std::string not_utf8 =
+      "t.yaml:2:17: the file is not UTF-8 text (a byte that starts no valid UTF-8 character)";
+  EXPECT_EQ(errors_of("routes:\n  - match: GET /\xC2"
+                      "a\n    limits: [{capacity: 1, refill_rate: 1/s}]\n"),
+            Errors{not_utf8});
+  EXPECT_EQ(errors_of("routes:\n  - match: GET /\xED\xA0\x80\n"), Errors{not_utf8});  // a surrogate
+  EXPECT_EQ(errors_of("routes:\n  - match: GET /\xC0\xAF\n"), Errors{not_utf8});  // overlong '/'
+  EXPECT_EQ(errors_of("routes:\n  - match: GET /\xF4\x90\x80\x80\n"),
+            Errors{not_utf8});  // > U+10FFFF
+  const LoadResult ok = load_config_string(
+      "routes:\n  - match: GET /a\n    name: caf\xC3\xA9 \xF0\x9F\x98\x80\n    limits: [{capacity: "
+      "1, refill_rate: 1/s}]\n",
+      "t.yaml");
+  EXPECT_TRUE(ok.config.has_value());
+}
+
 // ---- errors: keys --------------------------------------------------------
 
 TEST(ConfigLoader, UnknownKeySuggestsTheClosestKnownKey) {
