@@ -1,6 +1,8 @@
 #include "store/redis/script_reply.h"
 
 #include <charconv>
+#include <cstdint>
+#include <limits>
 
 namespace sluice::redis {
 namespace {
@@ -74,6 +76,9 @@ ErrorReply read_error_reply(std::string_view message) {
   return e;
 }
 
+// The most microseconds a duration of a reply may hold: the most a Nanos holds.
+constexpr long long kMaxMicros = std::numeric_limits<int64_t>::max() / 1'000;
+
 bool script_reply_well_formed(const redisReply* reply, std::span<const size_t> limits) {
   size_t expected = 1;
   for (size_t n : limits) expected += 1 + 5 * n;
@@ -87,7 +92,8 @@ bool script_reply_well_formed(const redisReply* reply, std::span<const size_t> l
     for (size_t l = 0; ok && l < limits[call]; ++l, i += 5) {
       ok = reply->element[i]->integer <= 1 && reply->element[i + 1]->integer >= 0 &&
            reply->element[i + 2]->integer >= 0 && reply->element[i + 3]->integer >= 0 &&
-           reply->element[i + 4]->integer >= 0;
+           reply->element[i + 4]->integer >= 0 && reply->element[i + 3]->integer <= kMaxMicros &&
+           reply->element[i + 4]->integer <= kMaxMicros;
     }
   }
   return ok;
