@@ -8,7 +8,8 @@
 // Asserts: `done` runs exactly once, before decide() returns (memory store);
 // an OK answer has one status per descriptor, each OK or OVER_LIMIT, and the
 // overall code is OVER_LIMIT exactly when a descriptor's is; the response
-// serialises and parses back.
+// serialises and parses back; a descriptor denied by the first call is denied
+// by the second, made at the same instant on the state the first left.
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -87,6 +88,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     options.dynamic_metadata = headers == rls::ResponseHeaders::kDraft10;
     rls::RlsService service(store, clock, config, options);
     // Twice: the second call sees the state the first left.
+    std::vector<bool> denied_first;
     for (int call = 0; call < 2; ++call) {
       pb::RateLimitResponse response;
       int done = 0;
@@ -101,11 +103,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                  "%d statuses for %d descriptors", response.statuses_size(),
                  request.descriptors_size());
       bool any_over = false;
-      for (const auto& s : response.statuses()) {
-        FUZZ_CHECK(
-            s.code() == pb::RateLimitResponse::OK || s.code() == pb::RateLimitResponse::OVER_LIMIT,
-            "descriptor code %d", static_cast<int>(s.code()));
-        any_over = any_over || s.code() == pb::RateLimitResponse::OVER_LIMIT;
+      for (int i = 0; i < response.statuses_size(); ++i) {
+        const auto code = response.statuses(i).code();
+        FUZZ_CHECK(code == pb::RateLimitResponse::OK || code == pb::RateLimitResponse::OVER_LIMIT,
+                   "descriptor code %d", static_cast<int>(code));
+        const bool over = code == pb::RateLimitResponse::OVER_LIMIT;
+        any_over = any_over || over;
+        if (call == 0) {
+          denied_first.push_back(over);
+        } else {
+          FUZZ_CHECK(over || i >= static_cast<int>(denied_first.size()) || !denied_first[i],
+                     "descriptor %d denied, then allowed at the same instant", i);
+        }
       }
       FUZZ_CHECK((response.overall_code() == pb::RateLimitResponse::OVER_LIMIT) == any_over,
                  "overall %d, a descriptor over: %d", static_cast<int>(response.overall_code()),
