@@ -9,46 +9,13 @@
 
 #include "config/files.h"
 #include "sluice/limit.h"
+#include "util/utf8.h"
 
 namespace sluice::config {
 
 namespace {
 
 constexpr size_t kMaxSecretBytes = 4096;
-
-// Where the first byte of `text` that is not part of a valid UTF-8 sequence
-// is, or npos. Overlong forms, surrogates and code points above U+10FFFF are
-// invalid too.
-size_t invalid_utf8(std::string_view text) {
-  size_t i = 0;
-  while (i < text.size()) {
-    const auto b = static_cast<unsigned char>(text[i]);
-    size_t length = 0;
-    unsigned char low = 0x80, high = 0xBF;  // the second byte's range
-    if (b < 0x80) {
-      length = 1;
-    } else if (b >= 0xC2 && b <= 0xDF) {
-      length = 2;
-    } else if (b >= 0xE0 && b <= 0xEF) {
-      length = 3;
-      if (b == 0xE0) low = 0xA0;
-      if (b == 0xED) high = 0x9F;
-    } else if (b >= 0xF0 && b <= 0xF4) {
-      length = 4;
-      if (b == 0xF0) low = 0x90;
-      if (b == 0xF4) high = 0x8F;
-    } else {
-      return i;
-    }
-    if (i + length > text.size()) return i;
-    for (size_t k = 1; k < length; ++k) {
-      const auto c = static_cast<unsigned char>(text[i + k]);
-      if (c < (k == 1 ? low : 0x80) || c > (k == 1 ? high : 0xBF)) return i;
-    }
-    i += length;
-  }
-  return std::string_view::npos;
-}
 
 // yaml-cpp reads UTF-16 and UTF-32 too, told by a byte order mark or a zero
 // byte among the first ones; everything else is read as UTF-8.
@@ -133,7 +100,8 @@ std::optional<Item> Walker::document(std::string_view text) {
   // to_yaml (found by fuzz/config.cc); a request path never holds raw bytes
   // above 0x7F (they arrive percent-encoded) and envoyproxy/ratelimit refuses
   // such descriptor files too.
-  if (const size_t at = invalid_utf8(text); at != std::string_view::npos && read_as_utf8(text)) {
+  if (const size_t at = util::invalid_utf8(text);
+      at != std::string_view::npos && read_as_utf8(text)) {
     YAML::Mark where;
     where.pos = static_cast<int>(at);
     const std::string_view before = text.substr(0, at);

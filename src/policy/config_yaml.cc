@@ -8,6 +8,7 @@
 
 #include "policy/route_syntax.h"
 #include "util/ascii.h"
+#include "util/utf8.h"
 
 namespace sluice::policy {
 namespace {
@@ -144,10 +145,14 @@ void upstream(YAML::Emitter& out, const Config& c) {
 }
 
 // A user name can only be written in a redis:// URL (which names one
-// address); without one, the addresses, password and database keys.
+// address), and so can a password that is not UTF-8 (only the URL's
+// %-escapes put such bytes in it; YAML text cannot hold them); otherwise the
+// addresses, password and database keys.
 void redis(YAML::Emitter& out, const RedisConfig& r) {
   out << YAML::Key << "redis" << YAML::Value << YAML::BeginMap;
-  if (!r.username.empty() && r.addresses.size() == 1) {
+  const bool needs_url =
+      !r.username.empty() || util::invalid_utf8(r.password) != std::string_view::npos;
+  if (needs_url && r.addresses.size() == 1) {
     out << YAML::Key << "url" << YAML::Value;
     quoted(out, "redis://" + url_escape(r.username) + ":" + url_escape(r.password) + "@" +
                     r.addresses.front().text() + "/" + std::to_string(r.database));

@@ -123,6 +123,22 @@ store:
   expect_round_trip(c, "t.yaml");
 }
 
+// A %-escape can put bytes that are not UTF-8 in the password; YAML text
+// cannot hold them (yaml-cpp wrote U+FFFD), so the URL carries them. Found by
+// fuzz/config.cc.
+TEST(ConfigYaml, APasswordThatIsNotUtf8GoesInAUrl) {
+  const Config c = valid(R"(
+store:
+  backend: redis
+  redis:
+    url: "redis://p%8Aw,@[::1]:63/2"
+)");
+  EXPECT_EQ(c.store.redis.password, "p\x8Aw,");
+  const std::string yaml = to_yaml(c);
+  EXPECT_NE(yaml.find(R"(url: "redis://:p%8Aw%2C@[::1]:63/2")"), std::string::npos) << yaml;
+  expect_round_trip(c, "t.yaml");
+}
+
 TEST(ConfigYaml, ARouteNamedApartKeepsItsName) {
   const Config c = valid(R"(
 routes:
