@@ -12,6 +12,54 @@ namespace {
 
 constexpr size_t kMaxSecretBytes = 4096;
 
+// Bounds the repairs of one file: each is a reparse.
+constexpr int kMaxQuotedStars = 32;
+
+// A plain scalar starting with `*` (a route's "any method") reads as a YAML
+// alias. yaml-cpp says so with one of these.
+bool is_alias_error(const YAML::Exception& e) {
+  return e.msg == YAML::ErrorMsg::ALIAS_NOT_FOUND || e.msg == YAML::ErrorMsg::UNKNOWN_ANCHOR;
+}
+
+// Quotes, in `text`, the value starting with the `*` the alias error at `at`
+// points at (or just after), so that the rest of the file can be read and
+// its errors reported too. The column of the `*` (0-based) on success.
+std::optional<size_t> quote_star_value(std::string* text, const YAML::Mark& at) {
+  if (at.is_null() || at.line < 0) return std::nullopt;
+  size_t line_start = 0;
+  for (int line = 0; line < at.line; ++line) {
+    line_start = text->find('\n', line_start);
+    if (line_start == std::string::npos) return std::nullopt;
+    ++line_start;
+  }
+  const size_t line_end = std::min(text->find('\n', line_start), text->size());
+  const std::string_view line(text->data() + line_start, line_end - line_start);
+  if (line.empty()) return std::nullopt;
+  size_t star = std::min(static_cast<size_t>(std::max(at.column, 0)), line.size() - 1);
+  while (star > 0 && line[star] != '*') --star;
+  if (line[star] != '*') return std::nullopt;
+  // Only at the start of a value: after "key:", "- ", "[", "{" or ",".
+  if (star > 0) {
+    const size_t before = line.find_last_not_of(' ', star - 1);
+    if (before != std::string_view::npos &&
+        std::string_view(":-[{,").find(line[before]) == std::string_view::npos)
+      return std::nullopt;
+  }
+  const bool flow = line.substr(0, star).find_first_of("[{") != std::string_view::npos;
+  size_t end = line.find(" #", star);
+  if (end == std::string_view::npos) end = line.size();
+  if (flow) end = std::min(end, line.find_first_of(",]}", star));
+  while (end > star && line[end - 1] == ' ') --end;
+  std::string quoted_value = "\"";
+  for (char c : line.substr(star, end - star)) {
+    if (c == '"' || c == '\\') quoted_value += '\\';
+    quoted_value += c;
+  }
+  quoted_value += '"';
+  text->replace(line_start + star, end - star, quoted_value);
+  return star;
+}
+
 }  // namespace
 
 std::string join(const Keys& keys) {
@@ -47,12 +95,24 @@ Walker::Walker(std::string file, Diagnostics& diagnostics)
     : file_(std::move(file)), diagnostics_(diagnostics) {}
 
 std::optional<Item> Walker::document(std::string_view text) {
+  std::string source(text);
   std::vector<YAML::Node> docs;
-  try {
-    docs = YAML::LoadAll(std::string(text));
-  } catch (const YAML::Exception& e) {
-    error(e.mark, "", "YAML syntax error: " + e.msg);
-    return std::nullopt;
+  for (int repairs = 0;; ++repairs) {
+    try {
+      docs = YAML::LoadAll(source);
+      break;
+    } catch (const YAML::Exception& e) {
+      std::optional<size_t> star;
+      if (repairs < kMaxQuotedStars && is_alias_error(e)) star = quote_star_value(&source, e.mark);
+      if (!star) {
+        error(e.mark, "", "YAML syntax error: " + e.msg);
+        return std::nullopt;
+      }
+      YAML::Mark at = e.mark;
+      at.column = static_cast<int>(*star);
+      error(at, "",
+            "a plain `*` starts a YAML alias: quote the value, as in match: \"* /static/*\"");
+    }
   }
   if (docs.empty()) return Item{YAML::Node(), YAML::Mark::null_mark(), ""};
   if (docs.size() > 1) {

@@ -147,6 +147,13 @@ class Loader {
                         Walker::describe(item.node));
       return;
     }
+    if (const YAML::Node& top = item.node; top["domain"] && top["descriptors"]) {
+      walker_.error(item,
+                    "this is an envoyproxy/ratelimit descriptor file (domain:, descriptors:), not "
+                    "a Sluice config: put it in a folder and name that folder in a Sluice "
+                    "config's `rls: {config_dir: ...}` (see docs/ENVOY.md)");
+      return;
+    }
     const std::optional<Mapping> m = walker_.mapping(item, &kTopKeys, "a mapping");
     if (!m) return;
     host_port(m->get("listen"), &config_.listen);
