@@ -316,6 +316,24 @@ TEST(ConfigLoader, WordsFromOtherRateLimitersSuggestSluicesOwn) {
                     "is /s here)"}));
 }
 
+TEST(ConfigLoader, DenyErrors) {
+  EXPECT_EQ(
+      errors_of("deny: {status: 200}\n"),
+      Errors{"t.yaml:1:16: deny.status: must be an HTTP status from 400 to 599, got \"200\""});
+  EXPECT_EQ(errors_of("deny: {content_type: text/html}\n"),
+            Errors{"t.yaml:1:22: deny.content_type: is the type of the body in body_file: set "
+                   "body_file too"});
+  const Errors missing = errors_of("deny: {body_file: /nonexistent/deny.json}\n");
+  ASSERT_EQ(missing.size(), 1u);
+  EXPECT_EQ(missing[0].rfind("t.yaml:1:19: deny.body_file: cannot open the deny body file "
+                             "/nonexistent/deny.json",
+                             0),
+            0u)
+      << missing[0];
+  EXPECT_EQ(errors_of("deny: {stauts: 503}\n"),
+            Errors{"t.yaml:1:8: deny.stauts: unknown key; did you mean `status`?"});
+}
+
 // `sluice validate` given an envoyproxy/ratelimit file says where it belongs.
 TEST(ConfigLoader, AnEnvoyDescriptorFileSaysWhereSuchFilesGo) {
   EXPECT_EQ(errors_of("domain: edge\ndescriptors:\n  - key: remote_address\n"),
@@ -351,7 +369,7 @@ TEST(ConfigLoader, UnknownKeySuggestsTheClosestKnownKey) {
 TEST(ConfigLoader, UnknownKeyWithoutACloseOneListsTheKnownKeys) {
   EXPECT_EQ(errors_of("logging:\n  colour: true\n"),
             Errors{"t.yaml:2:3: logging.colour: unknown key (known keys: level, access_log, "
-                   "denial_log_per_second)"});
+                   "redact_keys, denial_log_per_second)"});
   EXPECT_EQ(errors_of("routs: []\n"),
             Errors{"t.yaml:1:1: routs: unknown key; did you mean `routes`?"});
 }
@@ -549,9 +567,9 @@ TEST(ConfigLoader, BadMatchAndKey) {
             (Errors{"t.yaml:2:12: routes[0].match: must be \"METHOD /path\" like \"GET "
                     "/api/users/{id}\" or \"* /static/*\", got \"GET /a/{id\" ({param} must be a "
                     "whole segment, like /users/{id})",
-                    "t.yaml:3:10: routes[0].key: must be ip, global, header:NAME or a "
-                    "combination like ip+header:x-api-key, got \"cookie\" (unknown part "
-                    "\"cookie\")"}));
+                    "t.yaml:3:10: routes[0].key: must be ip, global, header:NAME, cookie:NAME, "
+                    "query:NAME or a combination like ip+header:x-api-key, got \"cookie\" "
+                    "(unknown part \"cookie\")"}));
 }
 
 TEST(ConfigLoader, BadCidrs) {
@@ -669,7 +687,7 @@ unknown: 1
               "t.yaml:9:1: unknown: unknown key (known keys: listen, admin, admin_token_file, "
               "admin_token_all, admin_hosts, decision_api, grpc, rls, "
               "upstream, store, client_ip, headers, case_insensitive_paths, "
-              "auth_deny_status, policies, default, routes, server, logging)"}));
+              "auth_deny_status, deny, policies, default, routes, server, logging)"}));
 }
 
 TEST(ConfigLoader, ErrorTextWithoutAPositionHasNoLineAndColumn) {
