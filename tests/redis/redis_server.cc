@@ -290,7 +290,10 @@ RedisCluster::RedisCluster(RedisClusterOptions options) : options_(options) {
   for (size_t i = 0; i < 3 * (1 + options_.replicas); ++i) {
     nodes_.push_back(std::make_unique<RedisServer>(std::vector<std::string>{
         "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout",
-        std::to_string(options_.node_timeout.count()), "--cluster-require-full-coverage", "no"}));
+        std::to_string(options_.node_timeout.count()), "--cluster-require-full-coverage", "no",
+        // A replica's first sync starts at once, not after the 5 s that
+        // diskless replication waits by default for more replicas.
+        "--repl-diskless-sync-delay", "0"}));
   }
 }
 
