@@ -236,6 +236,16 @@ Result<Rate> parse_rate(std::string_view text) {
   if (count_problem == "fraction")
     return bad(like + " (whole numbers only: write 3/2s, not 1.5/s)");
   if (count_problem == "negative") return bad(like + " (a rate cannot be negative)");
+  // nginx writes rate=10r/s.
+  if (!count_problem.empty() && count_text.size() > 1 &&
+      (count_text.back() == 'r' || count_text.back() == 'R')) {
+    const std::string_view digits = count_text.substr(0, count_text.size() - 1);
+    uint64_t ignored = 0;
+    if (uint_problem(digits, &ignored).empty())
+      return bad(like + "; did you mean " +
+                 quoted(std::string(digits) + "/" + std::string(period_text)) +
+                 "? (nginx's r/s is /s here)");
+  }
   if (!count_problem.empty()) return bad(like);
   if (rate.tokens == 0) return bad(like + " (the count must be at least 1)");
   if (const DurationUnit* u = find_duration_unit(period_text)) {
@@ -408,8 +418,34 @@ size_t edit_distance(std::string_view a, std::string_view b) {
   return prev[b.size()];
 }
 
+namespace {
+
+// Words people bring from other rate limiters, and what Sluice calls them.
+struct Synonym {
+  std::string_view word;
+  std::string_view ours;
+};
+constexpr Synonym kSynonyms[] = {
+    {"burst", "capacity"},       // nginx limit_req, Envoy's local rate limit
+    {"max_tokens", "capacity"},  // Envoy's local rate limit token bucket
+    {"leaky_bucket", "gcra"},    // nginx limit_req is a leaky bucket as a meter
+    {"leakybucket", "gcra"},     //
+    {"rate", "refill_rate"},     // nginx limit_req_zone rate=
+    {"max", "limit"},            // express-rate-limit
+    {"windowms", "window"},      // express-rate-limit
+    {"fill_interval", "refill_rate"},
+};
+
+}  // namespace
+
 std::string closest_match(std::string_view word, const std::vector<std::string_view>& candidates) {
   const std::string w = to_lower(word);
+  for (const Synonym& s : kSynonyms) {
+    if (w != s.word) continue;
+    for (std::string_view c : candidates) {
+      if (c == s.ours) return std::string(c);
+    }
+  }
   std::string best;
   size_t best_distance = std::numeric_limits<size_t>::max();
   for (std::string_view c : candidates) {

@@ -90,7 +90,8 @@ Result<RedisUrl> parse_redis_url(std::string_view text, bool url_only = true);
 size_t edit_distance(std::string_view a, std::string_view b);
 
 // The candidate closest to `word` (ASCII case ignored) if it is close enough
-// to be a likely typo, else "".
+// to be a likely typo, or the one it names in another rate limiter's words
+// (burst: capacity, leaky_bucket: gcra, ...), else "".
 std::string closest_match(std::string_view word, const std::vector<std::string_view>& candidates);
 
 }  // namespace sluice::config

@@ -56,6 +56,54 @@ class DocumentRoots final : public YAML::EventHandler {
   bool in_root_ = false;
 };
 
+// Bounds the repairs of one file: each is a reparse.
+constexpr int kMaxQuotedStars = 32;
+
+// A plain scalar starting with `*` (a route's "any method") reads as a YAML
+// alias. yaml-cpp says so with one of these.
+bool is_alias_error(const YAML::Exception& e) {
+  return e.msg == YAML::ErrorMsg::ALIAS_NOT_FOUND || e.msg == YAML::ErrorMsg::UNKNOWN_ANCHOR;
+}
+
+// Quotes, in `text`, the value starting with the `*` the alias error at `at`
+// points at (or just after), so that the rest of the file can be read and
+// its errors reported too. The column of the `*` (0-based) on success.
+std::optional<size_t> quote_star_value(std::string* text, const YAML::Mark& at) {
+  if (at.is_null() || at.line < 0) return std::nullopt;
+  size_t line_start = 0;
+  for (int line = 0; line < at.line; ++line) {
+    line_start = text->find('\n', line_start);
+    if (line_start == std::string::npos) return std::nullopt;
+    ++line_start;
+  }
+  const size_t line_end = std::min(text->find('\n', line_start), text->size());
+  const std::string_view line(text->data() + line_start, line_end - line_start);
+  if (line.empty()) return std::nullopt;
+  size_t star = std::min(static_cast<size_t>(std::max(at.column, 0)), line.size() - 1);
+  while (star > 0 && line[star] != '*') --star;
+  if (line[star] != '*') return std::nullopt;
+  // Only at the start of a value: after "key:", "- ", "[", "{" or ",".
+  if (star > 0) {
+    const size_t before = line.find_last_not_of(' ', star - 1);
+    if (before != std::string_view::npos &&
+        std::string_view(":-[{,").find(line[before]) == std::string_view::npos)
+      return std::nullopt;
+  }
+  const bool flow = line.substr(0, star).find_first_of("[{") != std::string_view::npos;
+  size_t end = line.find(" #", star);
+  if (end == std::string_view::npos) end = line.size();
+  if (flow) end = std::min(end, line.find_first_of(",]}", star));
+  while (end > star && line[end - 1] == ' ') --end;
+  std::string quoted_value = "\"";
+  for (char c : line.substr(star, end - star)) {
+    if (c == '"' || c == '\\') quoted_value += '\\';
+    quoted_value += c;
+  }
+  quoted_value += '"';
+  text->replace(line_start + star, end - star, quoted_value);
+  return star;
+}
+
 }  // namespace
 
 std::string join(const Keys& keys) {
@@ -91,10 +139,6 @@ Walker::Walker(std::string file, Diagnostics& diagnostics)
     : file_(std::move(file)), diagnostics_(diagnostics) {}
 
 std::optional<Item> Walker::document(std::string_view text) {
-  // Two documents at most are read, not all of them (YAML::LoadAll): after a
-  // ',' outside [...] or {...} (",", "- a\n,"), yaml-cpp 0.7 reads an empty
-  // document without consuming the ',', again and again, and LoadAll never
-  // returns. Found by fuzz/config.cc.
   // YAML text is Unicode. yaml-cpp reads invalid UTF-8 as it comes and writes
   // it back as U+FFFD, so such a value would not survive a round trip through
   // to_yaml (found by fuzz/config.cc); a request path never holds raw bytes
@@ -111,24 +155,41 @@ std::optional<Item> Walker::document(std::string_view text) {
     error(where, "", "the file is not UTF-8 text (a byte that starts no valid UTF-8 character)");
     return std::nullopt;
   }
-  const std::string copy(text);
-  DocumentRoots documents;
+  // Two documents at most are read, not all of them (YAML::LoadAll): after a
+  // ',' outside [...] or {...} (",", "- a\n,"), yaml-cpp 0.7 reads an empty
+  // document without consuming the ',', again and again, and LoadAll never
+  // returns. Found by fuzz/config.cc.
+  std::string source(text);
+  std::vector<YAML::Mark> roots;
   YAML::Node root;
-  try {
-    std::istringstream in(copy);
-    YAML::Parser parser(in);
-    for (int read = 0; read < 2 && parser.HandleNextDocument(documents); ++read) {
+  for (int repairs = 0;; ++repairs) {
+    try {
+      DocumentRoots documents;
+      std::istringstream in(source);
+      YAML::Parser parser(in);
+      for (int read = 0; read < 2 && parser.HandleNextDocument(documents); ++read) {
+      }
+      roots = std::move(documents.roots);
+      if (roots.size() == 1) root = YAML::Load(source);
+      break;
+    } catch (const YAML::Exception& e) {
+      std::optional<size_t> star;
+      if (repairs < kMaxQuotedStars && is_alias_error(e)) star = quote_star_value(&source, e.mark);
+      if (!star) {
+        error(e.mark, "", "YAML syntax error: " + e.msg);
+        return std::nullopt;
+      }
+      YAML::Mark at = e.mark;
+      at.column = static_cast<int>(*star);
+      error(at, "",
+            "a plain `*` starts a YAML alias: quote the value, as in match: \"* /static/*\"");
     }
-    if (documents.roots.size() == 1) root = YAML::Load(copy);
-  } catch (const YAML::Exception& e) {
-    error(e.mark, "", "YAML syntax error: " + e.msg);
-    return std::nullopt;
   }
-  if (documents.roots.empty()) return Item{YAML::Node(), YAML::Mark::null_mark(), ""};
-  if (documents.roots.size() > 1) {
-    const YAML::Mark& second = documents.roots[1];
-    const bool stray_comma = second.pos >= 0 && static_cast<size_t>(second.pos) < text.size() &&
-                             text[static_cast<size_t>(second.pos)] == ',';
+  if (roots.empty()) return Item{YAML::Node(), YAML::Mark::null_mark(), ""};
+  if (roots.size() > 1) {
+    const YAML::Mark& second = roots[1];
+    const bool stray_comma = second.pos >= 0 && static_cast<size_t>(second.pos) < source.size() &&
+                             source[static_cast<size_t>(second.pos)] == ',';
     error(second, "",
           stray_comma ? "YAML syntax error: a ',' outside a flow collection ([...] or {...})"
                       : "a second YAML document starts here; a config file holds one (check the "

@@ -13,6 +13,7 @@
 #include "http/access.h"
 #include "http/beast_headers.h"
 #include "http/check_request.h"
+#include "policy/redact.h"
 #include "policy/request.h"
 #include "render/rate_headers.h"
 
@@ -49,6 +50,17 @@ Reply rate_limited_reply(const RateHeaders& headers, int status) {
   reply.content_type = kRateLimitedContentType;
   reply.rate_headers = &headers;
   reply.body = kRateLimitedBody;
+  return reply;
+}
+
+// The gateway's answer to a denied request, as `deny:` says (its views live
+// in the config, which the caller's State holds).
+Reply gateway_denied_reply(const RateHeaders& headers, const policy::DenyResponse& deny) {
+  Reply reply = rate_limited_reply(headers, deny.status);
+  if (!deny.body_file.empty()) {
+    reply.body = deny.body;
+    reply.content_type = deny.content_type;
+  }
   return reply;
 }
 
@@ -96,6 +108,17 @@ void respond_bad_path(Session& session) {
                  "servers read differently; send the path with plain '/' separators");
   session.context().metrics.rejected_bad_request->add();
   session.respond(json_error_reply(HttpStatus::bad_request, kBody));
+}
+
+// A key as logs and /admin/stats show it: header-derived values hashed
+// (into `buffer`) unless logging.redact_keys is off. No copy for the others:
+// this runs for every denied request.
+std::string_view shown_key(const State& state, std::string_view key, std::string& buffer) {
+  // Every value part has a '='; IPs, "global" and scopes have none.
+  if (!state.policy.config().logging.redact_keys || key.find('=') == std::string_view::npos)
+    return key;
+  buffer = policy::redact_key(key);
+  return buffer;
 }
 
 // The store key of the limit a verdict reports (for the top denied keys).
@@ -160,17 +183,37 @@ void FrontDoor::handle_decision_api(const std::shared_ptr<Session>& session,
 }
 
 template <class Then>
-void FrontDoor::decide_and_count(const std::shared_ptr<const State>& state,
+void FrontDoor::decide_and_count(Session& session, const std::shared_ptr<const State>& state,
                                  const policy::Plan& plan, const RouteMetrics& metrics, Nanos now,
                                  uint64_t cost, Then&& then) {
   const auto start = std::chrono::steady_clock::now();
+  // `then` holds the session, so it outlives this callback.
   policy::decide_async(context_.store, plan, now,
                        state->policy.config().store.redis.on_failure_allow, cost,
-                       [this, state, &plan, &metrics, now, start,
+                       [this, session = &session, state, &plan, &metrics, now, start,
                         then = std::forward<Then>(then)](policy::Verdict verdict) mutable {
                          count(*state, plan, metrics, now, start, verdict);
+                         if (session->access_log_on())
+                           note_access(*session, plan, metrics, verdict);
                          then(std::move(verdict));
                        });
+}
+
+void FrontDoor::note_access(Session& session, const policy::Plan& plan, const RouteMetrics& metrics,
+                            const policy::Verdict& verdict) {
+  Session::AccessNote& note = session.access_note();
+  note.route = metrics.name;
+  const std::string_view key =
+      plan.client_key.empty() ? reported_key(plan, verdict) : std::string_view(plan.client_key);
+  std::string redacted;
+  note.key = shown_key(*session.state(), key, redacted);
+  if (verdict.store_failed) {
+    note.decision = "error";
+  } else if (!verdict.limited) {
+    note.decision = "none";
+  } else {
+    note.decision = verdict.allowed ? "allowed" : "denied";
+  }
 }
 
 void FrontDoor::count(const State& state, const policy::Plan& plan, const RouteMetrics& metrics,
@@ -202,7 +245,8 @@ void FrontDoor::count(const State& state, const policy::Plan& plan, const RouteM
     (verdict.outcomes[i].decision.allowed ? c.allowed : c.denied)->add();
   }
   if (!verdict.allowed) {
-    const std::string_view key = reported_key(plan, verdict);
+    std::string redacted;
+    const std::string_view key = shown_key(state, reported_key(plan, verdict), redacted);
     context_.top_denied.record(key);
     const observe::DenialLogGate::Admission a = state.denial_log->admit(now);
     if (a.log) {
@@ -240,7 +284,7 @@ void FrontDoor::handle_check(const std::shared_ptr<Session>& session, std::strin
       std::make_unique<policy::Plan>(state->policy.plan_policy(request.policy, request.key));
   const policy::Plan& planned = *plan;
   const Nanos now = context_.clock.now();
-  decide_and_count(state, planned, metrics, now, request.cost,
+  decide_and_count(*session, state, planned, metrics, now, request.cost,
                    [session, state, now, plan = std::move(plan)](policy::Verdict verdict) {
                      if (verdict.invalid) return session->respond(bad_request(verdict.error));
                      char buf[192];
@@ -278,7 +322,7 @@ void FrontDoor::handle_auth(const std::shared_ptr<Session>& session) {
   const policy::Plan& planned = *plan;
   const Nanos now = context_.clock.now();
   decide_and_count(
-      state, planned, state->metrics_for(planned.route), now, 1,
+      *session, state, planned, state->metrics_for(planned.route), now, 1,
       [session, state, now, plan = std::move(plan)](policy::Verdict verdict) {
         RateHeaders rate;
         append_rate_headers(verdict, state->policy.config().headers, now, rate);
@@ -308,7 +352,7 @@ void FrontDoor::handle_gateway(const std::shared_ptr<Session>& session) {
   const policy::Plan& plan = exchange->plan;
   const Nanos now = context_.clock.now();
   decide_and_count(
-      state, plan, state->metrics_for(plan.route), now, 1,
+      *session, state, plan, state->metrics_for(plan.route), now, 1,
       [this, session, state, now, exchange = std::move(exchange)](policy::Verdict v) mutable {
         exchange->verdict = std::move(v);
         const policy::Verdict& verdict = exchange->verdict;
@@ -318,7 +362,8 @@ void FrontDoor::handle_gateway(const std::shared_ptr<Session>& session) {
               error_response(HttpStatus::internal_server_error, "INTERNAL", verdict.error));
         }
         if (!verdict.allowed) {
-          return session->respond(rate_limited_reply(exchange->rate_headers, 429));
+          return session->respond(
+              gateway_denied_reply(exchange->rate_headers, state->policy.config().deny));
         }
         if (state->policy.config().upstream) {
           if (forwarder_) {

@@ -56,9 +56,13 @@ class FrontDoor final : public RequestHandler {
   // counters, logs), then `then(policy::Verdict)` on this worker's thread:
   // before this returns with the memory store, from the event loop with Redis.
   // `plan` and `metrics` must live until then (the caller holds the State).
+  // With the access log on, the session's AccessNote is filled first.
   template <class Then>
-  void decide_and_count(const std::shared_ptr<const State>& state, const policy::Plan& plan,
-                        const RouteMetrics& metrics, Nanos now, uint64_t cost, Then&& then);
+  void decide_and_count(Session& session, const std::shared_ptr<const State>& state,
+                        const policy::Plan& plan, const RouteMetrics& metrics, Nanos now,
+                        uint64_t cost, Then&& then);
+  static void note_access(Session& session, const policy::Plan& plan, const RouteMetrics& metrics,
+                          const policy::Verdict& verdict);
   void count(const State& state, const policy::Plan& plan, const RouteMetrics& metrics, Nanos now,
              std::chrono::steady_clock::time_point start, const policy::Verdict& verdict);
 

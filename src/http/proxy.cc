@@ -211,6 +211,7 @@ class ProxyExchange : public std::enable_shared_from_this<ProxyExchange> {
   const std::chrono::milliseconds client_timeout_;
   std::string endpoint_;
   SteadyClock::time_point deadline_;  // of the upstream exchange (Upstream::timeout)
+  SteadyClock::time_point started_;   // for the access log's upstream time
 
   asio::steady_timer timer_;
   uint64_t timer_seq_ = 0;
@@ -249,6 +250,7 @@ class ProxyExchange : public std::enable_shared_from_this<ProxyExchange> {
 };
 
 void ProxyExchange::start() {
+  started_ = SteadyClock::now();
   const RequestHeader& in = session().header();
   client_version_ = in.version();
   method_ = in.method();
@@ -490,6 +492,10 @@ void ProxyExchange::on_response_header(beast::error_code ec) {
   // An interim response (103 Early Hints; 100 Continue although Sluice never
   // forwards Expect): dropped, the final response follows on the same connection.
   if (status < 200) return do_read_response_header();
+  if (session().access_log_on()) {
+    session().access_note().upstream =
+        std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - started_);
+  }
   start_response();
 }
 

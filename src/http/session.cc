@@ -479,17 +479,28 @@ void Session::on_write(beast::error_code ec) {
   finish_request(written_keep_alive_);
 }
 
+bool Session::access_log_on() const {
+  return !admin_ && state_ && state_->policy.config().logging.access_log;
+}
+
 void Session::log_access(unsigned status, size_t body_bytes) {
-  if (admin_ || !state_ || !state_->policy.config().logging.access_log) return;
+  if (!access_log_on()) return;
   const RequestHeader& req = header();
   const auto elapsed =
       std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - started_);
   const beast::string_view method = req.method_string();
   const beast::string_view target = req.target();
-  observe::access_logger().info("{} \"{} {}\" {} {} {:.3f}ms", peer_text_,
-                                std::string_view(method.data(), method.size()),
-                                std::string_view(target.data(), target.size()), status, body_bytes,
-                                static_cast<double>(elapsed.count()) / 1000.0);
+  const AccessNote& note = access_note_;
+  std::string upstream = "-";
+  if (note.upstream)
+    upstream = fmt::format("{:.3f}", static_cast<double>(note.upstream->count()) / 1000.0);
+  observe::access_logger().info(
+      "client={} method={} path={} route={} key={} decision={} status={} bytes={} upstream_ms={} "
+      "ms={:.3f}",
+      peer_text_, observe::logfmt_value(std::string_view(method.data(), method.size())),
+      observe::logfmt_value(std::string_view(target.data(), target.size())),
+      observe::logfmt_value(note.route), observe::logfmt_value(note.key), note.decision, status,
+      body_bytes, upstream, static_cast<double>(elapsed.count()) / 1000.0);
 }
 
 void Session::resume(bool keep_alive) {
@@ -501,6 +512,12 @@ void Session::resume(bool keep_alive) {
 
 void Session::finish_request(bool keep_alive) {
   state_.reset();
+  if (access_note_.decision != "-" || access_note_.upstream) {
+    access_note_.route.clear();
+    access_note_.key.clear();
+    access_note_.decision = "-";
+    access_note_.upstream.reset();
+  }
   header_parser_.reset();
   body_parser_.reset();
   if (out_.capacity() > kKeepBufferBytes) out_ = std::string();

@@ -138,6 +138,17 @@ class Session : public std::enable_shared_from_this<Session> {
   // Records an access log line for a response the handler wrote itself.
   void log_access(unsigned status, size_t body_bytes);
 
+  // What the access log line says beyond the request and the response. The
+  // front door fills it, only when the access log is on (access_log_on()).
+  struct AccessNote {
+    std::string route;                // the route (or policy) name
+    std::string key;                  // the client key, redacted per logging.redact_keys
+    std::string_view decision = "-";  // allowed, denied, error, none (no limit), - (not decided)
+    std::optional<std::chrono::microseconds> upstream;  // proxied: until the response header
+  };
+  AccessNote& access_note() { return access_note_; }
+  bool access_log_on() const;
+
  private:
   enum class Phase { kIdle, kReadingHeader, kInRequest, kWriting, kClosing, kClosed };
   // What the connection's deadline applies to.
@@ -182,6 +193,7 @@ class Session : public std::enable_shared_from_this<Session> {
   Phase phase_ = Phase::kIdle;
   policy::IpAddress peer_;
   std::string peer_text_;
+  AccessNote access_note_;
   std::string local_text_;
   // The first header of a connection must be complete within header_timeout
   // of the accept; later ones within header_timeout of their first byte.

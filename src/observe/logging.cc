@@ -27,7 +27,8 @@ bool parse_level(const std::string& name, spdlog::level::level_enum* out) {
 bool setup_logging(const std::string& level) {
   std::shared_ptr<spdlog::logger> logger = spdlog::get("sluice");
   if (!logger) logger = spdlog::stderr_logger_mt("sluice");
-  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %l %v");
+  // RFC 3339: local time with its offset from UTC.
+  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %l %v");
   // Every error and warning reaches the terminal at once, even if the process dies next.
   logger->flush_on(spdlog::level::info);
   spdlog::set_default_logger(logger);
@@ -45,12 +46,36 @@ spdlog::logger& access_logger() {
   static std::shared_ptr<spdlog::logger> logger = [] {
     std::shared_ptr<spdlog::logger> l = spdlog::get("access");
     if (!l) l = spdlog::stdout_logger_mt("access");
-    l->set_pattern("%v");
+    l->set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %v");
     l->set_level(spdlog::level::info);
     l->flush_on(spdlog::level::info);
     return l;
   }();
   return *logger;
+}
+
+std::string logfmt_value(std::string_view value) {
+  if (value.empty()) return "-";
+  bool bare = true;
+  for (unsigned char c : value) {
+    if (c <= 0x20 || c == 0x7f || c == '"' || c == '=' || c == '\\') bare = false;
+  }
+  if (bare) return std::string(value);
+  std::string out = "\"";
+  for (unsigned char c : value) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20 || c == 0x7f) {
+      constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 0xf];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
 }
 
 }  // namespace sluice::observe

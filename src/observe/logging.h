@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include <spdlog/spdlog.h>
 
@@ -20,7 +21,13 @@ bool setup_logging(const std::string& level);
 // Changes the level of the default logger (on reload).
 bool set_log_level(const std::string& level);
 
-// The access logger (stdout, one line per request). Created on first call.
+// The access logger (stdout, one line per request, logfmt after an RFC 3339
+// time with its zone). Created on first call.
 spdlog::logger& access_logger();
+
+// `value` as a logfmt value: bare when it holds no space, '"', '=' or control
+// byte; else double-quoted with '"' and '\\' escaped and control bytes as
+// \xNN. "-" for an empty value.
+std::string logfmt_value(std::string_view value);
 
 }  // namespace sluice::observe

@@ -71,12 +71,13 @@ struct HeaderModes {
   friend bool operator==(const HeaderModes&, const HeaderModes&) = default;
 };
 
-// How a request's client key is formed: "ip", "header:x-api-key", "global",
-// or a combination joined by '+', e.g. "ip+header:x-api-key".
+// How a request's client key is formed: "ip", "header:x-api-key",
+// "cookie:session", "query:api_key", "global", or a combination joined by
+// '+', e.g. "ip+header:x-api-key".
 struct KeyPart {
-  enum class Kind { kIp, kHeader, kGlobal };
+  enum class Kind { kIp, kHeader, kCookie, kQuery, kGlobal };
   Kind kind = Kind::kIp;
-  std::string header;  // lower-case header name for kHeader
+  std::string name;  // the header (lower-case), cookie or query parameter name
   friend bool operator==(const KeyPart&, const KeyPart&) = default;
 };
 struct KeySpec {
@@ -134,9 +135,20 @@ struct ServerLimits {
   friend bool operator==(const ServerLimits&, const ServerLimits&) = default;
 };
 
+// What the gateway answers a request it denies (`deny:`; nginx's
+// limit_req_status). The rate-limit headers and Retry-After come with it.
+struct DenyResponse {
+  int status = 429;
+  std::string body_file;  // resolved path; "" = the built-in JSON body
+  std::string body;       // the file's content, read at load and reload
+  std::string content_type = "application/json";
+  friend bool operator==(const DenyResponse&, const DenyResponse&) = default;
+};
+
 struct LoggingConfig {
   std::string level = "info";  // trace debug info warn error
   bool access_log = false;
+  bool redact_keys = true;  // header-derived key values hashed in logs, stats, dashboard
   double denial_log_per_second =
       1.0;  // denials logged at most this often (plus a count of the rest)
   friend bool operator==(const LoggingConfig&, const LoggingConfig&) = default;
@@ -193,6 +205,7 @@ struct Config {
   HeaderModes headers;
   bool case_insensitive_paths = false;
   int auth_deny_status = 429;
+  DenyResponse deny;
   std::vector<NamedPolicy> policies;
   std::optional<Route> default_route;  // applies when no route matches; none = unlimited
   std::vector<Route> routes;           // first match wins

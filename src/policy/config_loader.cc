@@ -49,12 +49,16 @@ const Keys kTopKeys = {"listen",
                        "headers",
                        "case_insensitive_paths",
                        "auth_deny_status",
+                       "deny",
                        "policies",
                        "default",
                        "routes",
                        "server",
                        "logging"};
 const Keys kDecisionApiKeys = {"listen", "token_file"};
+const Keys kDenyKeys = {"status", "body_file", "content_type"};
+// A deny body is sent with every denied request: small.
+constexpr size_t kMaxDenyBodyBytes = 64 * 1024;
 const Keys kRlsKeys = {"config_dir", "response_headers", "dynamic_metadata", "shadow_mode",
                        "merge_domains"};
 const Keys kUpstreamKeys = {"url", "connect_timeout", "timeout", "max_idle_connections"};
@@ -66,7 +70,7 @@ const Keys kDefaultKeys = {"key", "limits"};
 const Keys kRouteKeys = {"match", "name", "key", "limits"};
 const Keys kServerKeys = {"max_connections", "max_header_bytes", "max_body_bytes", "header_timeout",
                           "idle_timeout",    "threads",          "shutdown_grace"};
-const Keys kLoggingKeys = {"level", "access_log", "denial_log_per_second"};
+const Keys kLoggingKeys = {"level", "access_log", "redact_keys", "denial_log_per_second"};
 
 Result<Upstream> parse_upstream(std::string_view text) {
   Result<config::HttpUrl> url = config::parse_http_url(text);
@@ -147,6 +151,13 @@ class Loader {
                         Walker::describe(item.node));
       return;
     }
+    if (const YAML::Node& top = item.node; top["domain"] && top["descriptors"]) {
+      walker_.error(item,
+                    "this is an envoyproxy/ratelimit descriptor file (domain:, descriptors:), not "
+                    "a Sluice config: put it in a folder and name that folder in a Sluice "
+                    "config's `rls: {config_dir: ...}` (see docs/ENVOY.md)");
+      return;
+    }
     const std::optional<Mapping> m = walker_.mapping(item, &kTopKeys, "a mapping");
     if (!m) return;
     host_port(m->get("listen"), &config_.listen);
@@ -186,6 +197,7 @@ class Loader {
       if (auto s = walker_.integer(*a, 400, 599, "an HTTP status from 400 to 599"))
         config_.auth_deny_status = static_cast<int>(*s);
     }
+    if (const Item* d = m->get("deny")) deny(*d);
     // Policies first: routes refer to them wherever they are in the file.
     if (const Item* p = m->get("policies")) policies(*p);
     if (const Item* d = m->get("default")) default_route(*d);
@@ -665,6 +677,45 @@ class Loader {
     millis(m->get("shutdown_grace"), true, &s.shutdown_grace);
   }
 
+  void deny(const Item& item) {
+    const std::optional<Mapping> m = walker_.mapping(item, &kDenyKeys, "a mapping");
+    if (!m) return;
+    DenyResponse& deny = config_.deny;
+    if (const Item* s = m->get("status")) {
+      if (auto v = walker_.integer(*s, 400, 599, "an HTTP status from 400 to 599"))
+        deny.status = static_cast<int>(*v);
+    }
+    if (const Item* f = m->get("body_file")) {
+      if (std::optional<std::string> path = walker_.path(*f)) {
+        std::string reason;
+        std::optional<std::string> body = config::read_small_file(
+            *path, "the deny body file " + *path, kMaxDenyBodyBytes, &reason);
+        if (body) {
+          deny.body_file = std::move(*path);
+          deny.body = std::move(*body);
+        } else {
+          walker_.error(*f, reason);
+        }
+      }
+    }
+    if (const Item* c = m->get("content_type")) {
+      const std::optional<std::string> text = walker_.scalar(*c, "a media type");
+      // It is written into the response head as it is.
+      const bool printable = text && std::all_of(text->begin(), text->end(),
+                                                 [](char ch) { return ch >= 0x20 && ch <= 0x7e; });
+      if (text && (!printable || text->find('/') == std::string::npos)) {
+        walker_.error(*c,
+                      "must be a media type like application/json or text/html; "
+                      "charset=utf-8, got " +
+                          quoted(*text));
+      } else if (text) {
+        deny.content_type = *text;
+      }
+      if (m->get("body_file") == nullptr)
+        walker_.error(*c, "is the type of the body in body_file: set body_file too");
+    }
+  }
+
   void logging(const Item& item) {
     const std::optional<Mapping> m = walker_.mapping(item, &kLoggingKeys, "a mapping");
     if (!m) return;
@@ -674,6 +725,9 @@ class Loader {
     }
     if (const Item* a = m->get("access_log")) {
       if (auto b = walker_.boolean(*a)) config_.logging.access_log = *b;
+    }
+    if (const Item* r = m->get("redact_keys")) {
+      if (auto b = walker_.boolean(*r)) config_.logging.redact_keys = *b;
     }
     if (const Item* d = m->get("denial_log_per_second")) {
       const std::optional<std::string> text =

@@ -203,6 +203,19 @@ void headers(YAML::Emitter& out, const HeaderModes& h) {
   out << YAML::EndSeq;
 }
 
+// content_type is refused without body_file (it is the file's type).
+void deny(YAML::Emitter& out, const DenyResponse& d) {
+  out << YAML::Key << "deny" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "status" << YAML::Value << d.status;
+  if (!d.body_file.empty()) {
+    out << YAML::Key << "body_file" << YAML::Value;
+    quoted(out, d.body_file);
+    out << YAML::Key << "content_type" << YAML::Value;
+    quoted(out, d.content_type);
+  }
+  out << YAML::EndMap;
+}
+
 void policies(YAML::Emitter& out, const std::vector<NamedPolicy>& list) {
   out << YAML::Key << "policies" << YAML::Value << YAML::BeginMap;
   for (const NamedPolicy& p : list) {
@@ -263,6 +276,7 @@ void logging(YAML::Emitter& out, const LoggingConfig& l) {
   out << YAML::Key << "logging" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "level" << YAML::Value << l.level;
   out << YAML::Key << "access_log" << YAML::Value << l.access_log;
+  out << YAML::Key << "redact_keys" << YAML::Value << l.redact_keys;
   out << YAML::Key << "denial_log_per_second" << YAML::Value
       << double_text(l.denial_log_per_second);
   out << YAML::EndMap;
@@ -290,6 +304,7 @@ std::string to_yaml(const Config& c) {
   headers(out, c.headers);
   out << YAML::Key << "case_insensitive_paths" << YAML::Value << c.case_insensitive_paths;
   out << YAML::Key << "auth_deny_status" << YAML::Value << c.auth_deny_status;
+  deny(out, c.deny);
   policies(out, c.policies);
   routes(out, c);
   server(out, c.server);

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "policy/ip.h"
+#include "policy/key_sources.h"
 #include "policy/path.h"
 
 namespace sluice::policy {
@@ -135,6 +136,32 @@ void append_escaped(std::string& out, std::string_view value) {
 
 constexpr size_t kDefaultRoute = static_cast<size_t>(-1);
 
+// "h:", "c:", "q:": what a key part's value was read from.
+std::string_view value_prefix(KeyPart::Kind kind) {
+  switch (kind) {
+    case KeyPart::Kind::kCookie:
+      return "c:";
+    case KeyPart::Kind::kQuery:
+      return "q:";
+    default:
+      return "h:";
+  }
+}
+
+// A part read from the request: "h:NAME=value" (escaped), or `ip_part` when
+// the request has no usable value (missing, empty or ambiguous).
+void append_value_part(std::string& key, const KeyPart& part, std::string_view value,
+                       std::string_view ip_part) {
+  if (value.empty()) {
+    key += ip_part;
+    return;
+  }
+  key += value_prefix(part.kind);
+  key += part.name;
+  key += '=';
+  append_escaped(key, value);
+}
+
 }  // namespace
 
 struct Policy::Compiled {
@@ -223,18 +250,17 @@ Plan Policy::plan(const RequestInfo& request) const {
         break;
       case KeyPart::Kind::kHeader: {
         std::optional<std::string_view> value;
-        if (request.headers != nullptr) value = request.headers->get(part.header);
-        // A request without a usable key falls back to its client address.
-        if (!value || value->empty()) {
-          key += ip_part;
-        } else {
-          key += "h:";
-          key += part.header;
-          key += '=';
-          append_escaped(key, *value);
-        }
+        if (request.headers != nullptr) value = request.headers->get(part.name);
+        append_value_part(key, part, value.value_or(std::string_view()), ip_part);
         break;
       }
+      case KeyPart::Kind::kCookie:
+        append_value_part(key, part, cookie_value(request.headers, part.name).value_or(""),
+                          ip_part);
+        break;
+      case KeyPart::Kind::kQuery:
+        append_value_part(key, part, query_value(request.target, part.name).value_or(""), ip_part);
+        break;
     }
   }
 
@@ -259,7 +285,8 @@ std::optional<std::string> Policy::client_key_of(const Route& route,
   for (size_t at = 0; formed && at <= client.size();) {
     const size_t end = std::min(client.find('+', at), client.size());
     const std::string_view part = client.substr(at, end - at);
-    formed = part.starts_with("ip:") || part.starts_with("h:") || part == "global";
+    formed = part.starts_with("ip:") || part.starts_with("h:") || part.starts_with("c:") ||
+             part.starts_with("q:") || part == "global";
     at = end + 1;
   }
   if (formed || client.empty()) return std::string(client);
@@ -272,9 +299,11 @@ std::optional<std::string> Policy::client_key_of(const Route& route,
       if (!ip) return std::nullopt;
       return "ip:" + client_key_text(*ip, config_.client_ip.ipv6_prefix);
     }
-    case KeyPart::Kind::kHeader: {
-      std::string key = "h:" + parts[0].header + "=";
-      append_escaped(key, client);
+    case KeyPart::Kind::kHeader:
+    case KeyPart::Kind::kCookie:
+    case KeyPart::Kind::kQuery: {
+      std::string key;
+      append_value_part(key, parts[0], client, "");
       return key;
     }
   }

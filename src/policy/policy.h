@@ -62,8 +62,9 @@ class Policy {
   // Client keys: "ip" -> "ip:" + client_key_text(); "header:NAME" ->
   // "h:NAME=" + the value with '%', '+', '|', space, controls and non-ASCII
   // bytes percent-escaped (so a value can never forge another part or scope),
-  // or the "ip:" part when the header is missing or empty; "global" ->
-  // "global"; parts joined by '+'.
+  // or the "ip:" part when the header is missing or empty; "cookie:NAME" ->
+  // "c:NAME=...", "query:NAME" -> "q:NAME=..." likewise (key_sources.h says
+  // when a value is unusable); "global" -> "global"; parts joined by '+'.
   Plan plan(const RequestInfo& request) const;
 
   // A plan for /v1/check: the named policy applied to a caller-given key

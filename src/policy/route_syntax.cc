@@ -44,7 +44,7 @@ bool is_http_token(std::string_view text) {
 
 Result<KeySpec> parse_key_spec(std::string_view text) {
   const std::string like =
-      "must be ip, global, header:NAME or a combination like "
+      "must be ip, global, header:NAME, cookie:NAME, query:NAME or a combination like "
       "ip+header:x-api-key, got " +
       quoted(text);
   KeySpec spec;
@@ -71,8 +71,24 @@ Result<KeySpec> parse_key_spec(std::string_view text) {
       if (!is_http_token(name))
         return bad(like + " (" + quoted(name) + " is not a valid header name)");
       kp.kind = KeyPart::Kind::kHeader;
-      kp.header = to_lower(name);
-      normal = "header:" + kp.header;
+      kp.name = to_lower(name);
+      normal = "header:" + kp.name;
+    } else if (part.size() >= 7 && iequals(part.substr(0, 7), "cookie:")) {
+      const std::string_view name = trim(part.substr(7));
+      if (!is_http_token(name))
+        return bad(like + " (" + quoted(name) + " is not a valid cookie name)");
+      kp.kind = KeyPart::Kind::kCookie;
+      kp.name = std::string(name);
+      normal = "cookie:" + kp.name;
+    } else if (part.size() >= 6 && iequals(part.substr(0, 6), "query:")) {
+      const std::string_view name = trim(part.substr(6));
+      if (name.empty() || name.find_first_of("&=#%+ ") != std::string_view::npos ||
+          !std::all_of(name.begin(), name.end(), [](char c) { return c > 0x20 && c < 0x7f; }))
+        return bad(like + " (" + quoted(name) +
+                   " is not a query parameter name: printable, without & = # % + or spaces)");
+      kp.kind = KeyPart::Kind::kQuery;
+      kp.name = std::string(name);
+      normal = "query:" + kp.name;
     } else {
       return bad(like + " (unknown part " + quoted(part) + ")");
     }

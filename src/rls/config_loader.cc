@@ -482,7 +482,8 @@ class Loader {
     Unit unit = Unit::kUnknown;
     if (parse_unit(f.unit_text, &unit)) return unit;
     walker().error(f.unit ? *f.unit : block,
-                   "invalid rate limit unit " + single_quoted(f.unit_text));
+                   "invalid rate limit unit " + single_quoted(f.unit_text) +
+                       " (valid units: " + std::string(unit_names()) + ")");
     return std::nullopt;
   }
 

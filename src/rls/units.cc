@@ -41,6 +41,10 @@ std::string_view unit_name(Unit unit) {
   return "unknown";
 }
 
+std::string_view unit_names() {
+  return "second, minute, hour, day, week, month, year";
+}
+
 bool parse_unit(std::string_view text, Unit* out) {
   for (const UnitInfo& u : kUnits) {
     if (util::iequals(text, u.name)) {

@@ -37,6 +37,9 @@ std::string_view unit_name(Unit unit);
 // envoyproxy/ratelimit reads it. False for "unknown" and anything else.
 bool parse_unit(std::string_view text, Unit* out);
 
+// "second, minute, hour, day, week, month, year": for error messages.
+std::string_view unit_names();
+
 // The unit whose length is exactly `period`, or kUnknown.
 Unit unit_of_length(Nanos period);
 

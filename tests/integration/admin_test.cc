@@ -1,6 +1,8 @@
 // The admin port: health, readiness, Prometheus metrics, stats (docs/DESIGN.md §6).
 #include <chrono>
 #include <csignal>
+#include <regex>
+#include <sstream>
 #include <thread>
 
 #include "test_support.h"
@@ -141,30 +143,81 @@ policies:
   EXPECT_EQ(server->post("/v1/check", R"({"policy":"lasting","key":"z"})").status, 429);
 }
 
-TEST(AccessLog, OneLinePerRequestWhenEnabled) {
+// Waits (boundedly) until the access log holds a line containing each of `parts`.
+std::string wait_for_access_lines(SluiceProcess& server, const std::vector<std::string>& parts) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  std::string log = server.access_log();
+  auto all_there = [&] {
+    for (const std::string& p : parts)
+      if (log.find(p) == std::string::npos) return false;
+    return true;
+  };
+  while (!all_there() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    log = server.access_log();
+  }
+  return log;
+}
+
+TEST(AccessLog, OneLinePerRequestWithRouteKeyAndDecisionWhenEnabled) {
   auto server = SluiceProcess::start(R"(
 logging: {access_log: true}
 routes:
   - match: GET /a
     limits: [{capacity: 1, refill_rate: 1/h}]
+  - match: GET /k
+    key: header:x-api-key
+    limits: [{capacity: 1, refill_rate: 1/h}]
 )");
   ASSERT_NE(server, nullptr);
   EXPECT_EQ(server->get("/a?x=1").status, 200);
   EXPECT_EQ(server->get("/a").status, 429);
-  // A line is written once its response is sent: wait for it, boundedly.
-  // (Two connections may be served by two worker threads: in either order.)
-  const std::string allowed_line = "127.0.0.1 \"GET /a?x=1\" 200 16 ";
-  const std::string denied_line = "127.0.0.1 \"GET /a\" 429 107 ";
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  std::string log = server->access_log();
-  while (
-      (log.find(allowed_line) == std::string::npos || log.find(denied_line) == std::string::npos) &&
-      std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    log = server->access_log();
-  }
-  EXPECT_NE(log.find(allowed_line), std::string::npos) << log;
-  EXPECT_NE(log.find(denied_line), std::string::npos) << log;
+  EXPECT_EQ(server->get("/k", {{"X-Api-Key", "s3cr3t-v4lue"}}).status, 200);
+  EXPECT_EQ(server->get("/k", {{"X-Api-Key", "s3cr3t-v4lue"}}).status, 429);
+  EXPECT_EQ(server->get("/nowhere").status, 200);
+  // A line is written once its response is sent. (Connections may be served
+  // by two worker threads: the lines in either order.)
+  // FNV-1a of the value (tests/unit/redact_test.cc pins the function).
+  const std::string hashed = "h:x-api-key=~c07a2bb3b2af";
+  const std::vector<std::string> lines = {
+      " client=127.0.0.1 method=GET path=\"/a?x=1\" route=\"GET /a\" key=ip:127.0.0.1 "
+      "decision=allowed status=200 bytes=16 upstream_ms=- ms=",
+      " client=127.0.0.1 method=GET path=/a route=\"GET /a\" key=ip:127.0.0.1 decision=denied "
+      "status=429 bytes=107 upstream_ms=- ms=",
+      " client=127.0.0.1 method=GET path=/k route=\"GET /k\" key=\"" + hashed +
+          "\" decision=allowed status=200 ",
+      " client=127.0.0.1 method=GET path=/k route=\"GET /k\" key=\"" + hashed +
+          "\" decision=denied status=429 ",
+      " client=127.0.0.1 method=GET path=/nowhere route=none key=- decision=none "
+      "status=200 "};
+  const std::string log = wait_for_access_lines(*server, lines);
+  for (const std::string& line : lines) EXPECT_NE(log.find(line), std::string::npos) << line << log;
+  EXPECT_EQ(log.find("s3cr3t"), std::string::npos) << log;
+  // Each line starts with an RFC 3339 time with its zone.
+  const std::regex rfc3339(R"(^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}(Z|[+-]\d\d:\d\d) client=)");
+  std::istringstream in(log);
+  for (std::string line; std::getline(in, line);)
+    EXPECT_TRUE(std::regex_search(line, rfc3339)) << line;
+  // The same hash in /admin/stats (and so the dashboard), never the value.
+  const HttpResponse stats = server->admin_get("/admin/stats");
+  EXPECT_NE(stats.body.find(hashed), std::string::npos) << stats.body;
+  EXPECT_EQ(stats.body.find("s3cr3t"), std::string::npos) << stats.body;
+}
+
+TEST(AccessLog, RedactKeysOffShowsTheValues) {
+  auto server = SluiceProcess::start(R"(
+logging: {access_log: true, redact_keys: false}
+routes:
+  - match: GET /k
+    key: header:x-api-key
+    limits: [{capacity: 1, refill_rate: 1/h}]
+)");
+  ASSERT_NE(server, nullptr);
+  EXPECT_EQ(server->get("/k", {{"X-Api-Key", "v4lue"}}).status, 200);
+  EXPECT_EQ(server->get("/k", {{"X-Api-Key", "v4lue"}}).status, 429);
+  const std::string line = " key=\"h:x-api-key=v4lue\" decision=denied status=429 ";
+  EXPECT_NE(wait_for_access_lines(*server, {line}).find(line), std::string::npos);
+  EXPECT_NE(server->admin_get("/admin/stats").body.find("h:x-api-key=v4lue"), std::string::npos);
 }
 
 TEST(AccessLog, OffByDefault) {

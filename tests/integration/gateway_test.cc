@@ -108,6 +108,30 @@ TEST(Gateway, DeniedRequestsNeverReachTheUpstream) {
   EXPECT_EQ(upstream.requests(), 3);
 }
 
+// deny: what the gateway answers instead of the built-in 429 (nginx's
+// limit_req_status), with the same rate headers and Retry-After.
+TEST(Gateway, DenyStatusAndBodyFileReplaceThe429AndItsBody) {
+  TestUpstream upstream;
+  ASSERT_NE(upstream.port(), 0);
+  const std::string page = "<h1>Slow down</h1>\n";
+  auto server = SluiceProcess::start(
+      gateway_yaml(upstream.url(), kHelloRoute +
+                                       "deny: {status: 503, body_file: slow.html, content_type: "
+                                       "text/html; charset=utf-8}\n"),
+      "127.0.0.1", {{"slow.html", page}});
+  ASSERT_NE(server, nullptr);
+  auto c = server->connect();
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(c->request("GET", "/api/hello").status, 200);
+  const HttpResponse denied = c->request("GET", "/api/hello");
+  EXPECT_EQ(denied.status, 503);
+  EXPECT_EQ(denied.body, page);
+  EXPECT_EQ(denied.header("Content-Type"), "text/html; charset=utf-8");
+  EXPECT_EQ(denied.header("Content-Length"), std::to_string(page.size()));
+  EXPECT_EQ(denied.header("Retry-After"), "3600");
+  EXPECT_EQ(denied.header("X-RateLimit-Remaining"), "0");
+  EXPECT_EQ(upstream.requests(), 3);
+}
+
 TEST(Gateway, XForwardedForGetsThePeerAppended) {
   DemoUpstream demo(SLUICE_BINARY);
   ASSERT_NE(demo.port(), 0);

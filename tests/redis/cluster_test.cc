@@ -1,9 +1,12 @@
 // RedisStore on a 3-master Redis Cluster on loopback: keys spread over every
 // master, CRC16 slots agree with Redis, a slot migrated during the test is
-// followed through ASK and MOVED without losing a count, the limits of one
-// request stay in one slot, and a master that dies fails only its own keys.
+// followed through ASK and MOVED without losing a count (also under load),
+// the limits of one request stay in one slot, and a master that dies fails
+// only its own keys.
 #include <algorithm>
+#include <cstdio>
 
+#include "load.h"
 #include "store/redis/script_limit.h"
 #include "test_util.h"
 
@@ -31,6 +34,43 @@ class ClusterTest : public ::testing::Test {
     }
     ADD_FAILURE() << "no key found for slot " << slot;
     return stem;
+  }
+
+  // CLUSTER SETSLOT IMPORTING on the target, then MIGRATING on the source.
+  void begin_migration(int slot, int source, int target) {
+    const std::string s = std::to_string(slot);
+    ASSERT_EQ(
+        cluster_.node(static_cast<size_t>(target))
+            .text({"CLUSTER", "SETSLOT", s, "IMPORTING", cluster_.id(static_cast<size_t>(source))}),
+        "OK");
+    ASSERT_EQ(
+        cluster_.node(static_cast<size_t>(source))
+            .text({"CLUSTER", "SETSLOT", s, "MIGRATING", cluster_.id(static_cast<size_t>(target))}),
+        "OK");
+  }
+
+  // MIGRATE of `keys` from the source to the target.
+  void migrate(int source, int target, const std::vector<std::string>& keys) {
+    std::vector<std::string> args = {
+        "MIGRATE", "127.0.0.1", std::to_string(cluster_.node(static_cast<size_t>(target)).port()),
+        "",        "0",         "5000",
+        "KEYS"};
+    args.insert(args.end(), keys.begin(), keys.end());
+    ASSERT_EQ(cluster_.node(static_cast<size_t>(source)).text(args), "OK");
+  }
+
+  // Every node assigns the slot to the target (the target first, as
+  // redis-cli does, so that it never answers MOVED back to the source).
+  void finish_migration(int slot, int target) {
+    const std::string id = cluster_.id(static_cast<size_t>(target));
+    std::vector<size_t> order = {static_cast<size_t>(target)};
+    for (size_t n = 0; n < cluster_.size(); ++n) {
+      if (n != static_cast<size_t>(target)) order.push_back(n);
+    }
+    for (size_t n : order) {
+      ASSERT_EQ(cluster_.node(n).text({"CLUSTER", "SETSLOT", std::to_string(slot), "NODE", id}),
+                "OK");
+    }
   }
 
   RedisCluster cluster_;
@@ -117,10 +157,7 @@ TEST_F(ClusterTest, AMigratingSlotIsFollowedThroughAskAndMoved) {
   // Start migrating: the source still has `existing`; `fresh` is new.
   RedisServer& src = cluster_.node(static_cast<size_t>(source));
   RedisServer& dst = cluster_.node(static_cast<size_t>(target));
-  const std::string src_id = cluster_.id(static_cast<size_t>(source));
-  const std::string dst_id = cluster_.id(static_cast<size_t>(target));
-  ASSERT_EQ(dst.text({"CLUSTER", "SETSLOT", std::to_string(slot), "IMPORTING", src_id}), "OK");
-  ASSERT_EQ(src.text({"CLUSTER", "SETSLOT", std::to_string(slot), "MIGRATING", dst_id}), "OK");
+  ASSERT_NO_FATAL_FAILURE(begin_migration(slot, source, target));
 
   // A key the source does not have is created on the target through ASK.
   const auto ask_before = store_->stats().ask;
@@ -139,19 +176,14 @@ TEST_F(ClusterTest, AMigratingSlotIsFollowedThroughAskAndMoved) {
 
   // Move the existing key: now the source answers ASK for it too.
   const std::string existing_key = store_->redis_key(limit, existing);
-  ASSERT_EQ(src.text({"MIGRATE", "127.0.0.1", std::to_string(dst.port()), "", "0", "5000", "KEYS",
-                      existing_key}),
-            "OK");
+  ASSERT_NO_FATAL_FAILURE(migrate(source, target, {existing_key}));
   const auto ask_mid = store_->stats().ask;
   allowed += driver.call(limit, existing, us(kEpochUs)).decision.allowed;
   ASSERT_EQ(allowed, 6);
   EXPECT_GT(store_->stats().ask, ask_mid);
 
   // Finish: every node assigns the slot to the target; the source says MOVED.
-  for (size_t n = 0; n < cluster_.size(); ++n) {
-    ASSERT_EQ(cluster_.node(n).text({"CLUSTER", "SETSLOT", std::to_string(slot), "NODE", dst_id}),
-              "OK");
-  }
+  ASSERT_NO_FATAL_FAILURE(finish_migration(slot, target));
   const auto moved_before = store_->stats().moved;
   const auto refreshes_before = store_->stats().topology_refreshes;
   for (int i = 0; i < 10; ++i) {
@@ -177,6 +209,87 @@ TEST_F(ClusterTest, AMigratingSlotIsFollowedThroughAskAndMoved) {
   const auto moved_settled = store_->stats().moved;
   for (int i = 0; i < 5; ++i) ASSERT_TRUE(driver.call(limit, existing, us(kEpochUs)).status.ok());
   EXPECT_EQ(store_->stats().moved, moved_settled);
+}
+
+// The same migration under load: every round sends one call per key in one
+// loop turn, so calls for different keys of the migrating slot travel in one
+// script call while the slot's keys are split between the two masters
+// (Redis answers such a call TRYAGAIN). Nothing fails and every key allows
+// exactly its capacity.
+TEST_F(ClusterTest, AMigratingSlotUnderLoadKeepsEveryCountExact) {
+  constexpr long long kCapacity = 300;
+  const Limit limit = must(Limit::fixed_window(kCapacity, 1h));
+  const int slot = 4321;
+  const int source = cluster_.owner(slot);
+  ASSERT_GE(source, 0);
+  const int target = (source + 1) % 3;
+  // Three keys of the slot from the start, five elsewhere, then two more of
+  // the slot once it is migrating (created on the target through ASK).
+  std::vector<std::string> keys;
+  for (int i = 0; i < 3; ++i)
+    keys.push_back(key_in_slot(limit, slot, "mig-old" + std::to_string(i)));
+  for (int i = 0; i < 5; ++i) keys.push_back("elsewhere|k" + std::to_string(i));
+  for (int i = 0; i < 2; ++i)
+    keys.push_back(key_in_slot(limit, slot, "mig-new" + std::to_string(i)));
+  const auto stats_before = store_->stats();
+
+  AsyncDriver driver(store_);
+  std::atomic<bool> finished{false};
+  std::atomic<Load::Clock::rep> finished_at{0};
+  Load load(
+      driver, limit, keys, 8,
+      [&](const std::vector<Load::Record>& round) {
+        if (!finished.load() || round.front().issued.time_since_epoch().count() <= finished_at)
+          return false;
+        return std::all_of(round.begin(), round.end(),
+                           [](const Load::Record& r) { return r.ok && !r.allowed; });
+      },
+      45s, 30'000);
+  // Each step waits for rounds of load, so that each state of the slot
+  // (migrating, keys split, keys moved, assigned) meets calls.
+  constexpr size_t kRoundsPerStep = 10;
+  ASSERT_TRUE(load.wait_rounds(20));
+  ASSERT_NO_FATAL_FAILURE(begin_migration(slot, source, target));
+  load.activate(keys.size());
+  ASSERT_TRUE(load.wait_rounds(kRoundsPerStep));
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_NO_FATAL_FAILURE(
+        migrate(source, target, {store_->redis_key(limit, keys[static_cast<size_t>(i)])}));
+    ASSERT_TRUE(load.wait_rounds(kRoundsPerStep));
+  }
+  ASSERT_NO_FATAL_FAILURE(finish_migration(slot, target));
+  finished_at = Load::Clock::now().time_since_epoch().count();
+  finished = true;
+  load.join();
+  ASSERT_TRUE(load.completed()) << "the load ended by its bounds (" << load.rounds()
+                                << " rounds) before every key was used up";
+
+  std::vector<long long> allowed(keys.size(), 0);
+  size_t failed = 0;
+  for (const Load::Record& r : load.records()) {
+    if (!r.ok) {
+      ++failed;
+      continue;
+    }
+    allowed[r.key] += r.allowed;
+  }
+  EXPECT_EQ(failed, 0u) << "calls failed while the slot moved";
+  for (size_t k = 0; k < keys.size(); ++k) EXPECT_EQ(allowed[k], kCapacity) << keys[k];
+  const auto stats = store_->stats();
+  EXPECT_GT(stats.ask, stats_before.ask);
+  const std::string slot_text = std::to_string(slot);
+  EXPECT_EQ(
+      cluster_.node(static_cast<size_t>(source)).integer({"CLUSTER", "COUNTKEYSINSLOT", slot_text}),
+      0);
+  EXPECT_EQ(
+      cluster_.node(static_cast<size_t>(target)).integer({"CLUSTER", "COUNTKEYSINSLOT", slot_text}),
+      5);
+  std::printf(
+      "slot migration under load: %zu calls in %zu rounds, %llu ASK, %llu TRYAGAIN, %llu MOVED\n",
+      load.records().size(), load.rounds(),
+      static_cast<unsigned long long>(stats.ask - stats_before.ask),
+      static_cast<unsigned long long>(stats.tryagain - stats_before.tryagain),
+      static_cast<unsigned long long>(stats.moved - stats_before.moved));
 }
 
 TEST_F(ClusterTest, ExactlyCapacityAllowedAcrossStoresSharingTheCluster) {

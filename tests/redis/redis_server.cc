@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <thread>
 
@@ -91,6 +92,13 @@ bool redis_installed() {
 bool missing_redis_allowed() {
   const char* allow = std::getenv("SLUICE_ALLOW_MISSING_REDIS");
   return allow != nullptr && std::string(allow) == "1";
+}
+
+long long fixed_window_count(const Reply& state) {
+  if (!state || state->type != REDIS_REPLY_STRING || state->len != 16) return 0;
+  double count = 0;
+  std::memcpy(&count, state->str + 8, sizeof count);
+  return static_cast<long long>(count);
 }
 
 int free_port() {
@@ -231,6 +239,14 @@ bool RedisServer::wait_answering(std::chrono::milliseconds timeout) {
 }
 
 Reply RedisServer::command(const std::vector<std::string>& args) const {
+  return commands({args});
+}
+
+Reply RedisServer::read_replica(const std::vector<std::string>& args) const {
+  return commands({{"READONLY"}, args});
+}
+
+Reply RedisServer::commands(const std::vector<std::vector<std::string>>& list) const {
   timeval tv{2, 0};
   redisContext* c = redisConnectWithTimeout("127.0.0.1", port_, tv);
   if (c == nullptr) return nullptr;
@@ -239,16 +255,20 @@ Reply RedisServer::command(const std::vector<std::string>& args) const {
     return nullptr;
   }
   redisSetTimeout(c, tv);
-  std::vector<const char*> argv;
-  std::vector<size_t> lens;
-  for (const std::string& a : args) {
-    argv.push_back(a.data());
-    lens.push_back(a.size());
+  Reply last;
+  for (const std::vector<std::string>& args : list) {
+    std::vector<const char*> argv;
+    std::vector<size_t> lens;
+    for (const std::string& a : args) {
+      argv.push_back(a.data());
+      lens.push_back(a.size());
+    }
+    last.reset(static_cast<redisReply*>(
+        redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data())));
+    if (!last) break;
   }
-  auto* r = static_cast<redisReply*>(
-      redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data()));
   redisFree(c);
-  return Reply(r);
+  return last;
 }
 
 long long RedisServer::integer(const std::vector<std::string>& args) const {
@@ -266,11 +286,14 @@ std::string RedisServer::text(const std::vector<std::string>& args) const {
   return "";
 }
 
-RedisCluster::RedisCluster() {
-  for (int i = 0; i < 3; ++i) {
+RedisCluster::RedisCluster(RedisClusterOptions options) : options_(options) {
+  for (size_t i = 0; i < 3 * (1 + options_.replicas); ++i) {
     nodes_.push_back(std::make_unique<RedisServer>(std::vector<std::string>{
         "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout",
-        "5000", "--cluster-require-full-coverage", "no"}));
+        std::to_string(options_.node_timeout.count()), "--cluster-require-full-coverage", "no",
+        // A replica's first sync starts at once, not after the 5 s that
+        // diskless replication waits by default for more replicas.
+        "--repl-diskless-sync-delay", "0"}));
   }
 }
 
@@ -281,7 +304,7 @@ bool RedisCluster::start() {
   std::vector<std::string> args = {"redis-cli", "--cluster", "create"};
   for (const auto& a : addresses()) args.push_back(a);
   args.push_back("--cluster-replicas");
-  args.push_back("0");
+  args.push_back(std::to_string(options_.replicas));
   args.push_back("--cluster-yes");
   const pid_t pid = spawn(args, nodes_[0]->dir() + "/create.log");
   int status = 0;
@@ -291,18 +314,49 @@ bool RedisCluster::start() {
                  nodes_[0]->dir().c_str());
     return false;
   }
-  // Every node must agree the cluster is up before the tests start.
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  // Replicas take a full sync and their role spreads by gossip: a test that
+  // kills a master before then would see no failover.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (std::chrono::steady_clock::now() < until) {
-    bool ok = true;
-    for (auto& n : nodes_) {
-      ok = ok && n->text({"CLUSTER", "INFO"}).find("cluster_state:ok") != std::string::npos;
-    }
-    if (ok) return true;
+    if (converged()) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  std::fprintf(stderr, "the cluster did not reach cluster_state:ok\n");
+  std::fprintf(stderr, "the cluster did not reach cluster_state:ok with every replica in sync\n");
   return false;
+}
+
+bool RedisCluster::converged() const {
+  const size_t replicas = 3 * options_.replicas;
+  for (const auto& n : nodes_) {
+    if (n->text({"CLUSTER", "INFO"}).find("cluster_state:ok") == std::string::npos) return false;
+    // One line per node: every node known, none in handshake or failing,
+    // every replica known as one.
+    const std::string nodes = n->text({"CLUSTER", "NODES"});
+    size_t lines = 0;
+    size_t slaves = 0;
+    size_t start = 0;
+    while (start < nodes.size()) {
+      size_t end = nodes.find('\n', start);
+      if (end == std::string::npos) end = nodes.size();
+      const std::string line = nodes.substr(start, end - start);
+      start = end + 1;
+      if (line.empty()) continue;
+      ++lines;
+      if (line.find("handshake") != std::string::npos || line.find("fail") != std::string::npos ||
+          line.find("noaddr") != std::string::npos)
+        return false;
+      if (line.find("slave") != std::string::npos) ++slaves;
+    }
+    if (lines != nodes_.size() || slaves != replicas) return false;
+  }
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    const std::string r = role(i);
+    if (r != (i < 3 ? "master" : "slave")) return false;
+    if (r == "slave" &&
+        nodes_[i]->text({"INFO", "replication"}).find("master_link_status:up") == std::string::npos)
+      return false;
+  }
+  return true;
 }
 
 std::vector<std::string> RedisCluster::addresses() const {
@@ -316,7 +370,12 @@ std::string RedisCluster::id(size_t i) const {
 }
 
 int RedisCluster::owner(int slot) const {
-  Reply r = nodes_[0]->command({"CLUSTER", "SLOTS"});
+  Reply r;
+  for (const auto& n : nodes_) {
+    if (n->pid() <= 0) continue;
+    r = n->command({"CLUSTER", "SLOTS"});
+    if (r && r->type == REDIS_REPLY_ARRAY) break;
+  }
   if (!r || r->type != REDIS_REPLY_ARRAY) return -1;
   for (size_t i = 0; i < r->elements; ++i) {
     const redisReply* range = r->element[i];
@@ -326,6 +385,28 @@ int RedisCluster::owner(int slot) const {
         if (nodes_[n]->port() == port) return static_cast<int>(n);
       }
     }
+  }
+  return -1;
+}
+
+std::string RedisCluster::role(size_t i) const {
+  Reply r = nodes_[i]->command({"ROLE"});
+  if (!r || r->type != REDIS_REPLY_ARRAY || r->elements == 0 ||
+      r->element[0]->type != REDIS_REPLY_STRING)
+    return "";
+  return std::string(r->element[0]->str, r->element[0]->len);
+}
+
+int RedisCluster::replica_of(size_t master) const {
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (i == master || nodes_[i]->pid() <= 0) continue;
+    // A replica's ROLE: "slave", master ip, master port, link state, offset.
+    Reply r = nodes_[i]->command({"ROLE"});
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 3 ||
+        r->element[0]->type != REDIS_REPLY_STRING || std::string(r->element[0]->str) != "slave" ||
+        r->element[2]->type != REDIS_REPLY_INTEGER)
+      continue;
+    if (r->element[2]->integer == nodes_[master]->port()) return static_cast<int>(i);
   }
   return -1;
 }

@@ -84,10 +84,15 @@ class RedisServer {
   long long integer(const std::vector<std::string>& args) const;
   // The reply's string/status, or "" otherwise.
   std::string text(const std::vector<std::string>& args) const;
+  // READONLY, then one command, on one fresh connection: a cluster replica
+  // then reads its own copy of a key rather than answering MOVED.
+  Reply read_replica(const std::vector<std::string>& args) const;
 
  private:
   bool wait_answering(std::chrono::milliseconds timeout);
   bool signal_and_wait(int signal);
+  // Each command in turn on one fresh connection; the last reply.
+  Reply commands(const std::vector<std::vector<std::string>>& list) const;
   // Chooses the port and binds the holding sockets (port_, holders_).
   bool hold_ports();
 
@@ -99,22 +104,47 @@ class RedisServer {
   bool paused_ = false;
 };
 
-// Three masters with --cluster-enabled, joined by redis-cli --cluster create.
+struct RedisClusterOptions {
+  // Replicas per master. With replicas, a master that dies is replaced by its
+  // replica (automatic failover) once the others have not heard from it for
+  // node_timeout.
+  size_t replicas = 0;
+  std::chrono::milliseconds node_timeout{5'000};
+};
+
+// Three masters (with their replicas, if any) with --cluster-enabled, joined
+// by redis-cli --cluster create. Nodes 0-2 are the masters when it starts;
+// the replicas follow.
 class RedisCluster {
  public:
-  RedisCluster();
+  explicit RedisCluster(RedisClusterOptions options = {});
+  // Returns once every node says cluster_state:ok, knows every other node
+  // and its role, and every replica has finished its first sync (so that it
+  // may be elected).
   bool start();
   RedisServer& node(size_t i) { return *nodes_[i]; }
   size_t size() const { return nodes_.size(); }
   std::vector<std::string> addresses() const;
   // The node id (CLUSTER MYID) of node i.
   std::string id(size_t i) const;
-  // The index of the node serving `slot`, from node 0's CLUSTER SLOTS.
+  // The index of the node serving `slot`, from the CLUSTER SLOTS of the
+  // first node that answers.
   int owner(int slot) const;
+  // What node i says it is (ROLE): "master", "slave", or "" if it does not answer.
+  std::string role(size_t i) const;
+  // The index of a node replicating master i, or -1.
+  int replica_of(size_t master) const;
 
  private:
+  bool converged() const;
+
+  RedisClusterOptions options_;
   std::vector<std::unique_ptr<RedisServer>> nodes_;
 };
+
+// The count in a Sluice fixed_window state as GET returns it (two
+// little-endian doubles: window index, count), or 0 for none (nil).
+long long fixed_window_count(const Reply& state);
 
 // A free TCP port on 127.0.0.1 (bound, read, closed).
 int free_port();

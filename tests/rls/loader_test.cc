@@ -216,31 +216,34 @@ descriptors:
 }
 
 TEST(LoaderRejects, BadUnit) {
-  EXPECT_THAT(
-      load_errors(R"(domain: d
+  EXPECT_THAT(load_errors(R"(domain: d
 descriptors:
   - key: k
     rate_limit:
       unit: fortnight
       requests_per_unit: 1
 )"),
-      ElementsAre(
-          "bad.yaml:5:13: descriptors[0].rate_limit.unit: invalid rate limit unit 'fortnight'"));
-  EXPECT_THAT(load_errors(R"(domain: d
+              ElementsAre("bad.yaml:5:13: descriptors[0].rate_limit.unit: invalid rate limit unit "
+                          "'fortnight' (valid units: "
+                          "second, minute, hour, day, week, month, year)"));
+  EXPECT_THAT(
+      load_errors(R"(domain: d
 descriptors:
   - key: k
     rate_limit:
       requests_per_unit: 1
 )"),
-              ElementsAre("bad.yaml:5:7: descriptors[0].rate_limit: invalid rate limit unit ''"));
-  EXPECT_THAT(
-      load_errors(R"(domain: d
+      ElementsAre(
+          "bad.yaml:5:7: descriptors[0].rate_limit: invalid rate limit unit '' (valid units: "
+          "second, minute, hour, day, week, month, year)"));
+  EXPECT_THAT(load_errors(R"(domain: d
 descriptors:
   - key: k
     rate_limit: {unit: unknown, requests_per_unit: 1}
 )"),
-      ElementsAre(
-          "bad.yaml:4:24: descriptors[0].rate_limit.unit: invalid rate limit unit 'unknown'"));
+              ElementsAre("bad.yaml:4:24: descriptors[0].rate_limit.unit: invalid rate limit unit "
+                          "'unknown' (valid units: "
+                          "second, minute, hour, day, week, month, year)"));
 }
 
 TEST(LoaderRejects, DuplicateDomainAcrossFiles) {
@@ -414,7 +417,9 @@ descriptors:
     rate_limt: {}
   - value: c
 )"),
-      ElementsAre("bad.yaml:4:24: descriptors[0].rate_limit.unit: invalid rate limit unit 'sec'",
+      ElementsAre("bad.yaml:4:24: descriptors[0].rate_limit.unit: invalid rate limit unit 'sec' "
+                  "(valid units: "
+                  "second, minute, hour, day, week, month, year)",
                   "bad.yaml:6:5: descriptors[1].rate_limt: unknown key; did you mean `rate_limit`?",
                   "bad.yaml:7:5: descriptors[2]: descriptor has empty key"));
 }
@@ -446,7 +451,7 @@ descriptors:
 )"),
       ElementsAre(
           "bad.yaml:4:29: descriptors[0].rate_limit.algorithm: must be one of token_bucket, gcra, "
-          "fixed_window, sliding_log, sliding_window, got \"leaky_bucket\"",
+          "fixed_window, sliding_log, sliding_window, got \"leaky_bucket\"; did you mean `gcra`?",
           "bad.yaml:6:28: descriptors[1].rate_limit.capacity: needs `algorithm` (token_bucket, "
           "gcra, fixed_window, sliding_log or sliding_window)",
           "bad.yaml:8:50: descriptors[2].rate_limit.limit: token_bucket takes capacity and "

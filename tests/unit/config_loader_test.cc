@@ -278,6 +278,70 @@ TEST(ConfigLoader, MalformedYamlReportsTheParserPosition) {
             Errors{"t.yaml:1:10: YAML syntax error: illegal map value"});
 }
 
+// An unquoted `*` (a route for any method) reads as a YAML alias: the error
+// says to quote it, and the rest of the file is still checked.
+TEST(ConfigLoader, AnUnquotedStarSuggestsQuotingAndTheOtherErrorsAreStillReported) {
+  EXPECT_EQ(errors_of(R"(routes:
+  - match: * /static/*   # any method
+    limits: [{capacity: 10, refill_rate: 10/s}]
+  - match: GET /b
+    limits: [{capacity: 5, refill_rate: 1/q}]
+  - match: *
+    limits: [{capacity: 5, refill_rate: 1/s}]
+)"),
+            (Errors{"t.yaml:2:12: a plain `*` starts a YAML alias: quote the value, as in match: "
+                    "\"* /static/*\"",
+                    "t.yaml:5:41: routes[1].limits[0].refill_rate: must be a rate like 10/s, "
+                    "100/m, 1000/h, 5/d or 10/2s, got \"1/q\" (unknown unit \"q\"; use ms, s, m, "
+                    "h, d or w)",
+                    "t.yaml:6:12: a plain `*` starts a YAML alias: quote the value, as in match: "
+                    "\"* /static/*\"",
+                    "t.yaml:6:12: routes[2].match: must be \"METHOD /path\" like \"GET "
+                    "/api/users/{id}\" or \"* /static/*\", got \"*\""}));
+  // Only where a value starts: anything else stays a syntax error.
+  EXPECT_EQ(errors_of("routes: [*a]\n"),
+            (Errors{"t.yaml:1:10: a plain `*` starts a YAML alias: quote the value, as in match: "
+                    "\"* /static/*\"",
+                    "t.yaml:1:10: routes[0]: must be a route mapping with match: and limits:, "
+                    "got \"*a\""}));
+}
+
+// What people write in nginx or other limiters' words.
+TEST(ConfigLoader, WordsFromOtherRateLimitersSuggestSluicesOwn) {
+  EXPECT_EQ(errors_of("policies:\n  p: {burst: 5, refill_rate: 10r/s}\n"),
+            (Errors{"t.yaml:2:6: policies.p: token_bucket needs `capacity`",
+                    "t.yaml:2:7: policies.p.burst: unknown key; did you mean `capacity`?",
+                    "t.yaml:2:30: policies.p.refill_rate: must be a rate like 10/s, 100/m, "
+                    "1000/h, 5/d or 10/2s, got \"10r/s\"; did you mean \"10/s\"? (nginx's r/s "
+                    "is /s here)"}));
+}
+
+TEST(ConfigLoader, DenyErrors) {
+  EXPECT_EQ(
+      errors_of("deny: {status: 200}\n"),
+      Errors{"t.yaml:1:16: deny.status: must be an HTTP status from 400 to 599, got \"200\""});
+  EXPECT_EQ(errors_of("deny: {content_type: text/html}\n"),
+            Errors{"t.yaml:1:22: deny.content_type: is the type of the body in body_file: set "
+                   "body_file too"});
+  const Errors missing = errors_of("deny: {body_file: /nonexistent/deny.json}\n");
+  ASSERT_EQ(missing.size(), 1u);
+  EXPECT_EQ(missing[0].rfind("t.yaml:1:19: deny.body_file: cannot open the deny body file "
+                             "/nonexistent/deny.json",
+                             0),
+            0u)
+      << missing[0];
+  EXPECT_EQ(errors_of("deny: {stauts: 503}\n"),
+            Errors{"t.yaml:1:8: deny.stauts: unknown key; did you mean `status`?"});
+}
+
+// `sluice validate` given an envoyproxy/ratelimit file says where it belongs.
+TEST(ConfigLoader, AnEnvoyDescriptorFileSaysWhereSuchFilesGo) {
+  EXPECT_EQ(errors_of("domain: edge\ndescriptors:\n  - key: remote_address\n"),
+            Errors{"t.yaml:1:1: this is an envoyproxy/ratelimit descriptor file (domain:, "
+                   "descriptors:), not a Sluice config: put it in a folder and name that folder "
+                   "in a Sluice config's `rls: {config_dir: ...}` (see docs/ENVOY.md)"});
+}
+
 TEST(ConfigLoader, TopLevelMustBeAMapping) {
   EXPECT_EQ(errors_of("- listen\n"),
             Errors{"t.yaml:1:1: the top level must be a mapping of settings (listen:, routes:, "
@@ -339,7 +403,7 @@ TEST(ConfigLoader, UnknownKeySuggestsTheClosestKnownKey) {
 TEST(ConfigLoader, UnknownKeyWithoutACloseOneListsTheKnownKeys) {
   EXPECT_EQ(errors_of("logging:\n  colour: true\n"),
             Errors{"t.yaml:2:3: logging.colour: unknown key (known keys: level, access_log, "
-                   "denial_log_per_second)"});
+                   "redact_keys, denial_log_per_second)"});
   EXPECT_EQ(errors_of("routs: []\n"),
             Errors{"t.yaml:1:1: routs: unknown key; did you mean `routes`?"});
 }
@@ -419,7 +483,8 @@ server:
 TEST(ConfigLoader, UnknownAlgorithm) {
   EXPECT_EQ(errors_of("policies:\n  p: {algorithm: leaky_bucket, capacity: 5, refill_rate: 1/s}\n"),
             Errors{"t.yaml:2:18: policies.p.algorithm: must be one of token_bucket, gcra, "
-                   "fixed_window, sliding_log, sliding_window, got \"leaky_bucket\""});
+                   "fixed_window, sliding_log, sliding_window, got \"leaky_bucket\"; did you "
+                   "mean `gcra`?"});
   EXPECT_EQ(errors_of("policies:\n  p: {algorithm: gcar, capacity: 5, refill_rate: 1/s}\n"),
             Errors{"t.yaml:2:18: policies.p.algorithm: must be one of token_bucket, gcra, "
                    "fixed_window, sliding_log, sliding_window, got \"gcar\"; did you mean "
@@ -536,9 +601,9 @@ TEST(ConfigLoader, BadMatchAndKey) {
             (Errors{"t.yaml:2:12: routes[0].match: must be \"METHOD /path\" like \"GET "
                     "/api/users/{id}\" or \"* /static/*\", got \"GET /a/{id\" ({param} must be a "
                     "whole segment, like /users/{id})",
-                    "t.yaml:3:10: routes[0].key: must be ip, global, header:NAME or a "
-                    "combination like ip+header:x-api-key, got \"cookie\" (unknown part "
-                    "\"cookie\")"}));
+                    "t.yaml:3:10: routes[0].key: must be ip, global, header:NAME, cookie:NAME, "
+                    "query:NAME or a combination like ip+header:x-api-key, got \"cookie\" "
+                    "(unknown part \"cookie\")"}));
 }
 
 TEST(ConfigLoader, BadCidrs) {
@@ -656,7 +721,7 @@ unknown: 1
               "t.yaml:9:1: unknown: unknown key (known keys: listen, admin, admin_token_file, "
               "admin_token_all, admin_hosts, decision_api, grpc, rls, "
               "upstream, store, client_ip, headers, case_insensitive_paths, "
-              "auth_deny_status, policies, default, routes, server, logging)"}));
+              "auth_deny_status, deny, policies, default, routes, server, logging)"}));
 }
 
 TEST(ConfigLoader, ErrorTextWithoutAPositionHasNoLineAndColumn) {

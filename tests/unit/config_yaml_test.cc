@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -84,6 +85,8 @@ client_ip:
 headers: [legacy]
 case_insensitive_paths: false
 auth_deny_status: 429
+deny:
+  status: 429
 policies:
   login: {algorithm: gcra, capacity: 5, refill_rate: 3/1500ms}
 routes:
@@ -102,6 +105,7 @@ server:
 logging:
   level: info
   access_log: false
+  redact_keys: true
   denial_log_per_second: 1
 )");
   expect_round_trip(c, "t.yaml");
@@ -137,6 +141,27 @@ store:
   const std::string yaml = to_yaml(c);
   EXPECT_NE(yaml.find(R"(url: "redis://:p%8Aw%2C@[::1]:63/2")"), std::string::npos) << yaml;
   expect_round_trip(c, "t.yaml");
+}
+
+TEST(ConfigYaml, DenyAnswersCookieAndQueryKeysAndRedactionRoundTrip) {
+  const std::filesystem::path body =
+      std::filesystem::temp_directory_path() / "sluice_config_yaml_test_deny.html";
+  {
+    std::ofstream out(body);
+    out << "<p>slow down</p>\n";
+  }
+  const Config c = valid("deny: {status: 503, body_file: \"" + body.string() +
+                         "\", content_type: text/html}\n"
+                         "logging: {redact_keys: false}\n"
+                         "routes:\n"
+                         "  - match: GET /a\n"
+                         "    key: cookie:session+query:api_key\n"
+                         "    limits: [{capacity: 1, refill_rate: 1/s}]\n");
+  EXPECT_EQ(c.deny.status, 503);
+  EXPECT_EQ(c.deny.content_type, "text/html");
+  EXPECT_FALSE(c.logging.redact_keys);
+  expect_round_trip(c, "t.yaml");
+  std::filesystem::remove(body);
 }
 
 TEST(ConfigYaml, ARouteNamedApartKeepsItsName) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "observe/denial_log.h"
+#include "observe/logging.h"
 #include "observe/metrics.h"
 #include "observe/top_keys.h"
 
@@ -146,6 +147,14 @@ TEST(TopKeys, LongKeysAreTruncated) {
   TopKeys top;
   top.record(std::string(1000, 'k'));
   EXPECT_EQ(top.top()[0].key.size(), TopKeys::kMaxKeyBytes);
+}
+
+TEST(LogfmtValue, BareWhenSafeElseQuotedWithEscapes) {
+  EXPECT_EQ(logfmt_value("ip:192.0.2.1"), "ip:192.0.2.1");
+  EXPECT_EQ(logfmt_value("/a?x=1"), "\"/a?x=1\"");
+  EXPECT_EQ(logfmt_value("GET /a"), "\"GET /a\"");
+  EXPECT_EQ(logfmt_value("a\"b\\c\n"), "\"a\\\"b\\\\c\\x0a\"");
+  EXPECT_EQ(logfmt_value(""), "-");
 }
 
 }  // namespace

@@ -320,6 +320,61 @@ TEST(PolicyKey, MissingOrEmptyHeaderFallsBackToTheIp) {
   EXPECT_EQ(policy.plan(request("POST", "/orders", &empty)).client_key, "ip:192.0.2.1");
 }
 
+KeyPart part(KeyPart::Kind kind, std::string name) {
+  return KeyPart{kind, std::move(name)};
+}
+
+TEST(PolicyKey, CookieKeyReadsOneCookieOfAnyCookieField) {
+  Config config;
+  config.routes = {route("GET", "/a", {bucket(10, 1)},
+                         key_spec({part(KeyPart::Kind::kCookie, "sid")}, "cookie:sid"))};
+  const Policy policy(config);
+  const auto key_for = [&](std::vector<std::string> cookie_fields) {
+    FakeHeaders headers;
+    for (const std::string& f : cookie_fields) headers.add("Cookie", f);
+    return policy.plan(request("GET", "/a", &headers)).client_key;
+  };
+  EXPECT_EQ(key_for({"theme=dark; sid=abc123; lang=en"}), "c:sid=abc123");
+  EXPECT_EQ(key_for({"theme=dark", "sid=\"abc123\""}), "c:sid=abc123");
+  EXPECT_EQ(key_for({"SID=abc123"}), "ip:192.0.2.1");  // names are case-sensitive
+  EXPECT_EQ(key_for({"sidx=1"}), "ip:192.0.2.1");
+  EXPECT_EQ(key_for({"sid="}), "ip:192.0.2.1");
+  // Twice: which one the application reads is not known, so neither is used.
+  EXPECT_EQ(key_for({"sid=a; sid=b"}), "ip:192.0.2.1");
+  EXPECT_EQ(key_for({"sid=a", "sid=b"}), "ip:192.0.2.1");
+  EXPECT_EQ(key_for({"sid=a b|c"}), "c:sid=a%20b%7Cc");
+  EXPECT_EQ(key_for({}), "ip:192.0.2.1");
+}
+
+TEST(PolicyKey, QueryKeyIsDecodedSoOneValueIsOneKey) {
+  Config config;
+  config.routes = {route("GET", "/search", {bucket(10, 1)},
+                         key_spec({part(KeyPart::Kind::kQuery, "api_key")}, "query:api_key"))};
+  const Policy policy(config);
+  const auto key_for = [&](std::string_view target) {
+    return policy.plan(request("GET", target)).client_key;
+  };
+  EXPECT_EQ(key_for("/search?q=x&api_key=abc"), "q:api_key=abc");
+  EXPECT_EQ(key_for("/search?api_key=%61bc"), "q:api_key=abc");
+  EXPECT_EQ(key_for("/search?api%5Fkey=abc"), "q:api_key=abc");
+  EXPECT_EQ(key_for("/search?api_key=a+b"), "q:api_key=a%20b");
+  EXPECT_EQ(key_for("/search?api_key=abc#frag"), "q:api_key=abc");
+  EXPECT_EQ(key_for("/search?api_key=abc&api_key=def"), "ip:192.0.2.1");
+  EXPECT_EQ(key_for("/search?api_key=%zz"), "ip:192.0.2.1");
+  EXPECT_EQ(key_for("/search?api_key="), "ip:192.0.2.1");
+  EXPECT_EQ(key_for("/search?api_key"), "ip:192.0.2.1");
+  EXPECT_EQ(key_for("/search"), "ip:192.0.2.1");
+}
+
+TEST(PolicyKey, ResetTakesACookieOrQueryValueAsWritten) {
+  Config config;
+  config.routes = {
+      route("GET", "/a", {bucket(10, 1)}, key_spec({part(KeyPart::Kind::kQuery, "k")}, "query:k"))};
+  const Policy policy(config);
+  EXPECT_EQ(policy.client_key_of(config.routes[0], "a b"), "q:k=a%20b");
+  EXPECT_EQ(policy.client_key_of(config.routes[0], "q:k=x"), "q:k=x");
+}
+
 TEST(PolicyKey, GlobalKey) {
   Config config;
   config.routes = {route("GET", "/a", {bucket(10, 1)}, key_spec({kGlobalPart}, "global"))};

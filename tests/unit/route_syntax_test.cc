@@ -18,13 +18,27 @@ TEST(RouteSyntax, KeySpecs) {
   k = *parse_key_spec("Header:X-API-Key + ip");
   ASSERT_EQ(k.parts.size(), 2u);
   EXPECT_EQ(k.parts[0].kind, KeyPart::Kind::kHeader);
-  EXPECT_EQ(k.parts[0].header, "x-api-key");
+  EXPECT_EQ(k.parts[0].name, "x-api-key");
   EXPECT_EQ(k.parts[1].kind, KeyPart::Kind::kIp);
   EXPECT_EQ(k.text, "header:x-api-key+ip");
   k = *parse_key_spec("global");
   EXPECT_EQ(k.parts[0].kind, KeyPart::Kind::kGlobal);
+  k = *parse_key_spec("cookie:Session+query:api_key");
+  ASSERT_EQ(k.parts.size(), 2u);
+  EXPECT_EQ(k.parts[0].kind, KeyPart::Kind::kCookie);
+  EXPECT_EQ(k.parts[0].name, "Session");  // cookie names are case-sensitive
+  EXPECT_EQ(k.parts[1].kind, KeyPart::Kind::kQuery);
+  EXPECT_EQ(k.parts[1].name, "api_key");
+  EXPECT_EQ(k.text, "cookie:Session+query:api_key");
   const std::string like =
-      "must be ip, global, header:NAME or a combination like ip+header:x-api-key, got ";
+      "must be ip, global, header:NAME, cookie:NAME, query:NAME or a combination like "
+      "ip+header:x-api-key, got ";
+  EXPECT_EQ(error_of(parse_key_spec("cookie:a;b")),
+            like + "\"cookie:a;b\" (\"a;b\" is not a valid cookie name)");
+  EXPECT_EQ(error_of(parse_key_spec("query:a=b")),
+            like +
+                "\"query:a=b\" (\"a=b\" is not a query parameter name: printable, without & "
+                "= # % + or spaces)");
   EXPECT_EQ(error_of(parse_key_spec("ip+ip")), like + "\"ip+ip\" (ip is listed twice)");
   EXPECT_EQ(error_of(parse_key_spec("ip+")), like + "\"ip+\" (an empty part)");
   EXPECT_EQ(error_of(parse_key_spec("header:")),

@@ -201,12 +201,16 @@ TEST(Values, RedisUrlErrors) {
             "redis://user:password@host:6379/0, got \"a\" (the port is missing)");
 }
 
-TEST(Values, ClosestMatchSuggestsTyposOnly) {
+TEST(Values, ClosestMatchSuggestsTyposAndOtherLimitersWordsOnly) {
   const std::vector<std::string_view> keys = {"capacity", "refill_rate", "algorithm", "window"};
   EXPECT_EQ(closest_match("refil_rate", keys), "refill_rate");
   EXPECT_EQ(closest_match("capcaity", keys), "capacity");  // a transposition is one edit
   EXPECT_EQ(closest_match("Window", keys), "window");
-  EXPECT_EQ(closest_match("burst", keys), "");
+  EXPECT_EQ(closest_match("size", keys), "");
+  // nginx's and express-rate-limit's words, when the word they stand for is a candidate.
+  EXPECT_EQ(closest_match("burst", keys), "capacity");
+  EXPECT_EQ(closest_match("windowMs", keys), "window");
+  EXPECT_EQ(closest_match("burst", {"limit", "window"}), "");
   EXPECT_EQ(edit_distance("kitten", "sitting"), 3u);
 }
 

@@ -177,6 +177,9 @@ void Client::on_timer(TimeoutQueue& q) {
       if (c->is_command) {
         complete(c, unavailable("no reply from Redis in time"));
       } else {
+        // A node that stopped answering without closing its connections
+        // (host down, partition): it may have been replaced, as above.
+        if (shared_.options.cluster && shared_.request_refresh) shared_.request_refresh();
         fail(c, ErrorKind::kTimeout,
              "no reply from Redis within " + std::to_string(shared_.options.timeout.count()) +
                  " ms");
@@ -327,6 +330,10 @@ void Client::submit(Call* c) {
   Connection& conn = route(c->slot, c->node);
   conn.ensure_connecting();
   if (!conn.usable()) {
+    // In a cluster the node may be gone for good, its slots served by a
+    // promoted replica: only a fresh slot map says so (debounced), as no
+    // MOVED can come from a node that does not answer.
+    if (shared_.options.cluster && shared_.request_refresh) shared_.request_refresh();
     fail(c, ErrorKind::kConnection, "not connected to Redis at " + conn.name() + " (reconnecting)");
     return;
   }
@@ -549,9 +556,16 @@ void Client::on_error(Connection& from, Batch* b, std::string_view message) {
   }
   if (error.kind == Kind::kTryAgain) {
     // A multi-key call during a slot migration while its keys are split
-    // between the two nodes: retry shortly, within the deadline.
+    // between the two nodes. Several calls batched together: each alone,
+    // at once, to wherever its own keys are (a call for one key is never
+    // split). One call whose own keys are split: again shortly, within the
+    // deadline, as the migration moves them together.
     Counters::add(shared_.counters.tryagain);
     b->asking = false;
+    if (b->calls.size() > 1) {
+      split(b);
+      return;
+    }
     retry_later(b);
     return;
   }
@@ -569,6 +583,30 @@ void Client::on_error(Connection& from, Batch* b, std::string_view message) {
   } else {
     fail_all(b, ErrorKind::kScript, "rate limit script failed: " + std::string(message));
   }
+}
+
+void Client::split(Batch* b) {
+  Connection& conn = route(b->slot, std::string());
+  std::vector<Batch*> singles;
+  size_t kept = 0;
+  for (Call* c : b->calls) {
+    if (c->completed) {
+      b->calls[kept++] = c;
+      continue;
+    }
+    // Takes over b's reference to the call and its place in calls_waiting_.
+    Batch* one = new_batch();
+    one->connection = &conn;
+    one->waiting_on = b->waiting_on;
+    one->slot = b->slot;
+    one->use_eval = b->use_eval;
+    one->redirects = b->redirects;
+    one->refs = 1;
+    one->calls.push_back(c);
+    singles.push_back(one);
+  }
+  b->calls.resize(kept);
+  for (Batch* one : singles) send(one);
 }
 
 void Client::retry_later(Batch* b) {

@@ -11,7 +11,11 @@
 //
 // A batch is sent by EVALSHA, and again in full (EVAL) on NOSCRIPT; MOVED
 // updates the local slot map, asks for a refresh and resends; ASK resends to
-// the named node after ASKING; TRYAGAIN resends shortly, within the deadline.
+// the named node after ASKING; TRYAGAIN sends each call of the batch alone
+// (a migration has split the slot's keys between two nodes), or resends a
+// lone call shortly, within the deadline. A call that finds its node
+// unreachable, or times out, asks for a refresh too: a dead master's replica
+// may have taken its slots.
 //
 // Calls on one client share one timeout, so their deadlines come in issue
 // order: a FIFO and one timer give every call its timeout without a timer
@@ -95,6 +99,7 @@ class Client final : public Connection::Listener {
   void send(Batch* batch);
   void on_error(Connection& from, Batch* batch, std::string_view message);
   void deliver(Connection& from, Batch* batch, const redisReply* reply);
+  void split(Batch* batch);  // after TRYAGAIN: each call of the batch alone
   void retry_later(Batch* batch);
   void release_calls(Batch* batch);
   void complete(Call* call, Status status, const redisReply* reply = nullptr);

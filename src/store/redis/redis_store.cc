@@ -276,6 +276,10 @@ class RedisStore::Impl {
                                                              redis::ClockOffset::ceil_us(received));
                            } else {
                              round->ok = false;
+                             // Without load, the health check is what finds a
+                             // master gone, perhaps replaced by its replica.
+                             if (shared_->options.cluster && shared_->request_refresh)
+                               shared_->request_refresh();
                            }
                            if (--round->waiting == 0 && generation == health_generation_)
                              ready_.store(round->ok, std::memory_order_relaxed);

@@ -3,22 +3,12 @@
 #include <array>
 #include <numeric>
 
+#include "util/fnv1a.h"
+
 namespace sluice::redis {
 namespace {
 
 constexpr int64_t kNanosPerMicro = 1'000;
-
-// FNV-1a, 64 bits: stable across processes and machines, so every instance
-// puts a client key in the same slot. Not keyed: a collision only puts two
-// clients in one slot; their Redis keys stay distinct (the key follows).
-uint64_t fnv1a64(std::string_view s) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
 
 void append_hex16(std::string& out, uint64_t v) {
   static constexpr char kDigits[] = "0123456789abcdef";
@@ -80,7 +70,9 @@ std::string state_key(std::string_view prefix, const Limit& limit, std::string_v
   out.reserve(prefix.size() + 36 + key.size());
   out.append(prefix);
   out.push_back('{');
-  append_hex16(out, fnv1a64(client));
+  // The same in every instance, so all put a client key in the same slot. A
+  // collision only puts two clients in one slot; their Redis keys stay distinct.
+  append_hex16(out, util::fnv1a64(client));
   out.push_back('}');
   append_hex16(out, limit.fingerprint());
   out.push_back(':');

@@ -11,13 +11,21 @@
 //     timeout (and the margin a loaded machine needs), /readyz says 503,
 //     limits hold again once Redis answers;
 //   - Redis stopped (SIGSTOP) under load: the requests answered per on_failure
-//     meanwhile charge nothing when Redis resumes and meets them.
+//     meanwhile charge nothing when Redis resumes and meets them;
+//   - chaos: a cluster master killed under load, its replica promoted: answers
+//     per on_failure for its keys only, until the server follows (within 2 s
+//     of the promotion); limits exact on the other masters, and continued
+//     exactly from the replica's state on the promoted one.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -46,6 +54,17 @@ std::string redis_yaml(const std::vector<std::string>& addresses, bool cluster,
   return "store:\n  backend: redis\n  redis:\n    addresses: [" + list +
          "]\n    cluster: " + (cluster ? "true" : "false") + "\n    timeout: " + timeout +
          "\n    on_failure: " + on_failure + "\nserver:\n  threads: 2\n" + rest;
+}
+
+// Checks `done` every millisecond until it holds or `timeout` passes.
+template <class Done>
+bool wait_for(Done done, std::chrono::milliseconds timeout) {
+  const auto until = Clock::now() + timeout;
+  while (!done()) {
+    if (Clock::now() >= until) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
 }
 
 // /readyz is 200 (want_ready) or 503 within `timeout`.
@@ -416,6 +435,213 @@ policies:
             std::string::npos)
       << err;
 }
+
+// ---------------------------------------------------------------- chaos
+
+// A Redis Cluster of 3 masters with a replica each; one server with
+// on_failure allow (param true) or deny. Under load from several keep-alive
+// connections over 30 keys, a master is killed (SIGKILL) and its replica
+// promoted by the cluster's automatic failover. Every request is answered:
+// a real decision, or for the keys of the dead master's slots the on_failure
+// answer, until the server follows the new topology (within 2 s of the
+// promotion, as the test sees it). Keys on the other masters allow exactly
+// their limit; keys on the dead master continue exactly from what its replica
+// had (read from the replica between the kill and the promotion, when nothing
+// can write it; see tests/redis/chaos_test.cc for the bound that follows).
+class RedisServeChaos : public ::testing::TestWithParam<bool> {};
+
+TEST_P(RedisServeChaos, AKilledMasterIsAnsweredPerOnFailureUntilItsReplicaServes) {
+  SLUICE_REQUIRE_REDIS();
+  const bool allow = GetParam();
+  constexpr long long kLimit = 100;
+  constexpr int kKeys = 30;
+  constexpr int kThreads = 3;
+  constexpr size_t kVictim = 1;
+  constexpr auto kStoreTimeout = 500ms;
+  RedisCluster cluster(testing::RedisClusterOptions{.replicas = 1, .node_timeout = 1'500ms});
+  ASSERT_TRUE(cluster.start());
+  const int replica = cluster.replica_of(kVictim);
+  ASSERT_GE(replica, 0);
+  // fixed_window, so that the replica's state reads as a count; a window of
+  // years (aligned on the epoch) that the test does not cross.
+  const std::string policy =
+      "\npolicies:\n  p: {algorithm: fixed_window, limit: " + std::to_string(kLimit) +
+      ", window: 3000d}\n";
+  auto server = SluiceProcess::start(
+      redis_yaml(cluster.addresses(), true, allow ? "allow" : "deny", "500ms", policy));
+  ASSERT_NE(server, nullptr);
+  ASSERT_TRUE(wait_ready(*server, true, 10s)) << server->log();
+  const std::string on_failure_body =
+      allow
+          ? R"({"allowed":true,"limit":100,"remaining":0,"reset_after_ms":0,"retry_after_ms":0})"
+          : R"({"allowed":false,"limit":100,"remaining":0,"reset_after_ms":0,"retry_after_ms":1000})";
+
+  enum Answer { kAllowed, kDenied, kOnFailure, kOther };
+  struct Record {
+    int key;
+    Answer answer;
+    Clock::time_point issued, answered;
+  };
+  std::atomic<bool> stop{false};
+  std::atomic<long long> requests{0};
+  // Per key: when the last real denial was issued (steady clock ticks).
+  std::vector<std::atomic<Clock::rep>> denied_at(kKeys);
+  for (auto& d : denied_at) d = 0;
+  std::vector<std::vector<Record>> records(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      auto connection = server->connect();
+      const auto until = Clock::now() + 45s;
+      for (int i = 0; i < 100'000 && !stop.load() && Clock::now() < until; ++i) {
+        const int key = (t * kKeys / kThreads + i) % kKeys;
+        const auto issued = Clock::now();
+        const HttpResponse r =
+            connection->request("POST", "/v1/check", kJson,
+                                R"({"policy":"p","key":"k)" + std::to_string(key) + R"("})");
+        const auto answered = Clock::now();
+        Answer a = kOther;
+        if (r.body == on_failure_body && r.status == (allow ? 200 : 429)) {
+          a = kOnFailure;
+        } else if (r.status == 200) {
+          a = kAllowed;
+        } else if (r.status == 429) {
+          a = kDenied;
+          denied_at[static_cast<size_t>(key)] = issued.time_since_epoch().count();
+        } else if (r.status == 0) {
+          connection = server->connect();  // closed: carry on, counted as other
+        }
+        records[static_cast<size_t>(t)].push_back({key, a, issued, answered});
+        ++requests;
+      }
+    });
+  }
+  // Joins the load threads whatever happens below.
+  struct Joiner {
+    std::atomic<bool>& stop;
+    std::vector<std::thread>& threads;
+    ~Joiner() {
+      stop = true;
+      for (std::thread& t : threads) t.join();
+    }
+  } joiner{stop, threads};
+
+  // Every key has state (so each is found on its master) and is being charged.
+  ASSERT_TRUE(wait_for([&] { return requests.load() >= 3 * kKeys; }, 30s));
+  std::map<std::string, int> victim_keys;  // Redis key -> key index
+  testing::Reply listed = cluster.node(kVictim).command({"KEYS", "*"});
+  ASSERT_TRUE(listed && listed->type == REDIS_REPLY_ARRAY);
+  for (size_t i = 0; i < listed->elements; ++i) {
+    const std::string name(listed->element[i]->str, listed->element[i]->len);
+    const size_t bar = name.rfind("|k");
+    ASSERT_NE(bar, std::string::npos) << name;
+    victim_keys[name] = std::atoi(name.c_str() + bar + 2);
+  }
+  ASSERT_GE(victim_keys.size(), 3u);
+  ASSERT_LE(victim_keys.size(), static_cast<size_t>(kKeys - 3));
+  std::vector<bool> on_victim(kKeys, false);
+  for (const auto& [name, key] : victim_keys) on_victim[static_cast<size_t>(key)] = true;
+
+  cluster.node(kVictim).kill();
+  const auto killed_at = Clock::now();
+  std::vector<long long> replicated(kKeys, 0);
+  for (const auto& [name, key] : victim_keys) {
+    replicated[static_cast<size_t>(key)] = testing::fixed_window_count(
+        cluster.node(static_cast<size_t>(replica)).read_replica({"GET", name}));
+  }
+  ASSERT_EQ(cluster.role(static_cast<size_t>(replica)), "slave")
+      << "promoted before the test had read the replicated state";
+  ASSERT_TRUE(wait_for([&] { return cluster.role(static_cast<size_t>(replica)) == "master"; }, 30s))
+      << "the replica was not promoted within 30 s of the kill";
+  const auto seen_at = Clock::now();
+  // Until every key has been denied for real after the promotion: each has
+  // had all it may have.
+  const bool drained = wait_for(
+      [&] {
+        for (const auto& d : denied_at) {
+          if (d.load() <= seen_at.time_since_epoch().count()) return false;
+        }
+        return true;
+      },
+      30s);
+  stop = true;
+  for (std::thread& t : threads) t.join();
+  threads.clear();
+  ASSERT_TRUE(drained) << "some key was not used up within 30 s of the promotion";
+
+  std::vector<long long> allowed_before(kKeys, 0), allowed_after(kKeys, 0), failed_before(kKeys, 0);
+  long long on_failure = 0, others = 0;
+  std::optional<Clock::time_point> last_failure;
+  for (const auto& list : records) {
+    for (const Record& r : list) {
+      const size_t k = static_cast<size_t>(r.key);
+      // Also what makes "issued before the kill" mean "answered by the old
+      // master": the replica is promoted seconds after the kill.
+      EXPECT_LE(r.answered - r.issued, kStoreTimeout + kLateMargin) << "k" << r.key;
+      const bool before = r.issued < killed_at;
+      switch (r.answer) {
+        case kAllowed:
+          ++(before ? allowed_before : allowed_after)[k];
+          break;
+        case kDenied:
+          break;
+        case kOnFailure:
+          ++on_failure;
+          EXPECT_TRUE(on_victim[k]) << "k" << r.key << ", on a live master, had on_failure";
+          if (before) ++failed_before[k];
+          if (!last_failure || r.answered > *last_failure) last_failure = r.answered;
+          break;
+        case kOther:
+          ++others;
+          break;
+      }
+    }
+  }
+  EXPECT_EQ(others, 0) << server->log();
+  ASSERT_GT(on_failure, 0) << "nothing was answered per on_failure: killed under load?";
+  EXPECT_EQ(server->metric("sluice_store_errors_total"), on_failure);
+
+  Clock::time_point followed_at = seen_at;
+  for (const auto& list : records) {
+    for (const Record& r : list) {
+      if (on_victim[static_cast<size_t>(r.key)] && r.answer != kOnFailure &&
+          r.issued > *last_failure) {
+        if (followed_at == seen_at || r.answered < followed_at) followed_at = r.answered;
+        break;
+      }
+    }
+  }
+  const auto follow =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::max(followed_at - seen_at, {}));
+  EXPECT_LE(follow, 2s) << "the server followed the new topology " << follow.count()
+                        << " ms after the promotion; the contract is 2 s";
+
+  long long unreplicated = 0;
+  for (size_t k = 0; k < kKeys; ++k) {
+    const long long total = allowed_before[k] + allowed_after[k];
+    if (!on_victim[k]) {
+      EXPECT_EQ(total, kLimit) << "k" << k << " on a live master";
+      continue;
+    }
+    EXPECT_EQ(allowed_after[k], kLimit - replicated[k]) << "k" << k;
+    EXPECT_LE(replicated[k], allowed_before[k] + failed_before[k]) << "k" << k;
+    unreplicated += std::max(0LL, allowed_before[k] - replicated[k]);
+  }
+  EXPECT_TRUE(wait_ready(*server, true, 5s)) << "/readyz not 200 after the failover";
+  const auto promoted_after =
+      std::chrono::duration_cast<std::chrono::milliseconds>(seen_at - killed_at);
+  std::printf(
+      "serve chaos (on_failure %s): promoted %lld ms after the kill, followed %lld ms after the "
+      "promotion, %lld of %lld requests answered per on_failure, %lld allowed lost by "
+      "asynchronous replication\n",
+      allow ? "allow" : "deny", static_cast<long long>(promoted_after.count()),
+      static_cast<long long>(follow.count()), on_failure, requests.load(), unreplicated);
+}
+
+INSTANTIATE_TEST_SUITE_P(OnFailure, RedisServeChaos, ::testing::Values(true, false),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? std::string("Allow") : std::string("Deny");
+                         });
 
 }  // namespace
 }  // namespace sluice::test

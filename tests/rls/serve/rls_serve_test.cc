@@ -303,7 +303,9 @@ descriptors:
   EXPECT_EQ(
       r.body,
       R"({"error":{"code":"INVALID_CONFIG","message":"the config was refused; the previous one stays in force"},"generation":2,"errors":[")" +
-          bad + R"(:5:13: descriptors[0].rate_limit.unit: invalid rate limit unit 'fortnight'",")" +
+          bad +
+          ":5:13: descriptors[0].rate_limit.unit: invalid rate limit unit 'fortnight' (valid "
+          "units: second, minute, hour, day, week, month, year)\",\"" +
           bad +
           R"x(:9:5: descriptors[1].rate_limits: unknown key; did you mean `rate_limit`?"]})x");
   EXPECT_TRUE(server->wait_for_log(
