@@ -19,7 +19,9 @@ server closed and when the last one went. Prints one `key=value` summary line.
 normal: CLIENTS keep-alive clients, each a GET every INTERVAL seconds (default
 0.02) on its own key for SECONDS; a lost connection is reopened. Writes one line
 per request to OUTFILE: `<unix time of start> <latency ms> <status or error>`.
-Each request has a 2 s timeout (then: `timeout`).
+Each request has a 2 s timeout (then: `timeout`). FRESH=1 in the environment:
+a new connection for every request (what a client arriving during the attack
+meets).
 """
 import asyncio
 import os
@@ -27,7 +29,8 @@ import socket
 import sys
 import time
 
-CONNECT_CONCURRENCY = 256  # connects in flight at once, per process
+CONNECT_CONCURRENCY = 256
+FRESH = os.environ.get("FRESH") == "1"  # normal: a new connection for every request  # connects in flight at once, per process
 
 
 def sources_list(s):
@@ -193,7 +196,7 @@ async def normal_client(i, port, seconds, interval, out):
                 return await read_response(reader)
             status, close = await asyncio.wait_for(one(), timeout=2)
             result = str(status)
-            if close:
+            if close or FRESH:
                 writer.close()
                 writer = None
         except asyncio.TimeoutError:

@@ -4,7 +4,9 @@
 #   - IDLE connections (default 20,000) are opened and left silent,
 #   - SLOWLORIS clients (default 2,000) send a header byte every 2 s, never finishing,
 #   - a flood of distinct keys (wrk, a new X-Api-Key per request on a header-keyed route),
-# and NORMAL keep-alive clients (default 4) make a GET every 20 ms and time it.
+# and NORMAL keep-alive clients (default 4) make a GET every 20 ms and time it,
+# one more client opens a new connection for each GET (10 a second), and the
+# same keep-alive clients time the upstream straight (the control).
 # Attackers whose connection the server closes open a new one until the attack
 # ends; then they stop sending and wait for the server to close what they hold.
 #
@@ -160,6 +162,10 @@ pids+=($normal_pid)
 "$py" bench/attack/attack.py normal "$up_port" "$normal" "$normal_s" "$work/control.txt" &
 control_pid=$!
 pids+=($control_pid)
+# New clients: one request per new connection, 10 a second.
+FRESH=1 "$py" bench/attack/attack.py normal "$sl_port" 1 "$normal_s" "$work/fresh.txt" 0.1 &
+fresh_pid=$!
+pids+=($fresh_pid)
 # PRIORITY=1: Sluice, the upstream and both sets of normal clients run at nice
 # -10, above the attackers and the machine's other work: what is left of the
 # latency is Sluice's own, not the scheduler's.
@@ -255,6 +261,7 @@ new_status=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 -H 'X-Api-Key: 
   "http://127.0.0.1:$sl_port/api/normal" || true)
 wait "$normal_pid" || true
 wait "$control_pid" || true
+wait "$fresh_pid" || true
 sleep 1
 rss_after=$(rss_kb)
 sample end
@@ -292,6 +299,10 @@ line=$(phase "$attack_start" "$attack_end" attack)
 echo "$line"
 p99_attack=$(awk '{ print $8 }' <<<"$line")
 phase "$attack_end" 9999999999 after
+echo "New clients (a new connection per request, 10/s) through Sluice:"
+phase 0 "$attack_start" before fresh
+phase "$attack_start" "$attack_end" attack fresh
+phase "$attack_end" 9999999999 after fresh
 echo "Control: the same clients straight to the upstream, same time:"
 phase 0 "$attack_start" before control
 phase "$attack_start" "$attack_end" attack control
