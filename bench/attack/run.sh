@@ -17,7 +17,7 @@
 # MAX_CONNECTIONS (server.max_connections, default 15000), MAX_KEYS
 # (store.max_keys, default 20000: below what the flood offers, so eviction runs),
 # HEADER_TIMEOUT / IDLE_TIMEOUT (seconds, default 15 / 10), PRIORITY=1 (see
-# below), KEEP=1 (keep the
+# below), ACCESS_LOG=true (Sluice's access log in the work directory), KEEP=1 (keep the
 # work directory: config, logs, every normal request's latency).
 #
 # Checks (exit 1 if one fails): normal clients' p99 during the attack < 50 ms;
@@ -102,6 +102,7 @@ store:
   max_keys: $max_keys
 logging:
   level: warn
+  access_log: ${ACCESS_LOG:-false}
 routes:
   - match: GET /api/normal
     key: header:x-api-key
@@ -110,7 +111,7 @@ routes:
     key: header:x-api-key
     limits: [{capacity: 5, refill_rate: 1/m}]
 EOF
-"$sluice" serve --config "$work/sluice.yaml" 2>"$work/sluice.log" &
+"$sluice" serve --config "$work/sluice.yaml" >"$work/access.log" 2>"$work/sluice.log" &
 sluice_pid=$!
 pids+=($sluice_pid)
 wait_port "$up_port"
