@@ -54,7 +54,6 @@ done
 # hold thousands of descriptors. Raise the soft limit to the hard one.
 hard=$(ulimit -Hn)
 ulimit -n "$hard"
-per_proc=$((hard - 200))
 if ((max_connections + 1000 > hard)); then
   echo "attack bench: open-file hard limit $hard too low for max_connections $max_connections" >&2
   exit 1
@@ -324,6 +323,8 @@ echo
 check "normal p99 during the attack < 50 ms ($p99_attack ms)" "awk -v p='$p99_attack' 'BEGIN { exit !(p + 0 < 50) }'"
 check "keys held <= max_keys ($keys_max <= $max_keys)" "((keys_max <= max_keys))"
 check "recovered: open connections back to baseline" "[[ -n '$recovered' ]]"
+left_open=$(cat "$work/idle.txt" "$work/slowloris.txt" | grep -o 'left_open=[0-9]*' | cut -d= -f2 | awk '{ n += $1 } END { print n + 0 }')
+check "every attack connection closed by the server ($left_open left open)" "((left_open == 0))"
 check "new connection served (HTTP $new_status)" "[[ '$new_status' == 200 ]]"
 check "RSS after < 2x RSS during" "((rss_after < 2 * rss_during))"
 exit $fail
