@@ -5,7 +5,7 @@ TEST_DIR := build-test
 
 PREFIX ?= /usr/local
 
-.PHONY: all build test check bench run package install deps deps-build format clean
+.PHONY: all build test check bench attack run package install deps deps-build format clean
 
 all: build
 
@@ -48,6 +48,11 @@ install: build
 
 bench: build
 	@$(RELEASE_DIR)/bench/sluice_bench --benchmark_counters_tabular=true
+
+# Limits under attack (docs/RELIABILITY.md): idle, slowloris and key-flood
+# clients against the gateway, a few minutes; not part of `check`.
+attack: build
+	@bench/attack/run.sh $(RELEASE_DIR)
 
 # The demo upstream on 127.0.0.1:3000 and Sluice as a gateway on 127.0.0.1:8080
 # (examples/quickstart.yaml); prints what to curl. Ctrl-C stops both.
