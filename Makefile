@@ -6,7 +6,7 @@ PREFIX ?= /usr/local
 FUZZ_SECONDS ?= 60
 FUZZ_PARALLEL ?= 1
 
-.PHONY: all build test check fuzz bench run package install deps deps-build format clean
+.PHONY: all build test check fuzz bench attack run package install deps deps-build format clean
 
 all: build
 
@@ -56,6 +56,11 @@ fuzz: deps
 
 bench: build
 	@$(RELEASE_DIR)/bench/sluice_bench --benchmark_counters_tabular=true
+
+# Limits under attack (docs/RELIABILITY.md): idle, slowloris and key-flood
+# clients against the gateway, a few minutes; not part of `check`.
+attack: build
+	@bench/attack/run.sh $(RELEASE_DIR)
 
 # The demo upstream on 127.0.0.1:3000 and Sluice as a gateway on 127.0.0.1:8080
 # (examples/quickstart.yaml); prints what to curl. Ctrl-C stops both.

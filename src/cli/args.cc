@@ -1,5 +1,7 @@
 #include "cli/args.h"
 
+#include <cstdio>
+
 namespace sluice::cli {
 
 std::optional<std::string> ParsedArgs::get(std::string_view name) const {
@@ -40,6 +42,28 @@ ParsedArgs parse_args(std::span<const std::string_view> args, std::span<const Op
     parsed.values[std::string(spec->name)] = std::string(*value);
   }
   return parsed;
+}
+
+ConfigCommand start_config_command(std::string_view command, std::span<const std::string_view> args,
+                                   std::span<const OptionSpec> options, std::string_view usage) {
+  ConfigCommand c;
+  c.parsed = parse_args(args, options);
+  if (c.parsed.help) {
+    std::fwrite(usage.data(), 1, usage.size(), stdout);
+    c.exit_code = 0;
+    return c;
+  }
+  const std::optional<std::string> config = c.parsed.get("--config");
+  if (!c.parsed.error.empty() || !config) {
+    const std::string& error =
+        c.parsed.error.empty() ? std::string("--config FILE is required") : c.parsed.error;
+    std::fprintf(stderr, "sluice %.*s: %s\n\n%.*s", static_cast<int>(command.size()),
+                 command.data(), error.c_str(), static_cast<int>(usage.size()), usage.data());
+    c.exit_code = 2;
+    return c;
+  }
+  c.config = *config;
+  return c;
 }
 
 }  // namespace sluice::cli

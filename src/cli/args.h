@@ -31,4 +31,16 @@ struct ParsedArgs {
 // value) is an error; parsing stops at the first.
 ParsedArgs parse_args(std::span<const std::string_view> args, std::span<const OptionSpec> options);
 
+// The start of a subcommand that needs --config: --help prints `usage` to
+// stdout (exit 0); an argument error or no --config prints "sluice
+// <command>: <error>" and `usage` to stderr (exit 2). When `exit_code` is
+// set the caller returns it; otherwise `config` is the file to load.
+struct ConfigCommand {
+  ParsedArgs parsed;
+  std::optional<int> exit_code;
+  std::string config;
+};
+ConfigCommand start_config_command(std::string_view command, std::span<const std::string_view> args,
+                                   std::span<const OptionSpec> options, std::string_view usage);
+
 }  // namespace sluice::cli

@@ -65,31 +65,23 @@ void print_errors(const std::vector<config::ConfigError>& errors) {
 }  // namespace
 
 int run_serve(std::span<const std::string_view> args) {
-  const ParsedArgs parsed = parse_args(args, kOptions);
-  if (parsed.help) {
-    std::fputs(kServeUsage, stdout);
-    return 0;
-  }
-  const std::optional<std::string> config_path = parsed.get("--config");
-  if (!parsed.error.empty() || !config_path) {
-    std::fprintf(stderr, "sluice serve: %s\n\n%s",
-                 parsed.error.empty() ? "--config FILE is required" : parsed.error.c_str(),
-                 kServeUsage);
-    return 2;
-  }
+  const ConfigCommand command = start_config_command("serve", args, kOptions, kServeUsage);
+  if (command.exit_code) return *command.exit_code;
+  const ParsedArgs& parsed = command.parsed;
+  const std::string& config_path = command.config;
 
   // Every limit is checked against the store the config asks for (and on
   // reload against the store in service).
   const policy::ConfigOverrides overrides = overrides_of(parsed);
   Deployment deployment = load_deployment(
-      *config_path, overrides, [](const policy::Config& c) { return limit_check_for(c.store); });
+      config_path, overrides, [](const policy::Config& c) { return limit_check_for(c.store); });
   if (!deployment.ok()) {
     print_errors(deployment.errors);
     const bool only_descriptors = deployment.descriptor_errors == deployment.errors.size();
     std::fprintf(
         stderr, "sluice serve: %zu error(s) in %s; not started\n", deployment.errors.size(),
         only_descriptors ? ("the RLS descriptor files of " + deployment.descriptor_dir).c_str()
-                         : config_path->c_str());
+                         : config_path.c_str());
     return 1;
   }
   const policy::Config& config = *deployment.config;
@@ -114,11 +106,11 @@ int run_serve(std::span<const std::string_view> args) {
       return 1;
     }
     http::ServerOptions options;
-    options.config_path = *config_path;
+    options.config_path = config_path;
     // A reload reads the file and the descriptor files again, checks them
     // against the store in service, and hands the descriptors to the RLS
     // runtime for the moment the server swaps the config.
-    options.load_config = [path = *config_path, overrides, &store, &rls] {
+    options.load_config = [path = config_path, overrides, &store, &rls] {
       Deployment next = load_deployment(path, overrides, [s = store.get()](const policy::Config&) {
         return [s](const Limit& limit) { return s->check_limit(limit); };
       });

@@ -69,21 +69,12 @@ std::string summary(const Deployment& d) {
 }  // namespace
 
 int run_validate(std::span<const std::string_view> args) {
-  const ParsedArgs parsed = parse_args(args, kOptions);
-  if (parsed.help) {
-    std::fputs(kValidateUsage, stdout);
-    return 0;
-  }
-  const std::optional<std::string> path = parsed.get("--config");
-  if (!parsed.error.empty() || !path) {
-    std::fprintf(stderr, "sluice validate: %s\n\n%s",
-                 parsed.error.empty() ? "--config FILE is required" : parsed.error.c_str(),
-                 kValidateUsage);
-    return 2;
-  }
-  const Deployment d = load_deployment(*path, overrides_of(parsed), [](const policy::Config& c) {
-    return limit_check_for(c.store);
-  });
+  const ConfigCommand command = start_config_command("validate", args, kOptions, kValidateUsage);
+  if (command.exit_code) return *command.exit_code;
+  const ParsedArgs& parsed = command.parsed;
+  const std::string& path = command.config;
+  const Deployment d = load_deployment(
+      path, overrides_of(parsed), [](const policy::Config& c) { return limit_check_for(c.store); });
   for (const config::ConfigError& w : d.warnings) {
     std::fprintf(stderr, "warning: %s\n", w.text().c_str());
   }
@@ -91,11 +82,11 @@ int run_validate(std::span<const std::string_view> args) {
     for (const config::ConfigError& e : d.errors) std::fprintf(stderr, "%s\n", e.text().c_str());
     const bool only_descriptors = d.descriptor_errors == d.errors.size();
     std::fprintf(
-        stderr, "%s: %s%s\n", path->c_str(), plural(d.errors.size(), "error", "errors").c_str(),
+        stderr, "%s: %s%s\n", path.c_str(), plural(d.errors.size(), "error", "errors").c_str(),
         only_descriptors ? (" in the RLS descriptor files of " + d.descriptor_dir).c_str() : "");
     return 1;
   }
-  std::printf("ok: %s: %s\n", path->c_str(), summary(d).c_str());
+  std::printf("ok: %s: %s\n", path.c_str(), summary(d).c_str());
   return 0;
 }
 

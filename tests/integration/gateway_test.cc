@@ -2,8 +2,11 @@
 // of the real demo upstream (examples/demo-upstream) or of a TestUpstream
 // when the test needs to count, inspect or misbehave.
 #include <csignal>
+#include <iterator>
 #include <memory>
+#include <regex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gateway_support.h"
@@ -130,6 +133,36 @@ TEST(Gateway, DenyStatusAndBodyFileReplaceThe429AndItsBody) {
   EXPECT_EQ(denied.header("Retry-After"), "3600");
   EXPECT_EQ(denied.header("X-RateLimit-Remaining"), "0");
   EXPECT_EQ(upstream.requests(), 3);
+}
+
+// The access log of a proxied request says how long the upstream took to
+// answer; a denied one has no upstream time.
+TEST(Gateway, TheAccessLogHasTheUpstreamTimeOfProxiedRequests) {
+  TestUpstream upstream;
+  ASSERT_NE(upstream.port(), 0);
+  auto server = SluiceProcess::start(
+      gateway_yaml(upstream.url(), kHelloRoute + "logging: {access_log: true}\n"));
+  ASSERT_NE(server, nullptr);
+  auto c = server->connect();
+  for (int i = 0; i < 4; ++i) c->request("GET", "/api/hello");
+  const std::regex proxied(
+      R"( client=127\.0\.0\.1 method=GET path=/api/hello route="GET /api/hello" )"
+      R"(key=ip:127\.0\.0\.1 decision=allowed status=200 bytes=7 upstream_ms=\d+\.\d{3} )"
+      R"(ms=\d+\.\d{3}\n)");
+  const std::string denied =
+      " client=127.0.0.1 method=GET path=/api/hello route=\"GET /api/hello\" key=ip:127.0.0.1 "
+      "decision=denied status=429 bytes=107 upstream_ms=- ms=";
+  // Lines are written once their responses are sent: wait for the fourth.
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  std::string log = server->access_log();
+  while (log.find(denied) == std::string::npos && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    log = server->access_log();
+  }
+  EXPECT_NE(log.find(denied), std::string::npos) << log;
+  const auto proxied_lines =
+      std::distance(std::sregex_iterator(log.begin(), log.end(), proxied), std::sregex_iterator());
+  EXPECT_EQ(proxied_lines, 3) << log;
 }
 
 TEST(Gateway, XForwardedForGetsThePeerAppended) {
