@@ -53,7 +53,7 @@ bench: build
 
 # The soak test (bench/soak/run.sh, docs/RELIABILITY.md "Soak"): sluice serve
 # on Redis for SOAK_SECONDS under mixed traffic, reloads and Redis chaos.
-soak: build
+soak: deps build
 	@SOAK_SECONDS=$(SOAK_SECONDS) bench/soak/run.sh $(RELEASE_DIR)
 
 # The demo upstream on 127.0.0.1:3000 and Sluice as a gateway on 127.0.0.1:8080
