@@ -7,7 +7,7 @@
 #
 #   bench/soak/run.sh [BUILD_DIR]     # default: build (builds nothing)
 #
-# Environment: SOAK_SECONDS (default 1800, at least 60), SOAK_KEEP=1 keeps the
+# Environment: SOAK_SECONDS (default 1800, at least 90), SOAK_KEEP=1 keeps the
 # work folder (logs) and prints its path.
 #
 # Traffic (bench/soak/soak.py load, paced, about 130 requests/s in all):
@@ -21,16 +21,17 @@
 #   wrk      a 2 s burst every 30 s over 1000 API keys
 #   rls      rls_load (BUILD_DIR/bench/rls/rls_load, if built) 3 s every 20 s
 # Chaos: a reload every 4 s (POST /admin/reload and SIGHUP in turn, the config
-# rewritten each time); Redis (appendonly, fsync always) in a 30 s cycle:
-# SIGSTOP 2 s / SIGCONT, SIGKILL + restart after 3 s, SIGTERM + restart after 2 s. First burst
-# of wrk at 10 s, of rls_load at 5 s, first Redis pause at 8 s.
+# rewritten each time); Redis (appendonly, fsync always) in turn: SIGSTOP 2 s
+# then SIGCONT, SIGKILL and a restart after 3 s, SIGTERM and a restart after
+# 2 s; 8 s between outages (2 s during the warm-up), the first at 4 s. First
+# burst of wrk at 10 s, of rls_load at 5 s.
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
 repo=$PWD
 build_dir=${1:-build}
 duration=${SOAK_SECONDS:-1800}
-((duration < 60)) && duration=60
+((duration < 90)) && duration=90
 # Warm-up: the first 20% of the run, and at least 60 s. Sluice's RSS climbs
 # in steps after Redis restarts (about +30% over the first few minutes at
 # the normal chaos pace) and then stays flat, so during the warm-up the
