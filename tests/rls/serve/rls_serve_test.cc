@@ -8,6 +8,7 @@
 // to the wall clock and a test may run across the end of an hour: each answer
 // is checked against what the window the server decided it in must give
 // (WindowCounter), so the tests never wait for a fresh hour.
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -451,6 +452,134 @@ TEST(RlsServe, TheEnvoyExampleDecides) {
   EXPECT_EQ(
       client.call(request("edge", {{{"path", "/static/b.js"}}})).statuses(0).limit_remaining(),
       5998u);
+}
+
+// Serves `text` as the descriptor file `name` of `dir`; null (and a failed
+// test) when the server does not start.
+std::unique_ptr<SluiceProcess> serve_file(const DescriptorDir& dir, const std::string& name,
+                                          const std::string& text, const std::string& extra = "",
+                                          const SluiceProcess::Files& files = {}) {
+  dir.write(name, text);
+  return SluiceProcess::start(rls_yaml(dir, extra), "127.0.0.1", files);
+}
+
+// ---------------------------------------------------------------- health, reflection
+
+// Debian ships no client stubs for grpc.health.v1 or grpc.reflection, so the
+// tests below speak them with GenericStub and hand-encoded protobuf bytes.
+grpc::ByteBuffer bytes_buffer(const std::string& bytes) {
+  grpc::Slice slice(bytes);
+  return grpc::ByteBuffer(&slice, 1);
+}
+
+std::string buffer_bytes(const grpc::ByteBuffer& buffer) {
+  std::vector<grpc::Slice> slices;
+  std::string out;
+  if (!buffer.Dump(&slices).ok()) return out;
+  for (const grpc::Slice& s : slices)
+    out.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  return out;
+}
+
+// Waits for the one operation started on `cq`; whether it succeeded.
+bool next_ok(grpc::CompletionQueue& cq) {
+  void* tag = nullptr;
+  bool ok = false;
+  return cq.Next(&tag, &ok) && ok;
+}
+
+std::shared_ptr<grpc::Channel> channel_to(int port) {
+  return grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
+                             grpc::InsecureChannelCredentials());
+}
+
+// The length-delimited fields numbered `field` at the top level of `message`
+// (every field of the messages read here is a varint or length-delimited).
+std::vector<std::string> fields(const std::string& message, uint32_t field) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  auto varint = [&]() {
+    uint64_t v = 0;
+    for (int shift = 0; i < message.size(); shift += 7) {
+      const auto b = static_cast<uint8_t>(message[i++]);
+      v |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if ((b & 0x80) == 0) break;
+    }
+    return v;
+  };
+  while (i < message.size()) {
+    const uint64_t key = varint();
+    if ((key & 7) == 0) {
+      varint();
+      continue;
+    }
+    const uint64_t length = varint();
+    if ((key >> 3) == field) out.push_back(message.substr(i, length));
+    i += length;
+  }
+  return out;
+}
+
+TEST(RlsServe, TheGrpcPortAnswersHealthChecksAndReflection) {
+  DescriptorDir dir;
+  auto server = serve_file(dir, "api.yaml", kApiDescriptors);
+  ASSERT_NE(server, nullptr);
+  grpc::GenericStub stub(channel_to(grpc_port(server->log())));
+  const auto deadline = std::chrono::system_clock::now() + std::chrono::seconds(10);
+
+  // grpc.health.v1.Health/Check with an empty HealthCheckRequest (the whole
+  // server): SERVING is field 1 = 1.
+  {
+    grpc::ClientContext context;
+    context.set_deadline(deadline);
+    grpc::CompletionQueue cq;
+    auto call =
+        stub.PrepareUnaryCall(&context, "/grpc.health.v1.Health/Check", bytes_buffer(""), &cq);
+    call->StartCall();
+    grpc::ByteBuffer response;
+    grpc::Status status;
+    call->Finish(&response, &status, nullptr);
+    ASSERT_TRUE(next_ok(cq));
+    ASSERT_TRUE(status.ok()) << status.error_code() << ": " << status.error_message();
+    EXPECT_EQ(buffer_bytes(response), std::string("\x08\x01", 2));
+  }
+
+  // grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo, a bidi
+  // stream: one ServerReflectionRequest{list_services: ""} (field 7).
+  {
+    grpc::ClientContext context;
+    context.set_deadline(deadline);
+    grpc::CompletionQueue cq;
+    auto call = stub.PrepareCall(
+        &context, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", &cq);
+    call->StartCall(nullptr);
+    ASSERT_TRUE(next_ok(cq));
+    call->Write(bytes_buffer(std::string("\x3a\x00", 2)), nullptr);
+    ASSERT_TRUE(next_ok(cq));
+    call->WritesDone(nullptr);
+    ASSERT_TRUE(next_ok(cq));
+    grpc::ByteBuffer response;
+    call->Read(&response, nullptr);
+    ASSERT_TRUE(next_ok(cq));
+    // ServerReflectionResponse.list_services_response (6) -> service (1) -> name (1).
+    std::vector<std::string> names;
+    for (const std::string& list : fields(buffer_bytes(response), 6)) {
+      for (const std::string& service : fields(list, 1)) {
+        for (const std::string& name : fields(service, 1)) names.push_back(name);
+      }
+    }
+    std::sort(names.begin(), names.end());
+    EXPECT_EQ(names, (std::vector<std::string>{"envoy.service.ratelimit.v3.RateLimitService",
+                                               "grpc.health.v1.Health",
+                                               "grpc.reflection.v1alpha.ServerReflection"}));
+    grpc::ByteBuffer none;
+    call->Read(&none, nullptr);
+    EXPECT_FALSE(next_ok(cq));  // the server ends the stream after our WritesDone
+    grpc::Status status;
+    call->Finish(&status, nullptr);
+    ASSERT_TRUE(next_ok(cq));
+    EXPECT_TRUE(status.ok()) << status.error_code() << ": " << status.error_message();
+  }
 }
 
 // ---------------------------------------------------------------- shutdown
