@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <thread>
@@ -580,6 +581,142 @@ TEST(RlsServe, TheGrpcPortAnswersHealthChecksAndReflection) {
     ASSERT_TRUE(next_ok(cq));
     EXPECT_TRUE(status.ok()) << status.error_code() << ": " << status.error_message();
   }
+}
+
+// ---------------------------------------------------------------- sluice rls query
+
+// The descriptors the tries below use: a token bucket whose answers do not
+// depend on the wall clock (3 an hour, one back every 1200 s), a whitelisted
+// value, an unlimited one, and a nested rule.
+const std::string kTryDescriptors = R"(domain: try
+descriptors:
+  - key: user
+    rate_limit:
+      name: per_user
+      algorithm: token_bucket
+      capacity: 3
+      refill_rate: 3/h
+  - key: user
+    value: admin
+  - key: path
+    value: /health
+    rate_limit:
+      unlimited: true
+  - key: tenant
+    detailed_metric: true
+    descriptors:
+      - key: path
+        shadow_mode: true
+        rate_limit:
+          unit: minute
+          unit_multiplier: 5
+          requests_per_unit: 10
+)";
+
+struct Ran {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs `sluice ARGS` (each argument single-quoted by the caller as needed).
+Ran run_sluice(const std::string& args) {
+  Ran run;
+  const std::string dir = make_temp_dir();
+  const std::string err_path = dir + "/stderr";
+  const std::string command = std::string(SLUICE_BINARY) + " " + args + " 2>'" + err_path + "'";
+  FILE* p = ::popen(command.c_str(), "r");
+  if (p != nullptr) {
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) run.out.append(buf, n);
+    const int status = ::pclose(p);
+    run.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  std::ifstream err(err_path, std::ios::binary);
+  run.err.assign(std::istreambuf_iterator<char>(err), std::istreambuf_iterator<char>());
+  remove_dir(dir);
+  return run;
+}
+
+TEST(RlsQuery, PrintsTheAnswerOfARealServerWithItsExitCode) {
+  DescriptorDir dir;
+  auto server = serve_file(dir, "try.yaml", kTryDescriptors);
+  ASSERT_NE(server, nullptr);
+  const std::string address = "--address 127.0.0.1:" + std::to_string(grpc_port(server->log()));
+
+  Ran r = run_sluice("rls query " + address +
+                     " --domain try --descriptor user=alice --descriptor user=admin"
+                     " --descriptor path=/health");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out,
+            "overall: OK\n"
+            "descriptor 1 user=alice: OK\n"
+            "  limit: 3 per hour (per_user)\n"
+            "  limit_remaining: 2\n"
+            "  duration_until_reset: 1200s\n"
+            "descriptor 2 user=admin: OK\n"
+            "  limit: none\n"
+            "  limit_remaining: 0\n"
+            "descriptor 3 path=/health: OK\n"
+            "  limit: none\n"
+            "  limit_remaining: 4294967295\n"
+            "headers:\n"
+            "  RateLimit-Policy: \"per_user\";q=3;w=3600\n"
+            "  RateLimit: \"per_user\";r=2;t=1200\n");
+
+  // More hits than the bucket holds: refused (and not charged), exit 2.
+  r = run_sluice("rls query " + address + " --domain=try --descriptor=user=bob --hits 4");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out,
+            "overall: OVER_LIMIT\n"
+            "descriptor 1 user=bob: OVER_LIMIT\n"
+            "  limit: 3 per hour (per_user)\n"
+            "  limit_remaining: 0\n"
+            "  duration_until_reset: 3600s\n"
+            "headers:\n"
+            "  RateLimit-Policy: \"per_user\";q=3;w=3600\n"
+            "  RateLimit: \"per_user\";r=0;t=3600\n");
+
+  // Entries of one descriptor, comma separated; an unknown domain limits nothing.
+  r = run_sluice("rls query " + address + " --domain other --descriptor tenant=t1,path=/x");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "overall: OK\n"
+            "descriptor 1 tenant=t1,path=/x: OK\n"
+            "  limit: none\n"
+            "  limit_remaining: 0\n");
+}
+
+TEST(RlsQuery, ErrorsExitOneWithAClearMessage) {
+  const std::string more = "\n\nRun `sluice rls query --help` for the options.\n";
+  Ran r = run_sluice("rls query --address 127.0.0.1:1 --domain d --descriptor k=v");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "sluice rls query: cannot connect to 127.0.0.1:1\n");
+
+  r = run_sluice("rls query --address 127.0.0.1:1 --domain d --descriptor k");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err,
+            "sluice rls query: --descriptor 'k': each entry must be KEY=VALUE (a non-empty key), "
+            "entries separated by commas" +
+                more);
+  r = run_sluice("rls query --address 127.0.0.1:1 --descriptor k=v");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err, "sluice rls query: --domain DOMAIN is required" + more);
+  r = run_sluice("rls query --address 127.0.0.1:1 --domain d --descriptor k=v --hits 0");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err, "sluice rls query: --hits '0': a whole number from 1 to 4294967295" + more);
+  r = run_sluice("rls query --adress 127.0.0.1:1");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err, "sluice rls query: unknown option '--adress'" + more);
+
+  r = run_sluice("rls query --help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_TRUE(r.out.starts_with("Usage: sluice rls query --address HOST:PORT")) << r.out;
+  EXPECT_NE(r.out.find("  2  the answer is OVER_LIMIT\n"), std::string::npos) << r.out;
 }
 
 // ---------------------------------------------------------------- shutdown
