@@ -719,6 +719,55 @@ TEST(RlsQuery, ErrorsExitOneWithAClearMessage) {
   EXPECT_NE(r.out.find("  2  the answer is OVER_LIMIT\n"), std::string::npos) << r.out;
 }
 
+// ---------------------------------------------------------------- GET /admin/rls
+
+TEST(RlsAdmin, ShowsTheDescriptorsInForceAsJson) {
+  DescriptorDir dir;
+  auto server = serve_file(dir, "try.yaml", kTryDescriptors);
+  ASSERT_NE(server, nullptr);
+  const HttpResponse r = server->admin_get("/admin/rls");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.header("Content-Type"), "application/json");
+  EXPECT_EQ(
+      r.body,
+      R"({"domains":[{"domain":"try","file":")" + dir.file("try.yaml") +
+          R"(","descriptors":[)"
+          R"({"key":"user","rate_limit":{"name":"per_user","unit":"hour","requests_per_unit":3,)"
+          R"("algorithm":"token_bucket","capacity":3,"refill_tokens":3,"refill_period_seconds":3600},)"
+          R"("shadow_mode":false,"quota_mode":false,"detailed_metric":false,"descriptors":[]},)"
+          R"({"key":"user","value":"admin","shadow_mode":false,"quota_mode":false,)"
+          R"("detailed_metric":false,"descriptors":[]},)"
+          R"({"key":"path","value":"/health","rate_limit":{"unlimited":true},)"
+          R"("shadow_mode":false,"quota_mode":false,"detailed_metric":false,"descriptors":[]},)"
+          R"({"key":"tenant","shadow_mode":false,"quota_mode":false,"detailed_metric":true,)"
+          R"("descriptors":[{"key":"path","rate_limit":{"unit":"minute","requests_per_unit":10,)"
+          R"("unit_multiplier":5},"shadow_mode":true,"quota_mode":false,"detailed_metric":false,)"
+          R"("descriptors":[]}]}]}]})");
+  EXPECT_EQ(server->admin_post("/admin/rls").status, 405);
+}
+
+TEST(RlsAdmin, IsNotFoundWithoutRlsAndFollowsAdminTokenAll) {
+  auto plain = SluiceProcess::start("");
+  ASSERT_NE(plain, nullptr);
+  const HttpResponse none = plain->admin_get("/admin/rls");
+  EXPECT_EQ(none.status, 404);
+  EXPECT_EQ(none.body,
+            "{\"error\":{\"code\":\"NOT_FOUND\",\"message\":\"no Envoy RLS API is configured "
+            "(`grpc` and `rls.config_dir` in the config)\"}}");
+
+  DescriptorDir dir;
+  auto guarded = serve_file(dir, "try.yaml", "domain: small\n",
+                            "admin_token_file: admin.token\nadmin_token_all: true\n",
+                            {{"admin.token", "4dm1n-s3cret"}});
+  ASSERT_NE(guarded, nullptr);
+  EXPECT_EQ(guarded->admin_get("/admin/rls").status, 401);
+  const HttpResponse r =
+      guarded->admin_request("GET", "/admin/rls", {{"Authorization", "Bearer 4dm1n-s3cret"}});
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, R"({"domains":[{"domain":"small","file":")" + dir.file("try.yaml") +
+                        R"(","descriptors":[]}]})");
+}
+
 // ---------------------------------------------------------------- shutdown
 
 TEST(RlsServe, SigtermStopsTheGrpcServerAndExitsZero) {
