@@ -6,7 +6,9 @@ PREFIX ?= /usr/local
 FUZZ_SECONDS ?= 60
 FUZZ_PARALLEL ?= 1
 
-.PHONY: all build test check fuzz bench attack run package install deps deps-build format clean
+SOAK_SECONDS ?= 1800
+
+.PHONY: all build test check fuzz bench attack soak run package install deps deps-build format clean
 
 all: build
 
@@ -61,6 +63,11 @@ bench: build
 # clients against the gateway, a few minutes; not part of `check`.
 attack: build
 	@bench/attack/run.sh $(RELEASE_DIR)
+
+# The soak test (bench/soak/run.sh, docs/RELIABILITY.md "Soak"): sluice serve
+# on Redis for SOAK_SECONDS under mixed traffic, reloads and Redis chaos.
+soak: deps build
+	@SOAK_SECONDS=$(SOAK_SECONDS) bench/soak/run.sh $(RELEASE_DIR)
 
 # The demo upstream on 127.0.0.1:3000 and Sluice as a gateway on 127.0.0.1:8080
 # (examples/quickstart.yaml); prints what to curl. Ctrl-C stops both.

@@ -44,6 +44,8 @@ if [ "$profile" = all ]; then
     redis-server redis-tools
     # nginx integration test and gateway benchmark
     nginx wrk
+    # the soak (bench/soak, make soak): its logging upstream and clients
+    python3
     # dashboard browser test (tests/dashboard): node runs playwright-core on Debian's chromium
     chromium nodejs
     # the .deb (make package, ctest -L package): CPack's shared library

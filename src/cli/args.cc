@@ -10,6 +10,14 @@ std::optional<std::string> ParsedArgs::get(std::string_view name) const {
   return it->second;
 }
 
+std::vector<std::string> ParsedArgs::get_all(std::string_view name) const {
+  std::vector<std::string> out;
+  for (const auto& [n, v] : given) {
+    if (n == name) out.push_back(v);
+  }
+  return out;
+}
+
 ParsedArgs parse_args(std::span<const std::string_view> args, std::span<const OptionSpec> options) {
   ParsedArgs parsed;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -40,6 +48,7 @@ ParsedArgs parse_args(std::span<const std::string_view> args, std::span<const Op
       value = args[++i];
     }
     parsed.values[std::string(spec->name)] = std::string(*value);
+    parsed.given.emplace_back(spec->name, *value);
   }
   return parsed;
 }

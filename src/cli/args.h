@@ -11,6 +11,8 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace sluice::cli {
 
@@ -23,8 +25,12 @@ struct ParsedArgs {
   bool help = false;  // --help or -h was given
   std::string error;  // what is wrong with the arguments; "" when nothing
   std::map<std::string, std::string, std::less<>> values;  // by option name; the last one wins
+  // Every (option name, value) given, in order, for options that may repeat.
+  std::vector<std::pair<std::string, std::string>> given;
 
   std::optional<std::string> get(std::string_view name) const;
+  // Every value given to `name`, in order.
+  std::vector<std::string> get_all(std::string_view name) const;
 };
 
 // Every option takes a value. Anything not in `options` (or a missing

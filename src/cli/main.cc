@@ -3,6 +3,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cli/rls_query.h"
 #include "cli/serve.h"
 #include "cli/simulate.h"
 #include "cli/validate.h"
@@ -17,6 +18,9 @@ Usage:
                   Run the server: gateway, POST /v1/check, GET /v1/auth on
                   `listen`; /dashboard /metrics /admin/* on `admin`. SIGHUP
                   reloads, SIGTERM drains and exits. `sluice serve --help`.
+  sluice rls query --address HOST:PORT --domain DOMAIN --descriptor KEY=VALUE[,...]
+                  One Envoy RLS ShouldRateLimit call, its answer printed;
+                  exit 0 OK, 2 OVER_LIMIT, 1 error. `sluice rls query --help`.
   sluice simulate [--scenario NAME | --trace FILE] [--format table|csv|json]
                   Replay traffic against all five algorithms on a simulated
                   clock; print allowed/denied counts and the most requests
@@ -47,6 +51,7 @@ int main(int argc, char** argv) {
   const std::string_view command = args[0];
   const std::span<const std::string_view> rest(args.data() + 1, args.size() - 1);
   if (command == "serve") return sluice::cli::run_serve(rest);
+  if (command == "rls") return sluice::cli::run_rls(rest);
   if (command == "simulate") return sluice::cli::run_simulate(rest);
   if (command == "validate") return sluice::cli::run_validate(rest);
   std::fprintf(stderr, "sluice: unknown command '%.*s'\n\n%s", static_cast<int>(command.size()),

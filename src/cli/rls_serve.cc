@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "observe/denial_log.h"
+#include "rls/config_json.h"
 #include "sluice/clock.h"
 
 namespace sluice::cli {
@@ -206,6 +207,13 @@ void RlsRuntime::commit_reload() {
   settings_.merge_domains = pending_settings_.merge_domains;
   spdlog::info("RLS: reloaded {} domain(s) from {}", config->domains.size(), settings_.config_dir);
   log_domains(*config, settings_.config_dir);
+}
+
+std::optional<std::string> RlsRuntime::rls_config_json() const {
+  if (service_ == nullptr) return std::nullopt;
+  const std::shared_ptr<const rls::RlsConfig> config = service_->config();
+  if (config == nullptr) return std::nullopt;
+  return rls::config_json(*config);
 }
 
 void RlsRuntime::begin_shutdown(std::chrono::milliseconds grace) {

@@ -55,6 +55,7 @@ class RlsRuntime final : public http::Companion {
   void register_metrics(observe::Registry& registry) override;
   void commit_reload() override;
   void begin_shutdown(std::chrono::milliseconds grace) override;
+  std::optional<std::string> rls_config_json() const override;
 
  private:
   Store& store_;

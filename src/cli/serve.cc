@@ -27,9 +27,11 @@ Runs the Sluice server described by FILE (docs/CONFIG.md):
                  (POST /v1/check, GET /v1/auth) when it is not
   decision_api   POST /v1/check, GET /v1/auth for your own programs
   admin          /dashboard (live page) /healthz /readyz /metrics /admin/stats,
-                 POST /admin/reload, POST /admin/reset (127.0.0.1 by default)
+                 /admin/rls, POST /admin/reload, POST /admin/reset (127.0.0.1
+                 by default)
   grpc           the Envoy RLS v3 API, with the descriptor files of
-                 rls.config_dir (docs/ENVOY.md)
+                 rls.config_dir (docs/ENVOY.md), gRPC health checks and
+                 server reflection (`sluice rls query`, grpcurl)
 
 Options:
   -c, --config FILE     the config file (required)

@@ -82,9 +82,11 @@ bool is_json(std::string_view content_type) {
 
 }  // namespace
 
-AdminHandler::AdminHandler(ServerContext& context, ReloadFunction reload)
+AdminHandler::AdminHandler(ServerContext& context, ReloadFunction reload,
+                           RlsConfigFunction rls_config)
     : context_(context),
       reload_(std::move(reload)),
+      rls_config_(std::move(rls_config)),
       started_(std::chrono::steady_clock::now()),
       store_backend_(store_backend_name(context.store)) {}
 
@@ -176,6 +178,16 @@ void AdminHandler::on_header(const std::shared_ptr<Session>& session) {
   }
   if (path == "/admin/stats") {
     return session->respond(get ? stats() : method_not_allowed("GET"));
+  }
+  if (path == "/admin/rls") {
+    if (!get) return session->respond(method_not_allowed("GET"));
+    std::optional<std::string> body = rls_config_ ? rls_config_() : std::nullopt;
+    if (!body) {
+      return session->respond(error_response(
+          HttpStatus::not_found, "NOT_FOUND",
+          "no Envoy RLS API is configured (`grpc` and `rls.config_dir` in the config)"));
+    }
+    return session->respond(json_response(HttpStatus::ok, std::move(*body)));
   }
   if (path == "/admin/reload") {
     if (!post) return session->respond(method_not_allowed("POST"));

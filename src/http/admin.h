@@ -11,6 +11,8 @@
 //   GET  /metrics        Prometheus text format
 //   GET  /admin/stats    JSON: version, uptime, store backend and readiness,
 //                        config reloads, per-route allowed/denied/errors, top denied keys
+//   GET  /admin/rls      JSON: the Envoy RLS descriptors in force (domains, rules,
+//                        nested descriptors); 404 when no RLS API is configured
 //   GET  /dashboard      the live dashboard (web/, embedded; see http/dashboard.h)
 //   POST /admin/reload   reload the config file; 400 with every error when refused
 //   POST /admin/reset    {"policy":"login","key":"user:42"} or
@@ -43,7 +45,9 @@ struct ReloadOutcome {
 class AdminHandler final : public RequestHandler {
  public:
   using ReloadFunction = std::function<ReloadOutcome()>;
-  AdminHandler(ServerContext& context, ReloadFunction reload);
+  // The body of GET /admin/rls, or nothing when no RLS API is served.
+  using RlsConfigFunction = std::function<std::optional<std::string>()>;
+  AdminHandler(ServerContext& context, ReloadFunction reload, RlsConfigFunction rls_config);
 
   void on_header(const std::shared_ptr<Session>& session) override;
 
@@ -67,6 +71,7 @@ class AdminHandler final : public RequestHandler {
 
   ServerContext& context_;
   ReloadFunction reload_;
+  RlsConfigFunction rls_config_;
   std::chrono::steady_clock::time_point started_;
   std::string store_backend_;              // "memory" | "redis": the store this process serves from
   std::optional<LastReload> last_reload_;  // control thread only

@@ -244,7 +244,12 @@ Server::Server(policy::Config config, std::shared_ptr<Store> store, ServerOption
     : options_(std::move(options)),
       store_(std::move(store)),
       context_(*store_, SystemClock::instance()),
-      admin_handler_(context_, [this] { return reload(); }),
+      admin_handler_(
+          context_, [this] { return reload(); },
+          [this] {
+            return options_.companion != nullptr ? options_.companion->rls_config_json()
+                                                 : std::nullopt;
+          }),
       signals_(control_),
       collect_timer_(control_),
       drain_timer_(control_) {

@@ -60,6 +60,9 @@ class Companion {
   // Shutdown began: stop taking new work and finish within `grace`. May
   // return at once; the companion's owner waits for the end.
   virtual void begin_shutdown(std::chrono::milliseconds grace) = 0;
+  // The body of GET /admin/rls: the descriptors in force as JSON, or
+  // nothing when the companion serves no RLS API. From the control thread.
+  virtual std::optional<std::string> rls_config_json() const { return std::nullopt; }
 };
 
 // A config loaded for a reload: the config, or every error that refused it.

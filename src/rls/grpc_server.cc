@@ -2,7 +2,9 @@
 
 #include <absl/synchronization/mutex.h>
 #include <grpc/grpc.h>
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
 
 #include <atomic>
 #include <mutex>
@@ -27,6 +29,14 @@ Result<std::unique_ptr<GrpcServer>> GrpcServer::start(const std::string& address
   static std::once_flag no_deadlock_graph;
   std::call_once(no_deadlock_graph,
                  [] { absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore); });
+  // Health and reflection let grpcurl, grpc_health_probe and Kubernetes
+  // gRPC probes talk to the port without Envoy or our proto files. Both are
+  // process-wide switches that the builder reads when constructed.
+  static std::once_flag plugins;
+  std::call_once(plugins, [] {
+    grpc::EnableDefaultHealthCheckService(true);
+    grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  });
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
@@ -43,6 +53,11 @@ Result<std::unique_ptr<GrpcServer>> GrpcServer::start(const std::string& address
 void GrpcServer::stop(std::chrono::milliseconds grace, const std::function<bool()>& idle) {
   if (server_ == nullptr) return;
   const auto deadline = std::chrono::system_clock::now() + grace;
+  // Probes that still get through (on a connection opened before the GOAWAY)
+  // learn that this instance is going away.
+  if (grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService()) {
+    health->Shutdown();
+  }
   if (!idle) {
     server_->Shutdown(deadline);
   } else {

@@ -8,6 +8,7 @@
 // to the wall clock and a test may run across the end of an hour: each answer
 // is checked against what the window the server decided it in must give
 // (WindowCounter), so the tests never wait for a fresh hour.
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -17,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <thread>
@@ -451,6 +453,319 @@ TEST(RlsServe, TheEnvoyExampleDecides) {
   EXPECT_EQ(
       client.call(request("edge", {{{"path", "/static/b.js"}}})).statuses(0).limit_remaining(),
       5998u);
+}
+
+// Serves `text` as the descriptor file `name` of `dir`; null (and a failed
+// test) when the server does not start.
+std::unique_ptr<SluiceProcess> serve_file(const DescriptorDir& dir, const std::string& name,
+                                          const std::string& text, const std::string& extra = "",
+                                          const SluiceProcess::Files& files = {}) {
+  dir.write(name, text);
+  return SluiceProcess::start(rls_yaml(dir, extra), "127.0.0.1", files);
+}
+
+// ---------------------------------------------------------------- health, reflection
+
+// Debian ships no client stubs for grpc.health.v1 or grpc.reflection, so the
+// tests below speak them with GenericStub and hand-encoded protobuf bytes.
+grpc::ByteBuffer bytes_buffer(const std::string& bytes) {
+  grpc::Slice slice(bytes);
+  return grpc::ByteBuffer(&slice, 1);
+}
+
+std::string buffer_bytes(const grpc::ByteBuffer& buffer) {
+  std::vector<grpc::Slice> slices;
+  std::string out;
+  if (!buffer.Dump(&slices).ok()) return out;
+  for (const grpc::Slice& s : slices)
+    out.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  return out;
+}
+
+// Waits for the one operation started on `cq`; whether it succeeded.
+bool next_ok(grpc::CompletionQueue& cq) {
+  void* tag = nullptr;
+  bool ok = false;
+  return cq.Next(&tag, &ok) && ok;
+}
+
+std::shared_ptr<grpc::Channel> channel_to(int port) {
+  return grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
+                             grpc::InsecureChannelCredentials());
+}
+
+// The length-delimited fields numbered `field` at the top level of `message`
+// (every field of the messages read here is a varint or length-delimited).
+std::vector<std::string> fields(const std::string& message, uint32_t field) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  auto varint = [&]() {
+    uint64_t v = 0;
+    for (int shift = 0; i < message.size(); shift += 7) {
+      const auto b = static_cast<uint8_t>(message[i++]);
+      v |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if ((b & 0x80) == 0) break;
+    }
+    return v;
+  };
+  while (i < message.size()) {
+    const uint64_t key = varint();
+    if ((key & 7) == 0) {
+      varint();
+      continue;
+    }
+    const uint64_t length = varint();
+    if ((key >> 3) == field) out.push_back(message.substr(i, length));
+    i += length;
+  }
+  return out;
+}
+
+TEST(RlsServe, TheGrpcPortAnswersHealthChecksAndReflection) {
+  DescriptorDir dir;
+  auto server = serve_file(dir, "api.yaml", kApiDescriptors);
+  ASSERT_NE(server, nullptr);
+  grpc::GenericStub stub(channel_to(grpc_port(server->log())));
+  const auto deadline = std::chrono::system_clock::now() + std::chrono::seconds(10);
+
+  // grpc.health.v1.Health/Check with an empty HealthCheckRequest (the whole
+  // server): SERVING is field 1 = 1.
+  {
+    grpc::ClientContext context;
+    context.set_deadline(deadline);
+    grpc::CompletionQueue cq;
+    auto call =
+        stub.PrepareUnaryCall(&context, "/grpc.health.v1.Health/Check", bytes_buffer(""), &cq);
+    call->StartCall();
+    grpc::ByteBuffer response;
+    grpc::Status status;
+    call->Finish(&response, &status, nullptr);
+    ASSERT_TRUE(next_ok(cq));
+    ASSERT_TRUE(status.ok()) << status.error_code() << ": " << status.error_message();
+    EXPECT_EQ(buffer_bytes(response), std::string("\x08\x01", 2));
+  }
+
+  // grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo, a bidi
+  // stream: one ServerReflectionRequest{list_services: ""} (field 7).
+  {
+    grpc::ClientContext context;
+    context.set_deadline(deadline);
+    grpc::CompletionQueue cq;
+    auto call = stub.PrepareCall(
+        &context, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", &cq);
+    call->StartCall(nullptr);
+    ASSERT_TRUE(next_ok(cq));
+    call->Write(bytes_buffer(std::string("\x3a\x00", 2)), nullptr);
+    ASSERT_TRUE(next_ok(cq));
+    call->WritesDone(nullptr);
+    ASSERT_TRUE(next_ok(cq));
+    grpc::ByteBuffer response;
+    call->Read(&response, nullptr);
+    ASSERT_TRUE(next_ok(cq));
+    // ServerReflectionResponse.list_services_response (6) -> service (1) -> name (1).
+    std::vector<std::string> names;
+    for (const std::string& list : fields(buffer_bytes(response), 6)) {
+      for (const std::string& service : fields(list, 1)) {
+        for (const std::string& name : fields(service, 1)) names.push_back(name);
+      }
+    }
+    std::sort(names.begin(), names.end());
+    EXPECT_EQ(names, (std::vector<std::string>{"envoy.service.ratelimit.v3.RateLimitService",
+                                               "grpc.health.v1.Health",
+                                               "grpc.reflection.v1alpha.ServerReflection"}));
+    grpc::ByteBuffer none;
+    call->Read(&none, nullptr);
+    EXPECT_FALSE(next_ok(cq));  // the server ends the stream after our WritesDone
+    grpc::Status status;
+    call->Finish(&status, nullptr);
+    ASSERT_TRUE(next_ok(cq));
+    EXPECT_TRUE(status.ok()) << status.error_code() << ": " << status.error_message();
+  }
+}
+
+// ---------------------------------------------------------------- sluice rls query
+
+// The descriptors the tries below use: a token bucket whose answers do not
+// depend on the wall clock (3 an hour, one back every 1200 s), a whitelisted
+// value, an unlimited one, and a nested rule.
+const std::string kTryDescriptors = R"(domain: try
+descriptors:
+  - key: user
+    rate_limit:
+      name: per_user
+      algorithm: token_bucket
+      capacity: 3
+      refill_rate: 3/h
+  - key: user
+    value: admin
+  - key: path
+    value: /health
+    rate_limit:
+      unlimited: true
+  - key: tenant
+    detailed_metric: true
+    descriptors:
+      - key: path
+        shadow_mode: true
+        rate_limit:
+          unit: minute
+          unit_multiplier: 5
+          requests_per_unit: 10
+)";
+
+struct Ran {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs `sluice ARGS` (each argument single-quoted by the caller as needed).
+Ran run_sluice(const std::string& args) {
+  Ran run;
+  const std::string dir = make_temp_dir();
+  const std::string err_path = dir + "/stderr";
+  const std::string command = std::string(SLUICE_BINARY) + " " + args + " 2>'" + err_path + "'";
+  FILE* p = ::popen(command.c_str(), "r");
+  if (p != nullptr) {
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) run.out.append(buf, n);
+    const int status = ::pclose(p);
+    run.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  std::ifstream err(err_path, std::ios::binary);
+  run.err.assign(std::istreambuf_iterator<char>(err), std::istreambuf_iterator<char>());
+  remove_dir(dir);
+  return run;
+}
+
+TEST(RlsQuery, PrintsTheAnswerOfARealServerWithItsExitCode) {
+  DescriptorDir dir;
+  auto server = serve_file(dir, "try.yaml", kTryDescriptors);
+  ASSERT_NE(server, nullptr);
+  const std::string address = "--address 127.0.0.1:" + std::to_string(grpc_port(server->log()));
+
+  Ran r = run_sluice("rls query " + address +
+                     " --domain try --descriptor user=alice --descriptor user=admin"
+                     " --descriptor path=/health");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out,
+            "overall: OK\n"
+            "descriptor 1 user=alice: OK\n"
+            "  limit: 3 per hour (per_user)\n"
+            "  limit_remaining: 2\n"
+            "  duration_until_reset: 1200s\n"
+            "descriptor 2 user=admin: OK\n"
+            "  limit: none\n"
+            "  limit_remaining: 0\n"
+            "descriptor 3 path=/health: OK\n"
+            "  limit: none\n"
+            "  limit_remaining: 4294967295\n"
+            "headers:\n"
+            "  RateLimit-Policy: \"per_user\";q=3;w=3600\n"
+            "  RateLimit: \"per_user\";r=2;t=1200\n");
+
+  // More hits than the bucket holds: refused (and not charged), exit 2.
+  r = run_sluice("rls query " + address + " --domain=try --descriptor=user=bob --hits 4");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out,
+            "overall: OVER_LIMIT\n"
+            "descriptor 1 user=bob: OVER_LIMIT\n"
+            "  limit: 3 per hour (per_user)\n"
+            "  limit_remaining: 0\n"
+            "  duration_until_reset: 3600s\n"
+            "headers:\n"
+            "  RateLimit-Policy: \"per_user\";q=3;w=3600\n"
+            "  RateLimit: \"per_user\";r=0;t=3600\n");
+
+  // Entries of one descriptor, comma separated; an unknown domain limits nothing.
+  r = run_sluice("rls query " + address + " --domain other --descriptor tenant=t1,path=/x");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "overall: OK\n"
+            "descriptor 1 tenant=t1,path=/x: OK\n"
+            "  limit: none\n"
+            "  limit_remaining: 0\n");
+}
+
+TEST(RlsQuery, ErrorsExitOneWithAClearMessage) {
+  const std::string more = "\n\nRun `sluice rls query --help` for the options.\n";
+  Ran r = run_sluice("rls query --address 127.0.0.1:1 --domain d --descriptor k=v");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "sluice rls query: cannot connect to 127.0.0.1:1\n");
+
+  r = run_sluice("rls query --address 127.0.0.1:1 --domain d --descriptor k");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err,
+            "sluice rls query: --descriptor 'k': each entry must be KEY=VALUE (a non-empty key), "
+            "entries separated by commas" +
+                more);
+  r = run_sluice("rls query --address 127.0.0.1:1 --descriptor k=v");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err, "sluice rls query: --domain DOMAIN is required" + more);
+  r = run_sluice("rls query --address 127.0.0.1:1 --domain d --descriptor k=v --hits 0");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err, "sluice rls query: --hits '0': a whole number from 1 to 4294967295" + more);
+  r = run_sluice("rls query --adress 127.0.0.1:1");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err, "sluice rls query: unknown option '--adress'" + more);
+
+  r = run_sluice("rls query --help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_TRUE(r.out.starts_with("Usage: sluice rls query --address HOST:PORT")) << r.out;
+  EXPECT_NE(r.out.find("  2  the answer is OVER_LIMIT\n"), std::string::npos) << r.out;
+}
+
+// ---------------------------------------------------------------- GET /admin/rls
+
+TEST(RlsAdmin, ShowsTheDescriptorsInForceAsJson) {
+  DescriptorDir dir;
+  auto server = serve_file(dir, "try.yaml", kTryDescriptors);
+  ASSERT_NE(server, nullptr);
+  const HttpResponse r = server->admin_get("/admin/rls");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.header("Content-Type"), "application/json");
+  EXPECT_EQ(
+      r.body,
+      R"({"domains":[{"domain":"try","file":")" + dir.file("try.yaml") +
+          R"(","descriptors":[)"
+          R"({"key":"user","rate_limit":{"name":"per_user","unit":"hour","requests_per_unit":3,)"
+          R"("algorithm":"token_bucket","capacity":3,"refill_tokens":3,"refill_period_seconds":3600},)"
+          R"("shadow_mode":false,"quota_mode":false,"detailed_metric":false,"descriptors":[]},)"
+          R"({"key":"user","value":"admin","shadow_mode":false,"quota_mode":false,)"
+          R"("detailed_metric":false,"descriptors":[]},)"
+          R"({"key":"path","value":"/health","rate_limit":{"unlimited":true},)"
+          R"("shadow_mode":false,"quota_mode":false,"detailed_metric":false,"descriptors":[]},)"
+          R"({"key":"tenant","shadow_mode":false,"quota_mode":false,"detailed_metric":true,)"
+          R"("descriptors":[{"key":"path","rate_limit":{"unit":"minute","requests_per_unit":10,)"
+          R"("unit_multiplier":5},"shadow_mode":true,"quota_mode":false,"detailed_metric":false,)"
+          R"("descriptors":[]}]}]}]})");
+  EXPECT_EQ(server->admin_post("/admin/rls").status, 405);
+}
+
+TEST(RlsAdmin, IsNotFoundWithoutRlsAndFollowsAdminTokenAll) {
+  auto plain = SluiceProcess::start("");
+  ASSERT_NE(plain, nullptr);
+  const HttpResponse none = plain->admin_get("/admin/rls");
+  EXPECT_EQ(none.status, 404);
+  EXPECT_EQ(none.body,
+            "{\"error\":{\"code\":\"NOT_FOUND\",\"message\":\"no Envoy RLS API is configured "
+            "(`grpc` and `rls.config_dir` in the config)\"}}");
+
+  DescriptorDir dir;
+  auto guarded = serve_file(dir, "try.yaml", "domain: small\n",
+                            "admin_token_file: admin.token\nadmin_token_all: true\n",
+                            {{"admin.token", "4dm1n-s3cret"}});
+  ASSERT_NE(guarded, nullptr);
+  EXPECT_EQ(guarded->admin_get("/admin/rls").status, 401);
+  const HttpResponse r =
+      guarded->admin_request("GET", "/admin/rls", {{"Authorization", "Bearer 4dm1n-s3cret"}});
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, R"({"domains":[{"domain":"small","file":")" + dir.file("try.yaml") +
+                        R"(","descriptors":[]}]})");
 }
 
 // ---------------------------------------------------------------- shutdown
