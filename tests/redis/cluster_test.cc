@@ -183,16 +183,21 @@ TEST_F(ClusterTest, AMigratingSlotIsFollowedThroughAskAndMoved) {
   EXPECT_GT(store_->stats().ask, ask_mid);
 
   // Finish: every node assigns the slot to the target; the source says MOVED.
-  ASSERT_NO_FATAL_FAILURE(finish_migration(slot, target));
+  // (Read before finishing: a call that missed its timeout on a loaded
+  // machine also asks for the slot map, and such a reading may land right
+  // after the finish; then no MOVED is needed to follow.)
   const auto moved_before = store_->stats().moved;
   const auto refreshes_before = store_->stats().topology_refreshes;
+  ASSERT_NO_FATAL_FAILURE(finish_migration(slot, target));
   for (int i = 0; i < 10; ++i) {
     auto o = driver.call(limit, existing, us(kEpochUs));
     ASSERT_TRUE(o.status.ok()) << o.status.error().message;
     allowed += o.decision.allowed;
   }
   EXPECT_EQ(allowed, 10) << "a count was lost or doubled while the slot moved";
-  EXPECT_GT(store_->stats().moved, moved_before);
+  EXPECT_TRUE(store_->stats().moved > moved_before ||
+              store_->stats().topology_refreshes > refreshes_before)
+      << "neither a MOVED nor a new reading of the slot map";
   EXPECT_EQ(dst.integer({"EXISTS", existing_key}), 1);
   EXPECT_EQ(dst.integer({"EXISTS", fresh_key}), 1);
   EXPECT_EQ(src.integer({"CLUSTER", "COUNTKEYSINSLOT", slot_text}), 0);
