@@ -29,3 +29,14 @@ cpu_ticks() {
   done
   echo "$total"
 }
+
+# Waits (at most 10 s) until something accepts on 127.0.0.1:PORT; else says
+# so, named by $BENCH_NAME, and exits the script.
+wait_port() {
+  for _ in $(seq 200); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+    sleep 0.05
+  done
+  echo "${BENCH_NAME:-bench}: nothing listens on port $1" >&2
+  exit 1
+}

@@ -53,14 +53,7 @@ cleanup() {
 trap cleanup EXIT
 
 source bench/lib.sh
-wait_port() {
-  for _ in $(seq 200); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-    sleep 0.05
-  done
-  echo "gateway bench: nothing listens on port $1" >&2
-  exit 1
-}
+BENCH_NAME="gateway bench"
 
 up_port=$(free_port)
 sl_port=$(free_port)
