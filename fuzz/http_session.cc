@@ -17,7 +17,6 @@
 #include <boost/asio/buffer.hpp>
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/parser.hpp>
-#include <boost/beast/http/string_body.hpp>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -106,13 +105,36 @@ struct World {
   http::ServerContext context;
 };
 
+// A request body that is skipped, not stored: a string_body would reserve
+// the announced Content-Length (up to 2^63) before any byte arrives, which
+// is the harness failing, not the session.
+struct SkippedBody {
+  using value_type = size_t;  // bytes skipped
+  struct reader {
+    template <bool isRequest, class Fields>
+    reader(bhttp::header<isRequest, Fields>&, value_type& skipped) : skipped_(skipped) {}
+    void init(const boost::optional<std::uint64_t>&, boost::beast::error_code& ec) { ec = {}; }
+    template <class ConstBufferSequence>
+    size_t put(const ConstBufferSequence& buffers, boost::beast::error_code& ec) {
+      ec = {};
+      const size_t n = asio::buffer_size(buffers);
+      skipped_ += n;
+      return n;
+    }
+    void finish(boost::beast::error_code& ec) { ec = {}; }
+
+   private:
+    value_type& skipped_;
+  };
+};
+
 // The methods of the requests in `input`, read as the session reads them
 // (Beast's parser, the same header limit), up to the first it cannot read.
 std::vector<bhttp::verb> request_methods(std::string_view input, size_t max_header_bytes) {
   std::vector<bhttp::verb> methods;
   boost::beast::error_code ec;
   while (!input.empty()) {
-    bhttp::request_parser<bhttp::string_body> parser;
+    bhttp::request_parser<SkippedBody> parser;
     parser.header_limit(static_cast<uint32_t>(max_header_bytes));
     parser.body_limit(boost::none);
     parser.eager(true);
@@ -131,7 +153,7 @@ void check_responses(std::string_view out, const std::vector<bhttp::verb>& metho
   while (!out.empty()) {
     FUZZ_CHECK(!closed, "bytes after a Connection: close response: %.*s",
                static_cast<int>(std::min<size_t>(out.size(), 200)), out.data());
-    bhttp::response_parser<bhttp::string_body> parser;
+    bhttp::response_parser<SkippedBody> parser;
     parser.body_limit(boost::none);
     parser.eager(true);
     const bool head = finals < methods.size() && methods[finals] == bhttp::verb::head;
