@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "observe/denial_log.h"
+#include "observe/open_family.h"
 #include "rls/config_json.h"
 #include "sluice/clock.h"
 
@@ -46,6 +47,18 @@ void log_domains(const rls::RlsConfig& config, const std::string& dir) {
   }
 }
 
+std::string_view detailed_result_name(rls::DetailedResult::Kind kind) {
+  switch (kind) {
+    case rls::DetailedResult::Kind::kOk:
+      return "ok";
+    case rls::DetailedResult::Kind::kNearLimit:
+      return "near_limit";
+    case rls::DetailedResult::Kind::kOverLimit:
+      return "over_limit";
+  }
+  return "?";
+}
+
 rls::OnStoreFailure on_store_failure(const policy::Config& config) {
   return config.store.redis.on_failure_allow ? rls::OnStoreFailure::kAllow
                                              : rls::OnStoreFailure::kDeny;
@@ -68,6 +81,7 @@ rls::RlsOptions rls_options(const policy::RlsSettings& settings) {
   }
   options.dynamic_metadata = settings.dynamic_metadata;
   options.global_shadow_mode = settings.shadow_mode;
+  options.near_limit_ratio = settings.near_limit_ratio;
   // No executor: the memory store decides inline on gRPC's callback thread, and the
   // Redis store runs calls from threads it is not attached to on its own I/O thread.
   return options;
@@ -98,6 +112,20 @@ void RlsRuntime::load(const Deployment& deployment) {
                   a.suppressed_before == 0 ? std::string()
                                            : " (" + std::to_string(a.suppressed_before) +
                                                  " more failed calls not logged before this one)");
+  };
+  // detailed_metric descriptors, counted from the first call (the family
+  // outlives the server's registry, which reads it at each scrape).
+  detailed_ = std::make_unique<observe::OpenCounterFamily>(
+      "sluice_rls_descriptor_total",
+      "Envoy RLS descriptors of detailed_metric rules by descriptor (its entries and values) "
+      "and result: ok, near_limit (allowed past rls.near_limit_ratio of the limit), over_limit. "
+      "At most " +
+          std::to_string(kMaxDetailedSeries) + " descriptors; the rest are counted as \"" +
+          std::string(observe::OpenCounterFamily::kOverflowValue) + "\".",
+      std::vector<std::string>{"domain", "descriptor", "result"}, kMaxDetailedSeries);
+  options.on_detailed_result = [family = detailed_.get()](const rls::DetailedResult& r) {
+    const std::string_view values[] = {r.domain, r.descriptor, detailed_result_name(r.result)};
+    family->add(values);
   };
   service_ = std::make_unique<rls::RlsService>(store_, SystemClock::instance(), deployment.rls,
                                                std::move(options));
@@ -164,6 +192,7 @@ void RlsRuntime::register_metrics(observe::Registry& registry) {
   registry.counter_function(
       "sluice_rls_hits_total",
       "Envoy RLS hits charged to limits (hits_addend of allowed descriptors).", {}, read(c->hits));
+  detailed_->attach(registry);
   const rls::RlsService* service = service_.get();
   registry.gauge("sluice_rls_domains", "Envoy RLS descriptor domains loaded.", {}, [service] {
     const std::shared_ptr<const rls::RlsConfig> config = service->config();
@@ -189,6 +218,8 @@ void RlsRuntime::stage(const Deployment& next) {
     restart_needed("dynamic_metadata", text(settings_.dynamic_metadata),
                    text(config.rls->dynamic_metadata));
     restart_needed("shadow_mode", text(settings_.shadow_mode), text(config.rls->shadow_mode));
+    restart_needed("near_limit_ratio", std::to_string(settings_.near_limit_ratio),
+                   std::to_string(config.rls->near_limit_ratio));
   }
   pending_ = next.rls;
   pending_settings_ = *config.rls;

@@ -18,6 +18,7 @@
 
 #include "cli/deployment.h"
 #include "http/server.h"
+#include "observe/open_family.h"
 #include "policy/config.h"
 #include "rls/grpc_server.h"
 #include "rls/service.h"
@@ -60,6 +61,11 @@ class RlsRuntime final : public http::Companion {
  private:
   Store& store_;
   policy::RlsSettings settings_;  // as started (options other than the folder need a restart)
+  // sluice_rls_descriptor_total (detailed_metric); its label sets are
+  // bounded since they hold request values. Declared before the service
+  // that counts into it.
+  static constexpr size_t kMaxDetailedSeries = 10000;
+  std::unique_ptr<observe::OpenCounterFamily> detailed_;
   std::unique_ptr<rls::RlsService> service_;
   std::unique_ptr<rls::GrpcServer> server_;
   std::shared_ptr<const rls::RlsConfig> pending_;  // staged by stage()

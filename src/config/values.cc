@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <limits>
 
@@ -213,6 +214,20 @@ Result<uint64_t> parse_uint(std::string_view text) {
   if (problem.empty()) return value;
   if (problem == "too large") return bad("is too large, got " + quoted(text));
   return bad("must be a whole number, got " + quoted(text));
+}
+
+Result<double> parse_ratio(std::string_view text) {
+  const std::string like =
+      "must be a number greater than 0 and at most 1, like 0.8, got " + quoted(text);
+  const bool decimal = !text.empty() && text.find_first_not_of("0123456789.") == text.npos &&
+                       text.find('.') == text.rfind('.') && text != ".";
+  double value = 0;
+  if (!decimal ||
+      std::from_chars(text.data(), text.data() + text.size(), value).ec != std::errc{}) {
+    return bad(like);
+  }
+  if (!(value > 0 && value <= 1)) return bad(like);
+  return value;
 }
 
 Result<Nanos> parse_duration(std::string_view text, bool allow_zero) {

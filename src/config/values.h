@@ -32,6 +32,10 @@ std::string to_lower(std::string_view s);
 // No sign, no fraction, no exponent, no hex.
 Result<uint64_t> parse_uint(std::string_view text);
 
+// A fraction in (0, 1] written in decimal ("0.8", "1", ".75"): a ratio such
+// as rls.near_limit_ratio. No sign, no exponent, no percent.
+Result<double> parse_ratio(std::string_view text);
+
 // A non-negative duration: an integer and one of the units ms, s, m, h, d, w
 // ("500ms", "1s", "1m", "1h", "1d", "2w"). No fractions, no sign, the unit is
 // required. `allow_zero` false makes "0s" an error.

@@ -123,7 +123,7 @@ Registry::Series& Registry::series_locked(std::string_view name, std::string_vie
     it = families_.emplace(std::string(name), Family{}).first;
     it->second.help = std::string(help);
     it->second.type = type;
-  } else if (it->second.type != type) {
+  } else if (it->second.type != type || it->second.read_series) {
     throw std::logic_error(std::string("metric family registered with two types: ").append(name));
   }
   Series& series = it->second.series[render_labels(labels)];
@@ -158,6 +158,19 @@ void Registry::counter_function(std::string_view name, std::string_view help, co
   series_locked(name, help, Type::kCounter, labels).counter_read = std::move(read);
 }
 
+void Registry::counter_family_function(std::string_view name, std::string_view help,
+                                       std::function<SeriesValues()> read) {
+  std::lock_guard lock(mutex_);
+  auto it = families_.find(name);
+  if (it != families_.end()) {
+    throw std::logic_error(std::string("metric family registered twice: ").append(name));
+  }
+  Family& family = families_.emplace(std::string(name), Family{}).first->second;
+  family.help = std::string(help);
+  family.type = Type::kCounter;
+  family.read_series = std::move(read);
+}
+
 std::string Registry::render() const {
   std::lock_guard lock(mutex_);
   std::string out;
@@ -168,6 +181,12 @@ std::string Registry::render() const {
            : family.type == Type::kGauge ? "gauge"
                                          : "histogram";
     out += '\n';
+    if (family.read_series) {
+      for (const auto& [labels, value] : family.read_series()) {
+        append(out, {name, render_labels(labels), " ", std::to_string(value), "\n"});
+      }
+      continue;
+    }
     for (const auto& [label_text, series] : family.series) {
       switch (family.type) {
         case Type::kCounter: {

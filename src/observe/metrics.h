@@ -90,6 +90,13 @@ class Registry {
   void counter_function(std::string_view name, std::string_view help, const Labels& labels,
                         std::function<uint64_t()> read);
 
+  // A counter family whose series are kept elsewhere and only known at
+  // scrape time (label values from requests): `read` lists them, each with
+  // its value; it must be callable for the registry's lifetime.
+  using SeriesValues = std::vector<std::pair<Labels, uint64_t>>;
+  void counter_family_function(std::string_view name, std::string_view help,
+                               std::function<SeriesValues()> read);
+
   // The whole registry in the Prometheus text format, families sorted by name.
   std::string render() const;
 
@@ -105,7 +112,8 @@ class Registry {
   struct Family {
     std::string help;
     Type type = Type::kCounter;
-    std::map<std::string, Series> series;  // by rendered label text
+    std::map<std::string, Series> series;       // by rendered label text
+    std::function<SeriesValues()> read_series;  // a counter_family_function family
   };
   Series& series_locked(std::string_view name, std::string_view help, Type type,
                         const Labels& labels);

@@ -166,6 +166,9 @@ struct RlsSettings {
   bool dynamic_metadata = false;  // domain and descriptors in dynamic_metadata
   bool shadow_mode = false;       // every call answered OK; over-limit only counted
   bool merge_domains = false;     // several files may define one domain
+  // detailed_metric: an allowed descriptor past this share of its limit
+  // counts as near_limit.
+  double near_limit_ratio = 0.8;
   friend bool operator==(const RlsSettings&, const RlsSettings&) = default;
 };
 

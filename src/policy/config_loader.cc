@@ -59,8 +59,8 @@ const Keys kDecisionApiKeys = {"listen", "token_file"};
 const Keys kDenyKeys = {"status", "body_file", "content_type"};
 // A deny body is sent with every denied request: small.
 constexpr size_t kMaxDenyBodyBytes = 64 * 1024;
-const Keys kRlsKeys = {"config_dir", "response_headers", "dynamic_metadata", "shadow_mode",
-                       "merge_domains"};
+const Keys kRlsKeys = {"config_dir",  "response_headers", "dynamic_metadata",
+                       "shadow_mode", "merge_domains",    "near_limit_ratio"};
 const Keys kUpstreamKeys = {"url", "connect_timeout", "timeout", "max_idle_connections"};
 const Keys kStoreKeys = {"backend", "max_keys", "redis"};
 const Keys kRedisKeys = {"addresses",  "url",      "cluster",  "timeout",
@@ -301,6 +301,11 @@ class Loader {
     flag("dynamic_metadata", &settings.dynamic_metadata);
     flag("shadow_mode", &settings.shadow_mode);
     flag("merge_domains", &settings.merge_domains);
+    if (const Item* r = m->get("near_limit_ratio")) {
+      if (auto ratio = walker_.parsed<double>(*r, "a number like 0.8", config::parse_ratio)) {
+        settings.near_limit_ratio = *ratio;
+      }
+    }
     if (ok) config_.rls = settings;
   }
 

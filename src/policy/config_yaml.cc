@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <array>
 #include <charconv>
 #include <chrono>
 #include <string_view>
@@ -129,6 +130,10 @@ void rls(YAML::Emitter& out, const Config& c) {
   out << YAML::Key << "dynamic_metadata" << YAML::Value << r.dynamic_metadata;
   out << YAML::Key << "shadow_mode" << YAML::Value << r.shadow_mode;
   out << YAML::Key << "merge_domains" << YAML::Value << r.merge_domains;
+  // The shortest text that reads back as the same double ("0.8").
+  std::array<char, 32> ratio{};
+  const auto written = std::to_chars(ratio.data(), ratio.data() + ratio.size(), r.near_limit_ratio);
+  out << YAML::Key << "near_limit_ratio" << YAML::Value << std::string(ratio.data(), written.ptr);
   out << YAML::EndMap;
 }
 

@@ -102,7 +102,8 @@ struct RlsService::Item {
   bool window_aligned = true;  // fixed windows end on multiples of `window`
   bool shadow_mode = false;
   bool quota_mode = false;
-  std::string stat_key;  // only for draft headers
+  std::string stat_key;   // only for draft headers and detailed_metric
+  bool detailed = false;  // a detailed_metric node, reported to on_detailed_result
   uint64_t hits = 1;
   // The plan of a kStore item: its limit (the rule's, or the override's)
   // under its store key, as every front door plans one (policy/policy.h).
@@ -309,6 +310,10 @@ grpc::Status RlsService::plan_match(const Domain& domain, const rlspb::RateLimit
   const bool want_stat_key = options_.response_headers == ResponseHeaders::kDraft10;
   std::optional<Match> match = match_descriptor(domain, entries, want_stat_key);
   if (!match) return grpc::Status::OK;
+  item.detailed = match->node->detailed_metric && options_.on_detailed_result;
+  // The detailed key is only built when asked for: match again for it (the
+  // rare detailed_metric node pays, not every descriptor).
+  if (item.detailed && !want_stat_key) match = match_descriptor(domain, entries, true);
   const RateLimitRule& rule = match->rule();
   item.node = match->node;
   item.name = rule.name;
@@ -415,6 +420,29 @@ void RlsService::finish_item(Call& call, size_t i) {
   if (out.store_failed) return;
   (out.over ? counters_.over_limit : counters_.within_limit)
       .fetch_add(1, std::memory_order_relaxed);
+  if (item.detailed) report_detailed(call, item);
+}
+
+// envoyproxy/ratelimit's near limit: allowed, and the hits used after this
+// one pass floor(near_limit_ratio * limit).
+void RlsService::report_detailed(const Call& call, const Item& item) const {
+  const Outcome& out = item.outcome;
+  DetailedResult r;
+  r.domain = call.request->domain();
+  r.descriptor = item.stat_key;
+  if (r.descriptor.starts_with(r.domain) && r.descriptor.size() > r.domain.size()) {
+    r.descriptor.remove_prefix(r.domain.size() + 1);  // "domain."
+  }
+  if (out.over) {
+    r.result = DetailedResult::Kind::kOverLimit;
+  } else {
+    const uint64_t limit = item.requests_per_unit;
+    const uint64_t used = limit - std::min<uint64_t>(out.decision.remaining, limit);
+    const auto threshold =
+        static_cast<uint64_t>(options_.near_limit_ratio * static_cast<double>(limit));
+    r.result = used > threshold ? DetailedResult::Kind::kNearLimit : DetailedResult::Kind::kOk;
+  }
+  options_.on_detailed_result(r);
 }
 
 // Shadow and quota mode turn over-limit descriptors into OK; returns whether

@@ -50,6 +50,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
@@ -85,6 +86,17 @@ enum class OnStoreFailure {
   kDeny,
 };
 
+// One descriptor of a detailed_metric node, as it was decided: for
+// sluice_rls_descriptor_total{domain,descriptor,result}.
+struct DetailedResult {
+  enum class Kind { kOk, kNearLimit, kOverLimit };
+  std::string_view domain;
+  // The stat key after the domain: every entry with its value
+  // ("remote_address_10.0.0.1"), shared wildcards with their pattern.
+  std::string_view descriptor;
+  Kind result = Kind::kOk;
+};
+
 struct RlsOptions {
   ResponseHeaders response_headers = ResponseHeaders::kOff;
   OnStoreFailure on_store_failure = OnStoreFailure::kError;
@@ -99,6 +111,14 @@ struct RlsOptions {
   bool dynamic_metadata = false;
   // Every request gets OK; over-limit decisions are only counted.
   bool global_shadow_mode = false;
+  // Called for every descriptor of a detailed_metric node that a limit
+  // decided (not check-only hits_addend 0, not a failed store call): ok,
+  // near_limit (allowed, with more than near_limit_ratio of the limit used,
+  // envoyproxy/ratelimit's NEAR_LIMIT_RATIO) or over_limit (shadow_mode and
+  // quota_mode included). From the thread that completes the call; must be
+  // thread-safe.
+  std::function<void(const DetailedResult&)> on_detailed_result;
+  double near_limit_ratio = 0.8;
   // Where ShouldRateLimit runs its decision. Unset: inline, on the gRPC
   // thread (right for the memory store). A store bound to an event loop
   // (Redis) needs it posted there, e.g. [&io](auto task) { asio::post(io, std::move(task)); }.
@@ -166,6 +186,7 @@ class RlsService final : public rlspb::RateLimitService::CallbackService {
   void fail(Call& call, const grpc::Status& status);
   void finish(Call& call);
   void finish_item(Call& call, size_t i);
+  void report_detailed(const Call& call, const Item& item) const;
   bool apply_modes(Call& call);
   void add_headers(Call& call) const;
   void fill_metadata(Call& call) const;

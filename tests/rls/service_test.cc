@@ -6,7 +6,9 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "rls_fixture.h"
 #include "test_util.h"
@@ -210,6 +212,77 @@ TEST(RlsService, ShadowModeAnswersOkButCountsTheOverLimit) {
   EXPECT_EQ(rls.service.counters().over_limit.load(), 3u);
   EXPECT_EQ(rls.service.counters().within_limit.load(), 1u);
   EXPECT_EQ(rls.service.counters().calls_over_limit.load(), 0u);
+}
+
+// What on_detailed_result reported, as "descriptor result" lines.
+struct DetailedLog {
+  std::mutex mutex;
+  std::vector<std::string> lines;
+
+  RlsOptions options(double near_limit_ratio) {
+    RlsOptions o;
+    o.near_limit_ratio = near_limit_ratio;
+    o.on_detailed_result = [this](const DetailedResult& r) {
+      const char* result = r.result == DetailedResult::Kind::kOk          ? "ok"
+                           : r.result == DetailedResult::Kind::kNearLimit ? "near_limit"
+                                                                          : "over_limit";
+      std::lock_guard lock(mutex);
+      lines.push_back(std::string(r.domain) + " " + std::string(r.descriptor) + " " + result);
+    };
+    return o;
+  }
+};
+
+constexpr char kDetailedConfig[] = R"(domain: d
+descriptors:
+  - key: tenant
+    detailed_metric: true
+    rate_limit: {unit: minute, requests_per_unit: 10}
+  - key: team
+    descriptors:
+      - key: user
+        detailed_metric: true
+        shadow_mode: true
+        rate_limit: {unit: hour, requests_per_unit: 2}
+  - key: plain
+    rate_limit: {unit: minute, requests_per_unit: 1}
+)";
+
+TEST(RlsService, DetailedMetricReportsOkNearLimitAndOverLimitPerDescriptorValue) {
+  DetailedLog log;
+  RlsHarness rls(load_text(kDetailedConfig), log.options(0.8));
+  // 10 a minute, near limit past floor(0.8 * 10) = 8 used: the 9th and 10th.
+  EXPECT_EQ(rls.allowed(one("tenant", "acme"), 11), 10);
+  EXPECT_EQ(rls.call(one("tenant", "globex")).overall_code(), OK);
+  // Not detailed: not reported. Check only (hits_addend 0): not reported.
+  EXPECT_EQ(rls.call(one("plain", "x")).overall_code(), OK);
+  pb::RateLimitRequest check = one("tenant", "acme");
+  check.mutable_descriptors(0)->mutable_hits_addend()->set_value(0);
+  EXPECT_EQ(rls.call(check).overall_code(), OK);
+  // Shadow mode answers OK but the descriptor is reported over its limit.
+  const pb::RateLimitRequest nested = request("d", {Entries{{"team", "core"}, {"user", "ann"}}});
+  EXPECT_EQ(rls.codes(nested, 3), (std::vector<testing::Code>{OK, OK, OK}));
+
+  std::vector<std::string> expected(8, "d tenant_acme ok");
+  expected.insert(expected.end(), 2, "d tenant_acme near_limit");
+  expected.push_back("d tenant_acme over_limit");
+  expected.push_back("d tenant_globex ok");
+  // 2 an hour: floor(0.8 * 2) = 1 used is the threshold, so the 2nd is near.
+  expected.push_back("d team_core.user_ann ok");
+  expected.push_back("d team_core.user_ann near_limit");
+  expected.push_back("d team_core.user_ann over_limit");
+  std::lock_guard lock(log.mutex);
+  EXPECT_EQ(log.lines, expected);
+}
+
+TEST(RlsService, NearLimitRatioIsConfigurable) {
+  DetailedLog log;
+  RlsHarness rls(load_text(kDetailedConfig), log.options(0.5));
+  EXPECT_EQ(rls.allowed(one("tenant", "acme"), 10), 10);
+  std::vector<std::string> expected(5, "d tenant_acme ok");
+  expected.insert(expected.end(), 5, "d tenant_acme near_limit");
+  std::lock_guard lock(log.mutex);
+  EXPECT_EQ(log.lines, expected);
 }
 
 TEST(RlsService, OverallIsOverIfAnyDescriptorIsOverAndEachIsChargedOnItsOwn) {

@@ -44,6 +44,7 @@ TEST(ConfigRls, DefaultsWithOnlyTheFolder) {
   EXPECT_FALSE(c.rls->dynamic_metadata);
   EXPECT_FALSE(c.rls->shadow_mode);
   EXPECT_FALSE(c.rls->merge_domains);
+  EXPECT_EQ(c.rls->near_limit_ratio, 0.8);
 }
 
 TEST(ConfigRls, EveryKeyIsRead) {
@@ -54,8 +55,10 @@ rls:
   dynamic_metadata: true
   shadow_mode: true
   merge_domains: true
+  near_limit_ratio: 0.75
 )");
   ASSERT_TRUE(c.rls.has_value());
+  EXPECT_EQ(c.rls->near_limit_ratio, 0.75);
   EXPECT_EQ(c.rls->config_dir, "descriptors");  // no folder in the name "t.yaml"
   EXPECT_EQ(c.rls->response_headers, RlsSettings::ResponseHeaders::kDraft);
   EXPECT_TRUE(c.rls->dynamic_metadata);
@@ -123,6 +126,23 @@ rls:
                     "t.yaml:7:3: rls.merge_domain: unknown key; did you mean `merge_domains`?"}));
   EXPECT_EQ(errors_of("grpc: 127.0.0.1:8081\nrls: /etc/ratelimit\n"),
             Errors{"t.yaml:2:6: rls: must be a mapping with config_dir:, got \"/etc/ratelimit\""});
+}
+
+TEST(ConfigRls, NearLimitRatioIsAFractionUpToOne) {
+  EXPECT_EQ(
+      valid("grpc: 127.0.0.1:1\nrls: {config_dir: d, near_limit_ratio: 1}\n").rls->near_limit_ratio,
+      1.0);
+  EXPECT_EQ(valid("grpc: 127.0.0.1:1\nrls: {config_dir: d, near_limit_ratio: .5}\n")
+                .rls->near_limit_ratio,
+            0.5);
+  for (const char* bad : {"0", "1.5", "80%", "-0.5", "1e-1", "0.8.1", "."}) {
+    EXPECT_EQ(errors_of("grpc: 127.0.0.1:1\nrls: {config_dir: d, near_limit_ratio: " +
+                        std::string(bad) + "}\n"),
+              Errors{"t.yaml:2:45: rls.near_limit_ratio: must be a number greater than 0 and at "
+                     "most 1, like 0.8, got \"" +
+                     std::string(bad) + "\""})
+        << bad;
+  }
 }
 
 TEST(ConfigRls, ABadGrpcAddressIsReportedAlone) {

@@ -9,6 +9,7 @@
 #include "observe/denial_log.h"
 #include "observe/logging.h"
 #include "observe/metrics.h"
+#include "observe/open_family.h"
 #include "observe/top_keys.h"
 
 namespace sluice::observe {
@@ -66,6 +67,55 @@ TEST(Registry, SameSeriesTwiceIsOneCounter) {
 TEST(Registry, LabelValuesAreEscaped) {
   EXPECT_EQ(render_labels({{"route", "GET /a\"b\\c\nd"}}), R"({route="GET /a\"b\\c\nd"})");
   EXPECT_EQ(render_labels({}), "");
+}
+
+TEST(OpenCounterFamily, CountsPerLabelSetAndRendersThemSorted) {
+  OpenCounterFamily family("x_total", "X.", {"domain", "result"}, 10);
+  Registry registry;
+  family.attach(registry);
+  const std::string_view b[] = {"d", "ok"};
+  const std::string_view a[] = {"d", "near_limit"};
+  family.add(b);
+  family.add(b, 2);
+  family.add(a);
+  EXPECT_EQ(registry.render(),
+            "# HELP x_total X.\n# TYPE x_total counter\n"
+            "x_total{domain=\"d\",result=\"near_limit\"} 1\n"
+            "x_total{domain=\"d\",result=\"ok\"} 3\n");
+  EXPECT_EQ(family.series(), 2u);
+}
+
+TEST(OpenCounterFamily, LabelSetsPastTheBoundShareTheOverflowSeries) {
+  OpenCounterFamily family("x_total", "X.", {"key"}, 2);
+  for (std::string_view key : {"a", "b", "c", "d", "a"}) {
+    const std::string_view values[] = {key};
+    family.add(values);
+  }
+  // A call with the wrong number of values counts nothing.
+  const std::string_view wrong[] = {"a", "b"};
+  family.add(wrong);
+  EXPECT_EQ(family.series(), 2u);
+  const Registry::SeriesValues snap = family.snapshot();
+  ASSERT_EQ(snap.size(), 3u);
+  EXPECT_EQ(snap[0], (std::pair<Labels, uint64_t>{{{"key", "a"}}, 2}));
+  EXPECT_EQ(snap[1], (std::pair<Labels, uint64_t>{{{"key", "b"}}, 1}));
+  EXPECT_EQ(snap[2], (std::pair<Labels, uint64_t>{{{"key", "_other_"}}, 2}));
+}
+
+TEST(OpenCounterFamily, ValuesThatWouldSpellTheSameJoinedTextAreTwoSeries) {
+  OpenCounterFamily family("x_total", "X.", {"a", "b"}, 10);
+  const std::string_view one[] = {"x:", "y"};
+  const std::string_view two[] = {"x", ":y"};
+  family.add(one);
+  family.add(two);
+  EXPECT_EQ(family.series(), 2u);
+}
+
+TEST(Registry, AFamilyFunctionCannotShareItsNameWithAnotherFamily) {
+  Registry registry;
+  registry.counter("x_total", "X.", {});
+  OpenCounterFamily family("x_total", "X.", {"k"}, 1);
+  EXPECT_THROW(family.attach(registry), std::logic_error);
 }
 
 TEST(DenialLogGate, OneLinePerIntervalWithACountOfTheRest) {

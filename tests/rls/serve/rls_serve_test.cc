@@ -208,6 +208,41 @@ TEST(RlsServe, ExactDecisionsOverTheRealBinaryAndTheirMetrics) {
   EXPECT_NE(metrics.find("# TYPE sluice_rls_domains gauge\n"), std::string::npos);
 }
 
+TEST(RlsServe, DetailedMetricSeriesPerDescriptorValueWithNearLimit) {
+  DescriptorDir dir;
+  // A bucket refilled once a day: the decisions cannot depend on the time.
+  dir.write("api.yaml", R"(domain: api
+descriptors:
+  - key: tenant
+    detailed_metric: true
+    rate_limit: {algorithm: token_bucket, capacity: 5, refill_rate: 1/d}
+  - key: plain
+    rate_limit: {algorithm: token_bucket, capacity: 5, refill_rate: 1/d}
+)");
+  auto server = SluiceProcess::start("grpc: 127.0.0.1:0\nrls:\n  config_dir: " + dir.path() +
+                                     "\n  near_limit_ratio: 0.6\nserver:\n  shutdown_grace: 2s\n");
+  ASSERT_NE(server, nullptr);
+  const int port = grpc_port(server->log());
+  ASSERT_GT(port, 0) << server->log();
+  RlsClient client(port);
+  int ok = 0;
+  for (int i = 0; i < 6; ++i)
+    ok += client.call(request("api", {{{"tenant", "acme"}}})).overall_code() == OK;
+  EXPECT_EQ(ok, 5);
+  EXPECT_EQ(client.call(request("api", {{{"tenant", "globex"}}})).overall_code(), OK);
+  EXPECT_EQ(client.call(request("api", {{{"plain", "x"}}})).overall_code(), OK);
+
+  // Near limit past floor(0.6 * 5) = 3 used: the 4th and 5th.
+  const std::string series = "sluice_rls_descriptor_total{domain=\"api\",descriptor=";
+  EXPECT_EQ(server->metric(series + R"("tenant_acme",result="ok"})"), 3);
+  EXPECT_EQ(server->metric(series + R"("tenant_acme",result="near_limit"})"), 2);
+  EXPECT_EQ(server->metric(series + R"("tenant_acme",result="over_limit"})"), 1);
+  EXPECT_EQ(server->metric(series + R"("tenant_globex",result="ok"})"), 1);
+  const std::string metrics = server->admin_get("/metrics").body;
+  EXPECT_NE(metrics.find("# TYPE sluice_rls_descriptor_total counter\n"), std::string::npos);
+  EXPECT_EQ(metrics.find("plain"), std::string::npos) << "not a detailed_metric descriptor";
+}
+
 TEST(RlsServe, ShadowModeDescriptorsAnswerOkButCountAsOver) {
   DescriptorDir dir;
   dir.write("shadow.yaml", R"(domain: shadow
