@@ -27,6 +27,8 @@ packages=(
   libbenchmark-dev
   # server: HTTP (Beast/Asio/URL/JSON), config, logs
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
+  # JWT keys (key: jwt:CLAIM): libcrypto's HMAC, RSA and ECDSA
+  libssl-dev
   # Redis store
   libhiredis-dev
   # Envoy RLS gRPC API

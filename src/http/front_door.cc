@@ -317,10 +317,11 @@ void FrontDoor::handle_auth(const std::shared_ptr<Session>& session) {
   info.target = sv(uri->value());
   info.peer = session->peer();
   info.headers = &headers;
+  const Nanos now = context_.clock.now();
+  info.now = now;
   auto plan = std::make_unique<policy::Plan>(state->policy.plan(info));
   if (plan->bad_path) return respond_bad_path(*session);
   const policy::Plan& planned = *plan;
-  const Nanos now = context_.clock.now();
   decide_and_count(
       *session, state, planned, state->metrics_for(planned.route), now, 1,
       [session, state, now, plan = std::move(plan)](policy::Verdict verdict) {
@@ -345,12 +346,13 @@ void FrontDoor::handle_gateway(const std::shared_ptr<Session>& session) {
   info.target = sv(req.target());
   info.peer = session->peer();
   info.headers = &headers;
+  const Nanos now = context_.clock.now();
+  info.now = now;
 
   auto exchange = std::make_shared<GatewayExchange>();
   exchange->plan = state->policy.plan(info);
   if (exchange->plan.bad_path) return respond_bad_path(*session);
   const policy::Plan& plan = exchange->plan;
-  const Nanos now = context_.clock.now();
   decide_and_count(
       *session, state, plan, state->metrics_for(plan.route), now, 1,
       [this, session, state, now, exchange = std::move(exchange)](policy::Verdict v) mutable {

@@ -13,6 +13,7 @@
 
 #include "config/error.h"
 #include "config/values.h"
+#include "policy/jwt.h"
 #include "sluice/limit.h"
 
 namespace sluice::policy {
@@ -72,12 +73,12 @@ struct HeaderModes {
 };
 
 // How a request's client key is formed: "ip", "header:x-api-key",
-// "cookie:session", "query:api_key", "global", or a combination joined by
-// '+', e.g. "ip+header:x-api-key".
+// "cookie:session", "query:api_key", "jwt:sub", "global", or a combination
+// joined by '+', e.g. "ip+header:x-api-key".
 struct KeyPart {
-  enum class Kind { kIp, kHeader, kCookie, kQuery, kGlobal };
+  enum class Kind { kIp, kHeader, kCookie, kQuery, kJwt, kGlobal };
   Kind kind = Kind::kIp;
-  std::string name;  // the header (lower-case), cookie or query parameter name
+  std::string name;  // the header (lower-case), cookie, query parameter or claim name
   friend bool operator==(const KeyPart&, const KeyPart&) = default;
 };
 struct KeySpec {
@@ -209,6 +210,7 @@ struct Config {
   bool case_insensitive_paths = false;
   int auth_deny_status = 429;
   DenyResponse deny;
+  std::optional<JwtSettings> jwt;  // for `jwt:CLAIM` keys
   std::vector<NamedPolicy> policies;
   std::optional<Route> default_route;  // applies when no route matches; none = unlimited
   std::vector<Route> routes;           // first match wins

@@ -50,6 +50,7 @@ const Keys kTopKeys = {"listen",
                        "case_insensitive_paths",
                        "auth_deny_status",
                        "deny",
+                       "jwt",
                        "policies",
                        "default",
                        "routes",
@@ -57,6 +58,9 @@ const Keys kTopKeys = {"listen",
                        "logging"};
 const Keys kDecisionApiKeys = {"listen", "token_file"};
 const Keys kDenyKeys = {"status", "body_file", "content_type"};
+const Keys kJwtKeys = {"jwks_file", "secret_file", "issuer", "audience"};
+// A JWKS is a handful of public keys.
+constexpr size_t kMaxJwksBytes = 1024 * 1024;
 // A deny body is sent with every denied request: small.
 constexpr size_t kMaxDenyBodyBytes = 64 * 1024;
 const Keys kRlsKeys = {"config_dir",  "response_headers", "dynamic_metadata",
@@ -198,12 +202,21 @@ class Loader {
         config_.auth_deny_status = static_cast<int>(*s);
     }
     if (const Item* d = m->get("deny")) deny(*d);
+    if (const Item* j = m->get("jwt")) jwt(*j);
     // Policies first: routes refer to them wherever they are in the file.
     if (const Item* p = m->get("policies")) policies(*p);
     if (const Item* d = m->get("default")) default_route(*d);
     if (const Item* r = m->get("routes")) routes(*r);
     if (const Item* s = m->get("server")) server(*s);
     if (const Item* l = m->get("logging")) logging(*l);
+    // A jwt: key needs the keys its tokens are checked with.
+    if (!config_.jwt && m->get("jwt") == nullptr) {
+      for (const Item& key : jwt_keys_) {
+        walker_.error(key,
+                      "a jwt: key needs the `jwt:` section (jwks_file or secret_file) to verify "
+                      "tokens with");
+      }
+    }
   }
 
   // admin_token_file, admin_token_all, admin_hosts; and the rule that an admin
@@ -563,8 +576,63 @@ class Loader {
   void key_spec(const Item* item, KeySpec* out) {
     if (item == nullptr) return;
     if (auto k = walker_.parsed<KeySpec>(*item, "ip, global, header:NAME or a combination",
-                                         parse_key_spec))
+                                         parse_key_spec)) {
       *out = *k;
+      for (const KeyPart& part : k->parts) {
+        if (part.kind == KeyPart::Kind::kJwt) {
+          jwt_keys_.push_back(*item);
+          break;
+        }
+      }
+    }
+  }
+
+  void jwt(const Item& item) {
+    const std::optional<Mapping> m =
+        walker_.mapping(item, &kJwtKeys, "a mapping with jwks_file: or secret_file:");
+    if (!m) return;
+    JwtSettings jwt;
+    const Item* jwks = m->get("jwks_file");
+    const Item* secret = m->get("secret_file");
+    if ((jwks == nullptr) == (secret == nullptr)) {
+      walker_.error(item, jwks == nullptr
+                              ? "needs jwks_file (RS256 / ES256 public keys) or secret_file "
+                                "(an HS256 secret)"
+                              : "takes jwks_file or secret_file, not both");
+      return;
+    }
+    const Item* keys_item = jwks != nullptr ? jwks : secret;
+    if (jwks != nullptr) {
+      std::optional<std::string> path = walker_.path(*jwks);
+      if (!path) return;
+      std::string reason;
+      std::optional<std::string> text =
+          config::read_small_file(*path, "the JWKS file " + *path, kMaxJwksBytes, &reason);
+      if (!text) return walker_.error(*jwks, reason);
+      jwt.jwks_file = std::move(*path);
+      jwt.jwks = std::move(*text);
+    } else {
+      std::optional<config::Secret> s = walker_.secret_file(*secret);
+      if (!s) return;
+      jwt.secret_file = s->path;
+      jwt.secret = s->value;
+    }
+    auto text = [&](const char* key, std::string* out) {
+      if (const Item* i = m->get(key)) {
+        if (auto v = walker_.scalar(*i, "a string")) *out = *v;
+      }
+    };
+    text("issuer", &jwt.issuer);
+    text("audience", &jwt.audience);
+    // The keys are checked now, so that a bad file is a load error at its line.
+    Result<std::shared_ptr<const JwtVerifier>> verifier = JwtVerifier::make(jwt);
+    if (!verifier.ok()) {
+      return walker_.error(*keys_item,
+                           (jwks != nullptr ? "the JWKS file " + jwt.jwks_file + " "
+                                            : "the secret file " + jwt.secret_file + ": ") +
+                               verifier.error().message);
+    }
+    config_.jwt = std::move(jwt);
   }
 
   void default_route(const Item& item) {
@@ -754,6 +822,7 @@ class Loader {
   Walker walker_;
   const ConfigOverrides& overrides_;
   Config config_;
+  std::vector<Item> jwt_keys_;             // key: items with a jwt: part
   std::vector<std::string> policy_names_;  // every name under policies:, valid or not
   std::set<std::string, std::less<>> broken_policies_;
 };

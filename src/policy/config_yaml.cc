@@ -221,6 +221,23 @@ void deny(YAML::Emitter& out, const DenyResponse& d) {
   out << YAML::EndMap;
 }
 
+// The key files by path: loading the text reads them again.
+void jwt(YAML::Emitter& out, const std::optional<JwtSettings>& jwt) {
+  if (!jwt) return;
+  out << YAML::Key << "jwt" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << (jwt->jwks_file.empty() ? "secret_file" : "jwks_file") << YAML::Value;
+  quoted(out, jwt->jwks_file.empty() ? jwt->secret_file : jwt->jwks_file);
+  if (!jwt->issuer.empty()) {
+    out << YAML::Key << "issuer" << YAML::Value;
+    quoted(out, jwt->issuer);
+  }
+  if (!jwt->audience.empty()) {
+    out << YAML::Key << "audience" << YAML::Value;
+    quoted(out, jwt->audience);
+  }
+  out << YAML::EndMap;
+}
+
 void policies(YAML::Emitter& out, const std::vector<NamedPolicy>& list) {
   out << YAML::Key << "policies" << YAML::Value << YAML::BeginMap;
   for (const NamedPolicy& p : list) {
@@ -310,6 +327,7 @@ std::string to_yaml(const Config& c) {
   out << YAML::Key << "case_insensitive_paths" << YAML::Value << c.case_insensitive_paths;
   out << YAML::Key << "auth_deny_status" << YAML::Value << c.auth_deny_status;
   deny(out, c.deny);
+  jwt(out, c.jwt);
   policies(out, c.policies);
   routes(out, c);
   server(out, c.server);

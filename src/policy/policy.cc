@@ -1,10 +1,12 @@
 #include "policy/policy.h"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <optional>
 
 #include "policy/ip.h"
+#include "policy/jwt.h"
 #include "policy/key_sources.h"
 #include "policy/path.h"
 
@@ -143,6 +145,8 @@ std::string_view value_prefix(KeyPart::Kind kind) {
       return "c:";
     case KeyPart::Kind::kQuery:
       return "q:";
+    case KeyPart::Kind::kJwt:
+      return "j:";
     default:
       return "h:";
   }
@@ -165,7 +169,8 @@ void append_value_part(std::string& key, const KeyPart& part, std::string_view v
 }  // namespace
 
 struct Policy::Compiled {
-  std::vector<CompiledRoute> routes;  // parallel to config_.routes
+  std::vector<CompiledRoute> routes;       // parallel to config_.routes
+  std::shared_ptr<const JwtVerifier> jwt;  // null without a jwt: section
   std::vector<std::string> default_scopes;
   std::map<std::string, size_t, std::less<>> policies;  // name -> index in config_.policies
 };
@@ -177,6 +182,12 @@ Policy::Policy(Config config) : config_(std::move(config)) {
     compiled->routes.push_back(compile(route, config_.case_insensitive_paths));
   }
   if (config_.default_route) compiled->default_scopes = scopes_of(*config_.default_route);
+  // The loader checked the keys; a config built otherwise with bad keys keys
+  // jwt: parts by the client address, as for a token that does not verify.
+  if (config_.jwt) {
+    Result<std::shared_ptr<const JwtVerifier>> verifier = JwtVerifier::make(*config_.jwt);
+    if (verifier.ok()) compiled->jwt = std::move(verifier).value();
+  }
   policy_limits_.reserve(config_.policies.size());
   for (size_t i = 0; i < config_.policies.size(); ++i) {
     const NamedPolicy& p = config_.policies[i];
@@ -213,6 +224,18 @@ const NamedPolicy* Policy::find_policy(std::string_view name) const {
 const RouteLimit* Policy::find_policy_limit(std::string_view name) const {
   const auto it = compiled_->policies.find(name);
   return it == compiled_->policies.end() ? nullptr : &policy_limits_[it->second];
+}
+
+// The claim of the request's bearer token, when the token verifies.
+std::optional<std::string> Policy::jwt_claim(const RequestInfo& request,
+                                             std::string_view claim) const {
+  if (compiled_->jwt == nullptr || request.headers == nullptr) return std::nullopt;
+  const std::optional<std::string_view> authorization = request.headers->get("authorization");
+  if (!authorization) return std::nullopt;
+  const std::string_view token = bearer_token(*authorization);
+  if (token.empty()) return std::nullopt;
+  const int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(request.now).count();
+  return compiled_->jwt->claim(token, claim, now_s);
 }
 
 Plan Policy::plan(const RequestInfo& request) const {
@@ -261,6 +284,9 @@ Plan Policy::plan(const RequestInfo& request) const {
       case KeyPart::Kind::kQuery:
         append_value_part(key, part, query_value(request.target, part.name).value_or(""), ip_part);
         break;
+      case KeyPart::Kind::kJwt:
+        append_value_part(key, part, jwt_claim(request, part.name).value_or(""), ip_part);
+        break;
     }
   }
 
@@ -286,7 +312,7 @@ std::optional<std::string> Policy::client_key_of(const Route& route,
     const size_t end = std::min(client.find('+', at), client.size());
     const std::string_view part = client.substr(at, end - at);
     formed = part.starts_with("ip:") || part.starts_with("h:") || part.starts_with("c:") ||
-             part.starts_with("q:") || part == "global";
+             part.starts_with("q:") || part.starts_with("j:") || part == "global";
     at = end + 1;
   }
   if (formed || client.empty()) return std::string(client);
@@ -301,7 +327,8 @@ std::optional<std::string> Policy::client_key_of(const Route& route,
     }
     case KeyPart::Kind::kHeader:
     case KeyPart::Kind::kCookie:
-    case KeyPart::Kind::kQuery: {
+    case KeyPart::Kind::kQuery:
+    case KeyPart::Kind::kJwt: {
       std::string key;
       append_value_part(key, parts[0], client, "");
       return key;

@@ -64,7 +64,9 @@ class Policy {
   // bytes percent-escaped (so a value can never forge another part or scope),
   // or the "ip:" part when the header is missing or empty; "cookie:NAME" ->
   // "c:NAME=...", "query:NAME" -> "q:NAME=..." likewise (key_sources.h says
-  // when a value is unusable); "global" -> "global"; parts joined by '+'.
+  // when a value is unusable); "jwt:CLAIM" -> "j:CLAIM=..." from the
+  // Authorization bearer token when it verifies at request.now (jwt.h), else
+  // the "ip:" part; "global" -> "global"; parts joined by '+'.
   Plan plan(const RequestInfo& request) const;
 
   // A plan for /v1/check: the named policy applied to a caller-given key
@@ -97,6 +99,8 @@ class Policy {
                            size_t* index) const;
   Config config_;
   std::vector<RouteLimit> policy_limits_;  // one per named policy, for /v1/check
+  std::optional<std::string> jwt_claim(const RequestInfo& request, std::string_view claim) const;
+
   std::shared_ptr<const Compiled> compiled_;
 };
 

@@ -27,7 +27,7 @@ std::string redact_key(std::string_view key) {
   while (i < key.size()) {
     const size_t equals = key.find('=', i);
     const std::string_view prefix = key.substr(i, 2);
-    const bool from_request = prefix == "h:" || prefix == "c:" || prefix == "q:";
+    const bool from_request = prefix == "h:" || prefix == "c:" || prefix == "q:" || prefix == "j:";
     const bool value_part = part_starts_at(key, i) && from_request &&
                             equals != std::string_view::npos && key.find_first_of("+|", i) > equals;
     if (!value_part) {

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "policy/ip.h"
+#include "sluice/clock.h"
 
 namespace sluice::policy {
 
@@ -24,6 +25,7 @@ struct RequestInfo {
   std::string_view target;  // raw request target: path and query, not normalised
   IpAddress peer;           // the TCP peer
   const HeaderSource* headers = nullptr;
+  Nanos now{0};  // Unix time of the decision: a JWT's exp and nbf are checked against it
 };
 
 }  // namespace sluice::policy

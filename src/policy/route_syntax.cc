@@ -44,7 +44,7 @@ bool is_http_token(std::string_view text) {
 
 Result<KeySpec> parse_key_spec(std::string_view text) {
   const std::string like =
-      "must be ip, global, header:NAME, cookie:NAME, query:NAME or a combination like "
+      "must be ip, global, header:NAME, cookie:NAME, query:NAME, jwt:CLAIM or a combination like "
       "ip+header:x-api-key, got " +
       quoted(text);
   KeySpec spec;
@@ -89,6 +89,16 @@ Result<KeySpec> parse_key_spec(std::string_view text) {
       kp.kind = KeyPart::Kind::kQuery;
       kp.name = std::string(name);
       normal = "query:" + kp.name;
+    } else if (part.size() >= 4 && iequals(part.substr(0, 4), "jwt:")) {
+      const std::string_view name = trim(part.substr(4));
+      if (name.empty() || !std::all_of(name.begin(), name.end(), [](char c) {
+            return c > 0x20 && c < 0x7f && c != '+' && c != '"' && c != '\\';
+          }))
+        return bad(like + " (" + quoted(name) +
+                   " is not a claim name: printable, without + \" \\ or spaces)");
+      kp.kind = KeyPart::Kind::kJwt;
+      kp.name = std::string(name);
+      normal = "jwt:" + kp.name;
     } else {
       return bad(like + " (unknown part " + quoted(part) + ")");
     }

@@ -1,6 +1,8 @@
-// Client keys from cookies and query parameters, through the real binary:
-// one value is one key however it is spelled, and a value given twice is
-// no key at all (the client address counts instead).
+// Client keys from cookies, query parameters and JWT claims, through the
+// real binary: one value is one key however it is spelled, and a value given
+// twice (or a token that does not verify) is no key at all (the client
+// address counts instead).
+#include "../unit/jwt_tokens.h"
 #include "test_support.h"
 
 namespace sluice::test {
@@ -41,6 +43,48 @@ routes:
   // The same client key reset as the cookie value is written.
   EXPECT_EQ(server->admin_post("/admin/reset", R"({"route":"GET /a","client":"s1"})").status, 200);
   EXPECT_EQ(server->get("/a", {{"Cookie", "sid=s1"}}).status, 200);
+}
+
+TEST(Keys, AVerifiedJwtClaimKeysTheRouteAndAForgedOneCountsAsTheAddress) {
+  const SigningKey key = SigningKey::ec("k1");
+  auto server = SluiceProcess::start(R"(
+jwt:
+  jwks_file: jwks.json
+  issuer: https://auth.example.com
+  audience: api
+routes:
+  - match: GET /a
+    key: jwt:sub
+    limits: [{capacity: 2, refill_rate: 1/h}]
+)",
+                                     "127.0.0.1", {{"jwks.json", jwks({key.jwk()})}});
+  ASSERT_NE(server, nullptr);
+  auto bearer = [](const std::string& token) {
+    return std::vector<std::pair<std::string, std::string>>{{"Authorization", "Bearer " + token}};
+  };
+  const std::string claims = R"(,"iss":"https://auth.example.com","aud":"api","exp":4102444800})";
+  const std::string alice = key.token(R"({"sub":"alice")" + claims);
+  EXPECT_EQ(server->get("/a", bearer(alice)).status, 200);
+  EXPECT_EQ(server->get("/a", bearer(alice)).status, 200);
+  EXPECT_EQ(server->get("/a", bearer(alice)).status, 429);
+  EXPECT_EQ(server->get("/a", bearer(key.token(R"({"sub":"bob")" + claims))).status, 200);
+  // Tokens that do not verify (another key, expired, another audience) all
+  // count as the client address, 127.0.0.1: 2 to spend, then 429.
+  const SigningKey stranger = SigningKey::ec("k1");
+  EXPECT_EQ(server->get("/a", bearer(stranger.token(R"({"sub":"new1")" + claims))).status, 200);
+  EXPECT_EQ(server
+                ->get("/a", bearer(key.token(
+                                R"({"sub":"new2","iss":"https://auth.example.com","aud":"api",)"
+                                R"("exp":1000000000})")))
+                .status,
+            200);
+  EXPECT_EQ(
+      server
+          ->get("/a",
+                bearer(key.token(R"({"sub":"new3","iss":"https://auth.example.com","aud":"web"})")))
+          .status,
+      429);
+  EXPECT_EQ(server->get("/a").status, 429);
 }
 
 }  // namespace

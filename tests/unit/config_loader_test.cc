@@ -602,7 +602,8 @@ TEST(ConfigLoader, BadMatchAndKey) {
                     "/api/users/{id}\" or \"* /static/*\", got \"GET /a/{id\" ({param} must be a "
                     "whole segment, like /users/{id})",
                     "t.yaml:3:10: routes[0].key: must be ip, global, header:NAME, cookie:NAME, "
-                    "query:NAME or a combination like ip+header:x-api-key, got \"cookie\" "
+                    "query:NAME, jwt:CLAIM or a combination like ip+header:x-api-key, got "
+                    "\"cookie\" "
                     "(unknown part \"cookie\")"}));
 }
 
@@ -721,7 +722,7 @@ unknown: 1
               "t.yaml:9:1: unknown: unknown key (known keys: listen, admin, admin_token_file, "
               "admin_token_all, admin_hosts, decision_api, grpc, rls, "
               "upstream, store, client_ip, headers, case_insensitive_paths, "
-              "auth_deny_status, deny, policies, default, routes, server, logging)"}));
+              "auth_deny_status, deny, jwt, policies, default, routes, server, logging)"}));
 }
 
 TEST(ConfigLoader, ErrorTextWithoutAPositionHasNoLineAndColumn) {
@@ -820,6 +821,42 @@ TEST(ConfigLoader, TokenFileErrors) {
   EXPECT_EQ(errors_of("server: {max_connections: 0}\n"),
             Errors{"t.yaml:1:27: server.max_connections: must be a whole number from 1 to "
                    "10000000, got \"0\""});
+}
+
+// ---- jwt: the keys `jwt:CLAIM` client keys are verified with ------------
+
+TEST(ConfigLoader, JwtSectionReadsItsKeyFileAndChecks) {
+  const TempFile secret("hs256-secret\n");
+  const Config c = valid("jwt: {secret_file: " + secret.path() +
+                         ", issuer: https://auth.example.com, audience: api}\n"
+                         "routes:\n  - match: GET /a\n    key: jwt:sub+ip\n"
+                         "    limits: [{capacity: 5, refill_rate: 1/s}]\n");
+  ASSERT_TRUE(c.jwt.has_value());
+  EXPECT_EQ(c.jwt->secret, "hs256-secret");
+  EXPECT_EQ(c.jwt->issuer, "https://auth.example.com");
+  EXPECT_EQ(c.jwt->audience, "api");
+  EXPECT_EQ(c.routes[0].key.text, "jwt:sub+ip");
+
+  const TempFile jwks(R"({"keys":[{"kty":"RSA","n":"AQAB","e":"AQAB"}]})");
+  EXPECT_EQ(errors_of("jwt: {jwks_file: " + jwks.path() + "}\n"),
+            Errors{"t.yaml:1:18: jwt.jwks_file: the JWKS file " + jwks.path() +
+                   " has a bad key 1: an RSA key shorter than 2048 bits is refused"});
+}
+
+TEST(ConfigLoader, JwtErrors) {
+  EXPECT_EQ(errors_of("routes:\n  - match: GET /a\n    key: jwt:sub\n"
+                      "    limits: [{capacity: 5, refill_rate: 1/s}]\n"),
+            Errors{"t.yaml:3:10: routes[0].key: a jwt: key needs the `jwt:` section (jwks_file "
+                   "or secret_file) to verify tokens with"});
+  EXPECT_EQ(errors_of("jwt: {issuer: x}\n"),
+            Errors{"t.yaml:1:6: jwt: needs jwks_file (RS256 / ES256 public keys) or secret_file "
+                   "(an HS256 secret)"});
+  EXPECT_EQ(errors_of("jwt: {jwks_file: a.json, secret_file: b}\n"),
+            Errors{"t.yaml:1:6: jwt: takes jwks_file or secret_file, not both"});
+  EXPECT_EQ(errors_of("default: {key: \"jwt:\", limits: [{capacity: 1, refill_rate: 1/s}]}\n"),
+            Errors{"t.yaml:1:16: default.key: must be ip, global, header:NAME, cookie:NAME, "
+                   "query:NAME, jwt:CLAIM or a combination like ip+header:x-api-key, got \"jwt:\" "
+                   "(\"\" is not a claim name: printable, without + \" \\ or spaces)"});
 }
 
 }  // namespace

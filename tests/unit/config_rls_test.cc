@@ -138,7 +138,7 @@ TEST(ConfigRls, NearLimitRatioIsAFractionUpToOne) {
   for (const char* bad : {"0", "1.5", "80%", "-0.5", "1e-1", "0.8.1", "."}) {
     EXPECT_EQ(errors_of("grpc: 127.0.0.1:1\nrls: {config_dir: d, near_limit_ratio: " +
                         std::string(bad) + "}\n"),
-              Errors{"t.yaml:2:45: rls.near_limit_ratio: must be a number greater than 0 and at "
+              Errors{"t.yaml:2:40: rls.near_limit_ratio: must be a number greater than 0 and at "
                      "most 1, like 0.8, got \"" +
                      std::string(bad) + "\""})
         << bad;

@@ -143,13 +143,16 @@ store:
   expect_round_trip(c, "t.yaml");
 }
 
+// A file named `name` in the temporary folder holding `content`.
+std::filesystem::path temp_file(const std::string& name, const std::string& content) {
+  const std::filesystem::path path = std::filesystem::temp_directory_path() / name;
+  std::ofstream(path) << content;
+  return path;
+}
+
 TEST(ConfigYaml, DenyAnswersCookieAndQueryKeysAndRedactionRoundTrip) {
   const std::filesystem::path body =
-      std::filesystem::temp_directory_path() / "sluice_config_yaml_test_deny.html";
-  {
-    std::ofstream out(body);
-    out << "<p>slow down</p>\n";
-  }
+      temp_file("sluice_config_yaml_test_deny.html", "<p>slow down</p>\n");
   const Config c = valid("deny: {status: 503, body_file: \"" + body.string() +
                          "\", content_type: text/html}\n"
                          "logging: {redact_keys: false}\n"
@@ -162,6 +165,20 @@ TEST(ConfigYaml, DenyAnswersCookieAndQueryKeysAndRedactionRoundTrip) {
   EXPECT_FALSE(c.logging.redact_keys);
   expect_round_trip(c, "t.yaml");
   std::filesystem::remove(body);
+}
+
+TEST(ConfigYaml, JwtSectionAndJwtKeysRoundTrip) {
+  const std::filesystem::path secret =
+      temp_file("sluice_config_yaml_test_jwt.secret", "hs256-secret\n");
+  const Config c = valid("jwt: {secret_file: \"" + secret.string() +
+                         "\", issuer: \"https://auth.example.com\", audience: api}\n"
+                         "routes:\n"
+                         "  - match: GET /a\n"
+                         "    key: jwt:sub+ip\n"
+                         "    limits: [{capacity: 1, refill_rate: 1/s}]\n");
+  ASSERT_TRUE(c.jwt.has_value());
+  expect_round_trip(c, "t.yaml");
+  std::filesystem::remove(secret);
 }
 
 TEST(ConfigYaml, ARouteNamedApartKeepsItsName) {

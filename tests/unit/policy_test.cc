@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 
+#include "jwt_tokens.h"
 #include "policy/policy.h"
 
 namespace sluice::policy {
@@ -364,6 +365,32 @@ TEST(PolicyKey, QueryKeyIsDecodedSoOneValueIsOneKey) {
   EXPECT_EQ(key_for("/search?api_key="), "ip:192.0.2.1");
   EXPECT_EQ(key_for("/search?api_key"), "ip:192.0.2.1");
   EXPECT_EQ(key_for("/search"), "ip:192.0.2.1");
+}
+
+TEST(PolicyKey, JwtKeyIsAVerifiedClaimElseTheClientAddress) {
+  Config config;
+  config.jwt = JwtSettings{};
+  config.jwt->secret_file = "/etc/sluice/jwt.secret";
+  config.jwt->secret = "k";
+  config.routes = {route("GET", "/a", {bucket(10, 1)},
+                         key_spec({part(KeyPart::Kind::kJwt, "sub"), kIpPart}, "jwt:sub+ip"))};
+  const Policy policy(config);
+  const auto key_for = [&](const std::string& authorization, int64_t now_s) {
+    FakeHeaders headers;
+    if (!authorization.empty()) headers.add("Authorization", authorization);
+    RequestInfo info = request("GET", "/a", &headers);
+    info.now = std::chrono::seconds(now_s);
+    return policy.plan(info).client_key;
+  };
+  const std::string token = test::hs256_token("k", R"({"sub":"ann lee","exp":1700000100})");
+  EXPECT_EQ(key_for("Bearer " + token, 1'700'000'000), "j:sub=ann%20lee+ip:192.0.2.1");
+  // Expired, forged, or absent: the address stands in for the claim.
+  EXPECT_EQ(key_for("Bearer " + token, 1'700'000'100), "ip:192.0.2.1+ip:192.0.2.1");
+  EXPECT_EQ(key_for("Bearer " + test::hs256_token("guess", R"({"sub":"ann"})"), 1'700'000'000),
+            "ip:192.0.2.1+ip:192.0.2.1");
+  EXPECT_EQ(key_for("", 1'700'000'000), "ip:192.0.2.1+ip:192.0.2.1");
+  // /admin/reset takes the claim as written.
+  EXPECT_EQ(policy.client_key_of(config.routes[0], "j:sub=ann"), "j:sub=ann");
 }
 
 TEST(PolicyKey, ResetTakesACookieOrQueryValueAsWritten) {

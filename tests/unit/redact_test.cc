@@ -1,4 +1,4 @@
-// Key redaction (policy/redact.h): header-derived values hashed, the rest kept.
+// Key redaction (policy/redact.h): values from the request hashed, the rest kept.
 #include <gtest/gtest.h>
 
 #include "policy/redact.h"
@@ -26,6 +26,7 @@ TEST(RedactKey, IpGlobalAndScopesAreKept) {
   EXPECT_EQ(redact_key(""), "");
   EXPECT_EQ(redact_key("c:sid=s3cret+q:api_key=s3cret"),
             "c:sid=~76e4a7b30b55+q:api_key=~76e4a7b30b55");
+  EXPECT_EQ(redact_key("j:sub=s3cret+ip:192.0.2.1"), "j:sub=~76e4a7b30b55+ip:192.0.2.1");
 }
 
 }  // namespace

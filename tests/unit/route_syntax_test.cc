@@ -31,7 +31,7 @@ TEST(RouteSyntax, KeySpecs) {
   EXPECT_EQ(k.parts[1].name, "api_key");
   EXPECT_EQ(k.text, "cookie:Session+query:api_key");
   const std::string like =
-      "must be ip, global, header:NAME, cookie:NAME, query:NAME or a combination like "
+      "must be ip, global, header:NAME, cookie:NAME, query:NAME, jwt:CLAIM or a combination like "
       "ip+header:x-api-key, got ";
   EXPECT_EQ(error_of(parse_key_spec("cookie:a;b")),
             like + "\"cookie:a;b\" (\"a;b\" is not a valid cookie name)");
