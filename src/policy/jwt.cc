@@ -275,8 +275,9 @@ bool JwtVerifier::signature_ok(std::string_view alg, std::string_view kid,
   return false;
 }
 
-std::optional<std::string> JwtVerifier::claim(std::string_view token, std::string_view name,
-                                              int64_t now_s) const {
+// Everything about a token that does not depend on the time: its signature,
+// issuer and audience, its validity window, and its scalar claims as text.
+std::optional<JwtVerifier::Verified> JwtVerifier::verify(std::string_view token) const {
   const size_t dot1 = token.find('.');
   if (dot1 == std::string_view::npos) return std::nullopt;
   const size_t dot2 = token.find('.', dot1 + 1);
@@ -297,14 +298,16 @@ std::optional<std::string> JwtVerifier::claim(std::string_view token, std::strin
   }
   const std::optional<json::object> payload = json_object(token.substr(dot1 + 1, dot2 - dot1 - 1));
   if (!payload) return std::nullopt;
-  const double now = static_cast<double>(now_s);
+  Verified v;
   if (const json::value* exp = payload->if_contains("exp")) {
     const std::optional<double> t = numeric_date(exp);
-    if (!t || now >= *t) return std::nullopt;
+    if (!t) return std::nullopt;
+    v.expires = *t;
   }
   if (const json::value* nbf = payload->if_contains("nbf")) {
     const std::optional<double> t = numeric_date(nbf);
-    if (!t || now < *t) return std::nullopt;
+    if (!t) return std::nullopt;
+    v.not_before = *t;
   }
   if (!issuer_.empty()) {
     const json::string* iss = string_field(*payload, "iss");
@@ -322,14 +325,42 @@ std::optional<std::string> JwtVerifier::claim(std::string_view token, std::strin
     }
     if (!found) return std::nullopt;
   }
-  const json::value* v = payload->if_contains(name);
-  if (v == nullptr) return std::nullopt;
-  if (const json::string* s = v->if_string()) {
-    if (s->empty()) return std::nullopt;
-    return std::string(s->data(), s->size());
+  for (const auto& [key, value] : *payload) {
+    std::string text;
+    if (const json::string* s = value.if_string()) {
+      text.assign(s->data(), s->size());
+    } else if (value.is_int64() || value.is_uint64() || value.is_double() || value.is_bool()) {
+      text = json::serialize(value);
+    }
+    if (!text.empty()) v.claims.emplace(std::string(key), std::move(text));
   }
-  if (v->is_int64() || v->is_uint64() || v->is_double() || v->is_bool()) return json::serialize(*v);
-  return std::nullopt;
+  return v;
+}
+
+std::optional<std::string> JwtVerifier::claim(std::string_view token, std::string_view name,
+                                              int64_t now_s) const {
+  // Verifying a signature costs microseconds (tens for ES256): a client
+  // sends the same token with every request, so verified tokens are kept.
+  CacheShard& shard = cache_[std::hash<std::string_view>{}(token) % cache_.size()];
+  std::shared_ptr<const Verified> verified;
+  {
+    std::lock_guard lock(shard.mutex);
+    if (auto it = shard.tokens.find(token); it != shard.tokens.end()) verified = it->second;
+  }
+  if (verified == nullptr) {
+    std::optional<Verified> v = verify(token);
+    if (!v) return std::nullopt;  // not kept: what fails costs the sender as much each time
+    verified = std::make_shared<const Verified>(std::move(*v));
+    std::lock_guard lock(shard.mutex);
+    // Bounded: a full shard starts over (tokens are re-verified, never wrongly kept).
+    if (shard.tokens.size() >= kCacheEntriesPerShard) shard.tokens.clear();
+    shard.tokens.emplace(std::string(token), verified);
+  }
+  const double now = static_cast<double>(now_s);
+  if (now >= verified->expires || now < verified->not_before) return std::nullopt;
+  const auto it = verified->claims.find(name);
+  if (it == verified->claims.end()) return std::nullopt;
+  return it->second;
 }
 
 std::string_view bearer_token(std::string_view authorization) {

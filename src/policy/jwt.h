@@ -15,11 +15,17 @@
 // called from any thread.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <functional>
+#include <limits>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "sluice/result.h"
@@ -49,7 +55,11 @@ class JwtVerifier {
   // The value of claim `name` in `token` when the token verifies at `now_s`
   // (Unix seconds): a string claim as it is, a number or boolean as its JSON
   // text. nullopt when the token does not verify, or the claim is absent,
-  // empty, null, an object or an array.
+  // empty, null, an object or an array. Tokens that verified are kept (at
+  // most kCacheShards x kCacheEntriesPerShard; exp and nbf are checked at
+  // each call), so a client's signature is checked once, not per request.
+  static constexpr size_t kCacheShards = 16;
+  static constexpr size_t kCacheEntriesPerShard = 256;
   std::optional<std::string> claim(std::string_view token, std::string_view name,
                                    int64_t now_s) const;
 
@@ -62,7 +72,24 @@ class JwtVerifier {
   bool signature_ok(std::string_view alg, std::string_view kid, std::string_view signed_part,
                     std::string_view signature) const;
 
+  struct Verified {
+    double expires = std::numeric_limits<double>::infinity();  // exp, else never
+    double not_before = -std::numeric_limits<double>::infinity();
+    std::map<std::string, std::string, std::less<>> claims;  // scalar claims as text
+  };
+  struct StringHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  struct CacheShard {
+    std::mutex mutex;
+    std::unordered_map<std::string, std::shared_ptr<const Verified>, StringHash, std::equal_to<>>
+        tokens;
+  };
+  std::optional<Verified> verify(std::string_view token) const;
+
   std::vector<std::unique_ptr<Key>> keys_;
+  mutable std::array<CacheShard, kCacheShards> cache_;
   std::string secret_;
   std::string issuer_;
   std::string audience_;

@@ -86,6 +86,23 @@ TEST(Jwt, ExpiryAndNotBeforeAreCheckedAgainstNow) {
   EXPECT_EQ(claim_at(R"({"sub":"a","nbf":1700000001})", kNow), std::nullopt);
 }
 
+TEST(Jwt, AVerifiedTokenIsKeptButItsTimeIsCheckedAtEveryUse) {
+  const auto v = secret_verifier();
+  const std::string token =
+      hs256_token(kSecret, R"({"sub":"a","nbf":1700000000,"exp":1700000010})");
+  EXPECT_EQ(v->claim(token, "sub", kNow - 1), std::nullopt);  // not yet
+  EXPECT_EQ(v->claim(token, "sub", kNow), "a");
+  EXPECT_EQ(v->claim(token, "sub", kNow + 9), "a");
+  EXPECT_EQ(v->claim(token, "sub", kNow + 10), std::nullopt);  // expired since
+  // Far more tokens than are kept: each still verifies, and the first again.
+  const size_t many = 3 * JwtVerifier::kCacheShards * JwtVerifier::kCacheEntriesPerShard;
+  for (size_t i = 0; i < many; ++i) {
+    const std::string sub = "u" + std::to_string(i);
+    ASSERT_EQ(v->claim(hs256_token(kSecret, R"({"sub":")" + sub + R"("})"), "sub", kNow), sub);
+  }
+  EXPECT_EQ(v->claim(token, "sub", kNow + 5), "a");
+}
+
 TEST(Jwt, IssuerAndAudienceWhenConfigured) {
   const auto v = secret_verifier("https://auth.example.com", "api");
   auto sub = [&](const std::string& payload) {
