@@ -8,9 +8,14 @@
 //   - a route loaded from "GET <route path>" matches the request path spelled
 //     as its own pattern (each {param} filled in), so no route is dead;
 //   - Policy::plan() of the request target reports the normalised path, the
-//     flag as bad_path, and the route match() picks for that path.
+//     flag as bad_path, the route match() picks for that path, and (case-
+//     sensitive paths) forwards exactly the path it matched;
+//   - all of it for each reading `paths:` allows (escaped slashes rejected,
+//     decoded or kept; backslashes rejected or read as '/'; matrix
+//     parameters stripped or kept).
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "fuzz_check.h"
 #include "policy/config.h"
@@ -23,13 +28,13 @@ namespace {
 using namespace sluice;
 using namespace sluice::policy;
 
-void check_normalisation(std::string_view target, bool ci) {
+void check_normalisation(std::string_view target, const PathReading& reading) {
   bool flagged = false;
-  const std::string once = normalize_path(target, ci, &flagged);
+  const std::string once = normalize_path(target, reading, &flagged);
   bool flagged_once = false;
-  const std::string twice = normalize_path(once, ci, &flagged_once);
+  const std::string twice = normalize_path(once, reading, &flagged_once);
   bool flagged_twice = false;
-  normalize_path(twice, ci, &flagged_twice);
+  normalize_path(twice, reading, &flagged_twice);
   FUZZ_CHECK(!once.empty() && once.front() == '/', "normalised: \"%s\"", once.c_str());
   FUZZ_CHECK(once == twice, "\"%s\" normalises again to \"%s\"", once.c_str(), twice.c_str());
   FUZZ_CHECK(flagged || !flagged_once, "normalising flagged \"%s\" (from an unflagged target)",
@@ -95,6 +100,27 @@ void check_route(std::string_view route_path, std::string_view target, bool ci) 
   FUZZ_CHECK(plan.bad_path == flagged, "bad_path %d, flag %d", plan.bad_path, flagged);
   FUZZ_CHECK(plan.route == policy.match("GET", normalised), "plan and match disagree on \"%s\"",
              normalised.c_str());
+  // paths.forward: normalized: the upstream gets the matched path (its case
+  // as sent), unless the path is refused.
+  FUZZ_CHECK(plan.bad_path || plan.forward_target.starts_with('/'), "forward target \"%s\"",
+             plan.forward_target.c_str());
+  FUZZ_CHECK(ci || plan.bad_path ||
+                 plan.forward_target.substr(0, plan.forward_target.find('?')) == normalised,
+             "forwarded \"%s\", matched \"%s\"", plan.forward_target.c_str(), normalised.c_str());
+}
+
+// The default reading and the two others the `paths:` keys allow.
+std::vector<PathReading> readings(bool ci) {
+  PathReading standard;
+  PathReading decoding;
+  decoding.escaped_slashes = PathReading::EscapedSlashes::kDecode;
+  decoding.backslash = PathReading::Backslash::kAsSlash;
+  PathReading keeping;
+  keeping.escaped_slashes = PathReading::EscapedSlashes::kKeep;
+  keeping.strip_matrix_params = false;
+  std::vector<PathReading> out = {standard, decoding, keeping};
+  for (PathReading& r : out) r.case_insensitive = ci;
+  return out;
 }
 
 }  // namespace
@@ -103,8 +129,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view rest = sluice::fuzz::text_of(data, size);
   const std::string_view route_path = sluice::fuzz::split_first(rest, '\n');
   for (const bool ci : {false, true}) {
-    check_normalisation(route_path, ci);
-    check_normalisation(rest, ci);
+    for (const PathReading& reading : readings(ci)) {
+      check_normalisation(route_path, reading);
+      check_normalisation(rest, reading);
+    }
     check_route(route_path, rest, ci);
   }
   return 0;

@@ -287,7 +287,11 @@ void ProxyExchange::build_request_head() {
   out.reserve(512);
   out.append(sv(in.method_string()));
   out += ' ';
-  proxy::append_upstream_target(upstream_.base_path, sv(in.target()), out);
+  // paths.forward: normalized: the upstream gets the path that was matched.
+  const std::string_view target = ex_->plan.forward_target.empty() || sv(in.target()) == "*"
+                                      ? sv(in.target())
+                                      : std::string_view(ex_->plan.forward_target);
+  proxy::append_upstream_target(upstream_.base_path, target, out);
   out.append(" HTTP/1.1\r\n");  // keep-alive to the upstream whatever the client speaks
   // The forwarding fields are rewritten below; "100 Continue" is Sluice's to
   // send (start()), so Expect stops here when Sluice handles it.

@@ -14,6 +14,7 @@
 #include "config/error.h"
 #include "config/values.h"
 #include "policy/jwt.h"
+#include "policy/path.h"
 #include "sluice/limit.h"
 
 namespace sluice::policy {
@@ -184,6 +185,18 @@ struct DecisionApi {
   friend bool operator==(const DecisionApi&, const DecisionApi&) = default;
 };
 
+// The `paths:` keys: how request paths are read where frameworks disagree
+// (PathReading), and which path the upstream gets.
+struct PathsConfig {
+  PathReading::EscapedSlashes escaped_slashes = PathReading::EscapedSlashes::kReject;
+  PathReading::Backslash backslash = PathReading::Backslash::kReject;
+  bool strip_matrix_params = true;
+  // The upstream gets the path that was matched (normalised, case kept) and
+  // the query as sent; false: the request target as sent.
+  bool forward_normalized = true;
+  friend bool operator==(const PathsConfig&, const PathsConfig&) = default;
+};
+
 // Who may use the admin port (besides binding it to loopback).
 struct AdminAccess {
   std::string token_file;  // admin_token_file, resolved; empty = no token
@@ -208,6 +221,7 @@ struct Config {
   ClientIpConfig client_ip;
   HeaderModes headers;
   bool case_insensitive_paths = false;
+  PathsConfig paths;
   int auth_deny_status = 429;
   DenyResponse deny;
   std::optional<JwtSettings> jwt;  // for `jwt:CLAIM` keys

@@ -48,6 +48,7 @@ const Keys kTopKeys = {"listen",
                        "client_ip",
                        "headers",
                        "case_insensitive_paths",
+                       "paths",
                        "auth_deny_status",
                        "deny",
                        "jwt",
@@ -59,6 +60,7 @@ const Keys kTopKeys = {"listen",
 const Keys kDecisionApiKeys = {"listen", "token_file"};
 const Keys kDenyKeys = {"status", "body_file", "content_type"};
 const Keys kJwtKeys = {"jwks_file", "secret_file", "issuer", "audience"};
+const Keys kPathsKeys = {"escaped_slashes", "backslash", "matrix_params", "forward"};
 // A JWKS is a handful of public keys.
 constexpr size_t kMaxJwksBytes = 1024 * 1024;
 // A deny body is sent with every denied request: small.
@@ -201,6 +203,7 @@ class Loader {
       if (auto s = walker_.integer(*a, 400, 599, "an HTTP status from 400 to 599"))
         config_.auth_deny_status = static_cast<int>(*s);
     }
+    if (const Item* p = m->get("paths")) paths(*p);
     if (const Item* d = m->get("deny")) deny(*d);
     if (const Item* j = m->get("jwt")) jwt(*j);
     // Policies first: routes refer to them wherever they are in the file.
@@ -584,6 +587,30 @@ class Loader {
           break;
         }
       }
+    }
+  }
+
+  void paths(const Item& item) {
+    const std::optional<Mapping> m = walker_.mapping(item, &kPathsKeys, "a mapping");
+    if (!m) return;
+    PathsConfig& p = config_.paths;
+    if (const Item* e = m->get("escaped_slashes")) {
+      if (auto c = walker_.choice(*e, {"reject", "decode", "keep"})) {
+        p.escaped_slashes = *c == 0   ? PathReading::EscapedSlashes::kReject
+                            : *c == 1 ? PathReading::EscapedSlashes::kDecode
+                                      : PathReading::EscapedSlashes::kKeep;
+      }
+    }
+    if (const Item* b = m->get("backslash")) {
+      if (auto c = walker_.choice(*b, {"reject", "as_slash"})) {
+        p.backslash = *c == 0 ? PathReading::Backslash::kReject : PathReading::Backslash::kAsSlash;
+      }
+    }
+    if (const Item* mp = m->get("matrix_params")) {
+      if (auto c = walker_.choice(*mp, {"strip", "keep"})) p.strip_matrix_params = *c == 0;
+    }
+    if (const Item* f = m->get("forward")) {
+      if (auto c = walker_.choice(*f, {"normalized", "original"})) p.forward_normalized = *c == 0;
     }
   }
 

@@ -221,6 +221,19 @@ void deny(YAML::Emitter& out, const DenyResponse& d) {
   out << YAML::EndMap;
 }
 
+void paths(YAML::Emitter& out, const PathsConfig& p) {
+  constexpr const char* kEscaped[] = {"reject", "decode", "keep"};
+  out << YAML::Key << "paths" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "escaped_slashes" << YAML::Value
+      << kEscaped[static_cast<int>(p.escaped_slashes)];
+  out << YAML::Key << "backslash" << YAML::Value
+      << (p.backslash == PathReading::Backslash::kReject ? "reject" : "as_slash");
+  out << YAML::Key << "matrix_params" << YAML::Value << (p.strip_matrix_params ? "strip" : "keep");
+  out << YAML::Key << "forward" << YAML::Value
+      << (p.forward_normalized ? "normalized" : "original");
+  out << YAML::EndMap;
+}
+
 // The key files by path: loading the text reads them again.
 void jwt(YAML::Emitter& out, const std::optional<JwtSettings>& jwt) {
   if (!jwt) return;
@@ -325,6 +338,7 @@ std::string to_yaml(const Config& c) {
   client_ip(out, c.client_ip);
   headers(out, c.headers);
   out << YAML::Key << "case_insensitive_paths" << YAML::Value << c.case_insensitive_paths;
+  paths(out, c.paths);
   out << YAML::Key << "auth_deny_status" << YAML::Value << c.auth_deny_status;
   deny(out, c.deny);
   jwt(out, c.jwt);

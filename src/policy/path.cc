@@ -1,6 +1,7 @@
 #include "policy/path.h"
 
 #include "util/ascii.h"
+#include "util/utf8.h"
 
 namespace sluice::policy {
 namespace {
@@ -94,51 +95,100 @@ class Builder {
 
 }  // namespace
 
-std::string normalize_path(std::string_view target, bool case_insensitive,
-                           bool* escaped_separator) {
+std::string normalize_path(std::string_view target, const PathReading& reading, bool* refused) {
   target = strip_absolute_form(target);
   target = target.substr(0, target.find_first_of("?#"));
 
   std::string out;
   out.reserve(target.size() + 1);
-  Builder b(out, case_insensitive);
+  Builder b(out, reading.case_insensitive);
   // A target without a leading '/' (asterisk-form, garbage) is read as if it had one.
   b.open_segment();
-  bool separator = false;
+  bool refuse = false;
+  bool in_params = false;  // after a ';' of this segment, when stripping them
+  std::string high_bytes;  // escaped bytes >= 0x80 of the current run, to check as UTF-8
+  auto end_run = [&] {
+    if (!high_bytes.empty() && util::invalid_utf8(high_bytes) != std::string::npos) refuse = true;
+    high_bytes.clear();
+  };
+  auto separator = [&] {
+    end_run();
+    in_params = false;
+    b.close_segment();
+    b.open_segment();
+  };
+  auto backslash = [&] {
+    if (reading.backslash == PathReading::Backslash::kAsSlash) return separator();
+    refuse = true;
+    if (!in_params) b.escape('\\');
+  };
   for (size_t i = 0; i < target.size(); ++i) {
     const unsigned char c = static_cast<unsigned char>(target[i]);
-    if (c == '\\') separator = true;
     if (c == '/') {
-      b.close_segment();
-      b.open_segment();
-    } else if (c == '%') {
-      const int hi = i + 2 < target.size() ? hex_value(target[i + 1]) : -1;
-      const int lo = hi >= 0 ? hex_value(target[i + 2]) : -1;
-      if (lo < 0) {
-        // A stray '%' ("%", "%zz") is a literal percent sign: "%25" is its
-        // canonical spelling.
-        b.escape('%');
+      separator();
+      continue;
+    }
+    if (c == '\\') {
+      backslash();
+      continue;
+    }
+    if (c == 0) refuse = true;
+    if (c == ';' && reading.strip_matrix_params) in_params = true;
+    if (c != '%') {
+      // A raw byte and its escape are read alike: raw non-ASCII bytes are
+      // checked as UTF-8 together with escaped ones.
+      if (c >= 0x80) {
+        high_bytes.push_back(static_cast<char>(c));
+      } else {
+        end_run();
+      }
+      if (in_params) continue;
+      if (is_raw_pchar(c)) {
+        b.literal(c);
+      } else {
+        b.escape(c);
+      }
+      continue;
+    }
+    const int hi = i + 2 < target.size() ? hex_value(target[i + 1]) : -1;
+    const int lo = hi >= 0 ? hex_value(target[i + 2]) : -1;
+    if (lo < 0) {
+      // A stray '%' ("%", "%zz") is a literal percent sign: "%25" is its
+      // canonical spelling.
+      end_run();
+      if (!in_params) b.escape('%');
+      continue;
+    }
+    i += 2;
+    const unsigned char decoded = static_cast<unsigned char>(hi * 16 + lo);
+    if (decoded >= 0x80) {
+      high_bytes.push_back(static_cast<char>(decoded));
+    } else {
+      end_run();
+    }
+    if (decoded == 0) refuse = true;
+    if ((decoded == '/' || decoded == '\\') &&
+        reading.escaped_slashes != PathReading::EscapedSlashes::kKeep) {
+      if (reading.escaped_slashes == PathReading::EscapedSlashes::kReject) {
+        refuse = true;
+      } else {
+        decoded == '/' ? separator() : backslash();
         continue;
       }
-      const unsigned char decoded = static_cast<unsigned char>(hi * 16 + lo);
-      if (decoded == '/' || decoded == '\\') separator = true;
-      // Unreserved characters are decoded; every other escape stays an escape
-      // (in upper case), so "%2F" never becomes a path separator.
-      if (is_unreserved(decoded)) {
-        b.literal(decoded);
-      } else {
-        b.escape(decoded);
-      }
-      i += 2;
-    } else if (is_raw_pchar(c)) {
-      b.literal(c);
+    }
+    if (in_params) continue;
+    // Unreserved characters are decoded; every other escape stays an escape
+    // (in upper case), so a kept "%2F" never becomes a path separator.
+    if (is_unreserved(decoded)) {
+      b.literal(decoded);
     } else {
-      b.escape(c);
+      b.escape(decoded);
     }
   }
+  end_run();
   b.close_segment();
   if (out.empty()) out.push_back('/');
-  if (escaped_separator != nullptr) *escaped_separator = separator;
+  if (refused != nullptr) *refused = refuse;
   return out;
 }
 

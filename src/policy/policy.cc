@@ -44,7 +44,7 @@ std::vector<std::string> scopes_of(const Route& route) {
   return scopes;
 }
 
-CompiledRoute compile(const Route& route, bool case_insensitive) {
+CompiledRoute compile(const Route& route, const PathReading& reading) {
   CompiledRoute c;
   c.any_method = route.method == "*";
   c.method = route.method;
@@ -76,10 +76,13 @@ CompiledRoute compile(const Route& route, bool case_insensitive) {
     // -Wrestrict in Release builds.
     std::string slashed(1, '/');
     slashed.append(piece);
-    std::string literal = normalize_path(slashed, case_insensitive);
+    std::string literal = normalize_path(slashed, reading);
     if (literal == "/") {
-      // "", "." or "..": a ".." removes the segment before it, as in requests.
-      if (piece == ".." && !c.segments.empty()) c.segments.pop_back();
+      // "", "." or "..": a ".." removes the segment before it, as in requests
+      // (whatever its spelling: "%2e%2e", "..;params").
+      std::string probe = "/x/";
+      probe.append(piece);
+      if (normalize_path(probe, reading) == "/" && !c.segments.empty()) c.segments.pop_back();
       continue;
     }
     c.segments.push_back({literal.substr(1), false});
@@ -138,6 +141,13 @@ void append_escaped(std::string& out, std::string_view value) {
 
 constexpr size_t kDefaultRoute = static_cast<size_t>(-1);
 
+// "?..." of a request target as sent (without a fragment), or "".
+std::string_view query_of(std::string_view target) {
+  target = target.substr(0, target.find('#'));
+  const size_t q = target.find('?');
+  return q == std::string_view::npos ? std::string_view() : target.substr(q);
+}
+
 // "h:", "c:", "q:": what a key part's value was read from.
 std::string_view value_prefix(KeyPart::Kind kind) {
   switch (kind) {
@@ -169,6 +179,7 @@ void append_value_part(std::string& key, const KeyPart& part, std::string_view v
 }  // namespace
 
 struct Policy::Compiled {
+  PathReading reading;                     // paths: and case_insensitive_paths
   std::vector<CompiledRoute> routes;       // parallel to config_.routes
   std::shared_ptr<const JwtVerifier> jwt;  // null without a jwt: section
   std::vector<std::string> default_scopes;
@@ -177,9 +188,13 @@ struct Policy::Compiled {
 
 Policy::Policy(Config config) : config_(std::move(config)) {
   auto compiled = std::make_shared<Compiled>();
+  compiled->reading.escaped_slashes = config_.paths.escaped_slashes;
+  compiled->reading.backslash = config_.paths.backslash;
+  compiled->reading.strip_matrix_params = config_.paths.strip_matrix_params;
+  compiled->reading.case_insensitive = config_.case_insensitive_paths;
   compiled->routes.reserve(config_.routes.size());
   for (const Route& route : config_.routes) {
-    compiled->routes.push_back(compile(route, config_.case_insensitive_paths));
+    compiled->routes.push_back(compile(route, compiled->reading));
   }
   if (config_.default_route) compiled->default_scopes = scopes_of(*config_.default_route);
   // The loader checked the keys; a config built otherwise with bad keys keys
@@ -240,8 +255,18 @@ std::optional<std::string> Policy::jwt_claim(const RequestInfo& request,
 
 Plan Policy::plan(const RequestInfo& request) const {
   Plan plan;
-  plan.normalized_path =
-      normalize_path(request.target, config_.case_insensitive_paths, &plan.bad_path);
+  const PathReading& reading = compiled_->reading;
+  plan.normalized_path = normalize_path(request.target, reading, &plan.bad_path);
+  if (config_.paths.forward_normalized && !plan.bad_path) {
+    if (reading.case_insensitive) {
+      PathReading as_sent = reading;
+      as_sent.case_insensitive = false;
+      plan.forward_target = normalize_path(request.target, as_sent);
+    } else {
+      plan.forward_target = plan.normalized_path;
+    }
+    plan.forward_target += query_of(request.target);
+  }
   size_t index = kDefaultRoute;
   plan.route = match_index(request.method, plan.normalized_path, &index);
 

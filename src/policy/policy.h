@@ -29,9 +29,14 @@ struct PlannedLimit {
 struct Plan {
   const Route* route = nullptr;  // nullptr: no route and no default -> not limited
   std::string normalized_path;
-  // The path holds %2F, %5C or a backslash (see normalize_path): front doors answer
-  // 400 BAD_PATH instead of deciding. The rest of the plan is still filled.
+  // The path is refused (normalize_path: a separator paths: rejects, %00,
+  // escapes that are not UTF-8): front doors answer 400 BAD_PATH instead of
+  // deciding. The rest of the plan is still filled.
   bool bad_path = false;
+  // With paths.forward: normalized, the target the upstream gets: the
+  // normalised path with its case as sent, then the query as sent. Empty:
+  // forward the request target as it came.
+  std::string forward_target;
   IpAddress client;
   std::string client_key;  // "ip:192.0.2.1", "h:x-api-key=abc", "global", joined by '+'
   std::vector<PlannedLimit> limits;

@@ -721,7 +721,7 @@ unknown: 1
               "1000/h, 5/d or 10/2s, got \"1/q\" (unknown unit \"q\"; use ms, s, m, h, d or w)",
               "t.yaml:9:1: unknown: unknown key (known keys: listen, admin, admin_token_file, "
               "admin_token_all, admin_hosts, decision_api, grpc, rls, "
-              "upstream, store, client_ip, headers, case_insensitive_paths, "
+              "upstream, store, client_ip, headers, case_insensitive_paths, paths, "
               "auth_deny_status, deny, jwt, policies, default, routes, server, logging)"}));
 }
 

@@ -84,6 +84,11 @@ client_ip:
   ipv6_prefix: 64
 headers: [legacy]
 case_insensitive_paths: false
+paths:
+  escaped_slashes: reject
+  backslash: reject
+  matrix_params: strip
+  forward: normalized
 auth_deny_status: 429
 deny:
   status: 429

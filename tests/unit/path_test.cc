@@ -107,7 +107,81 @@ TEST(NormalizePath, RawUnsafeBytesBecomeEscapes) {
 }
 
 TEST(NormalizePath, SubDelimitersColonAndAtStayRaw) {
-  EXPECT_EQ(norm("/a;b=c,d/e:f@g!$&'()*+"), "/a;b=c,d/e:f@g!$&'()*+");
+  PathReading keep;
+  keep.strip_matrix_params = false;
+  EXPECT_EQ(normalize_path("/a;b=c,d/e:f@g!$&'()*+", keep), "/a;b=c,d/e:f@g!$&'()*+");
+  EXPECT_EQ(norm("/a,d/e:f@g!$&'()*+"), "/a,d/e:f@g!$&'()*+");
+}
+
+// What each spelling normalises to, and whether it is refused, with the
+// default reading and with each `paths:` option.
+struct Spelling {
+  std::string_view target;
+  std::string_view path;
+  bool refused;
+};
+
+void expect_spellings(const PathReading& reading, std::initializer_list<Spelling> spellings) {
+  for (const Spelling& s : spellings) {
+    bool refused = !s.refused;
+    EXPECT_EQ(normalize_path(s.target, reading, &refused), s.path) << s.target;
+    EXPECT_EQ(refused, s.refused) << s.target;
+  }
+}
+
+TEST(NormalizePath, MatrixParametersAreStrippedAsTomcatDoes) {
+  expect_spellings(PathReading{}, {
+                                      {"/api/auth/login;jsessionid=1", "/api/auth/login", false},
+                                      {"/api;x=1/auth/login", "/api/auth/login", false},
+                                      {"/api/auth/login;", "/api/auth/login", false},
+                                      {"/api/x/..;y/auth/login", "/api/auth/login", false},
+                                      {"/api/auth/login;a%2Fb", "/api/auth/login", true},
+                                      {"/api/auth/login%3Bx", "/api/auth/login%3Bx", false},
+                                      {"/;x", "/", false},
+                                  });
+  PathReading keep;
+  keep.strip_matrix_params = false;
+  expect_spellings(keep, {{"/api/auth/login;x=1", "/api/auth/login;x=1", false}});
+}
+
+TEST(NormalizePath, NulAndEscapesThatAreNotUtf8AreRefused) {
+  expect_spellings(PathReading{},
+                   {
+                       {"/a%00b", "/a%00b", true},
+                       {std::string_view("/a\0b", 4), "/a%00b", true},
+                       {"/a%C0%AFb", "/a%C0%AFb", true},        // overlong '/'
+                       {"/a%E0%80%AFb", "/a%E0%80%AFb", true},  // overlong '/'
+                       {"/a%C3b", "/a%C3b", true},              // cut short
+                       {"/a%C3%A9b", "/a%C3%A9b", false},       // e acute
+                       {"/\xc3\xa9", "/%C3%A9", false},
+                       {"/a%ED%A0%80", "/a%ED%A0%80", true},  // a surrogate
+                       {"/\x81\x81", "/%81%81", true},        // raw bytes are read as their escapes
+                   });
+}
+
+TEST(NormalizePath, EscapedSlashesAndBackslashesAsConfigured) {
+  PathReading decode;
+  decode.escaped_slashes = PathReading::EscapedSlashes::kDecode;
+  expect_spellings(decode, {
+                               {"/api%2Fauth%2flogin", "/api/auth/login", false},
+                               {"/api%2F..%2Fadmin", "/admin", false},
+                               {"/api%5Cauth", "/api%5Cauth", true},  // a backslash: rejected
+                           });
+  PathReading keep;
+  keep.escaped_slashes = PathReading::EscapedSlashes::kKeep;
+  expect_spellings(keep, {
+                             {"/api%2Fauth", "/api%2Fauth", false},
+                             {"/api%5cauth", "/api%5Cauth", false},
+                             {"/api\\auth", "/api%5Cauth", true},  // raw: the backslash rule
+                         });
+  PathReading slash;
+  slash.backslash = PathReading::Backslash::kAsSlash;
+  expect_spellings(slash, {
+                              {"/api\\auth\\login", "/api/auth/login", false},
+                              {"/api%5Cauth", "/api%5Cauth", true},  // escaped: still rejected
+                          });
+  slash.escaped_slashes = PathReading::EscapedSlashes::kDecode;
+  expect_spellings(slash, {{"/api%5Cauth%2Flogin", "/api/auth/login", false}});
 }
 
 TEST(NormalizePath, PathIsCaseSensitiveByDefault) {

@@ -101,6 +101,16 @@ TEST(PolicyMatch, ExactPathAndMethod) {
   EXPECT_EQ(policy.match("GET", "/api"), nullptr);
 }
 
+// A ".." in a pattern, however it is spelled, removes the segment before it
+// as it does in requests (found by the path fuzz target).
+TEST(PolicyMatch, DotDotSegmentsOfPatternsInAnySpelling) {
+  Config config;
+  config.routes = {route("GET", "/a/..;v=1/b"), route("GET", "/c/%2e%2e/d")};
+  const Policy policy(config);
+  EXPECT_EQ(name_of(policy.match("GET", "/b")), "GET /a/..;v=1/b");
+  EXPECT_EQ(name_of(policy.match("GET", "/d")), "GET /c/%2e%2e/d");
+}
+
 TEST(PolicyMatch, MethodIsCaseSensitive) {
   Config config;
   config.routes = {route("GET", "/a")};
