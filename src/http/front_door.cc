@@ -101,11 +101,17 @@ Reply json_error_reply(HttpStatus status, const std::string& body) {
   return reply;
 }
 
+// A shadow route's denials are counted and logged, and the request goes on.
+bool shadow_route(const policy::Plan& plan) {
+  return plan.route != nullptr && plan.route->shadow;
+}
+
 void respond_bad_path(Session& session) {
   static const std::string kBody =
       error_body("BAD_PATH",
-                 "the path holds an encoded slash or backslash (%2F, %5C) or a backslash, which "
-                 "servers read differently; send the path with plain '/' separators");
+                 "the path holds an encoded slash or backslash (%2F, %5C), a backslash, %00 or "
+                 "bytes that are not UTF-8, which servers read differently; send the path with "
+                 "plain '/' separators");
   session.context().metrics.rejected_bad_request->add();
   session.respond(json_error_reply(HttpStatus::bad_request, kBody));
 }
@@ -212,7 +218,9 @@ void FrontDoor::note_access(Session& session, const policy::Plan& plan, const Ro
   } else if (!verdict.limited) {
     note.decision = "none";
   } else {
-    note.decision = verdict.allowed ? "allowed" : "denied";
+    note.decision = verdict.allowed                    ? "allowed"
+                    : metrics.shadow_denied != nullptr ? "shadow_denied"
+                                                       : "denied";
   }
 }
 
@@ -239,10 +247,26 @@ void FrontDoor::count(const State& state, const policy::Plan& plan, const RouteM
     }
     return;
   }
-  (verdict.allowed ? metrics.allowed : metrics.denied)->add();
+  const bool shadow = metrics.shadow_denied != nullptr;
+  (verdict.allowed ? metrics.allowed : shadow ? metrics.shadow_denied : metrics.denied)->add();
   for (size_t i = 0; i < verdict.outcomes.size() && i < metrics.limits.size(); ++i) {
     const RouteMetrics::LimitCounters& c = metrics.limits[i];
     (verdict.outcomes[i].decision.allowed ? c.allowed : c.denied)->add();
+  }
+  if (!verdict.allowed && shadow) {
+    const observe::DenialLogGate::Admission a = state.denial_log->admit(now);
+    if (a.log) {
+      std::string redacted;
+      const std::string_view key = plan.client_key.empty() ? reported_key(plan, verdict)
+                                                           : std::string_view(plan.client_key);
+      spdlog::info("shadow: route \"{}\" would deny key \"{}\" (limit \"{}\"); let through{}",
+                   metrics.name, shown_key(state, key, redacted),
+                   verdict.reported ? verdict.reported->name : std::string(),
+                   a.suppressed_before == 0 ? std::string()
+                                            : cat({" (", std::to_string(a.suppressed_before),
+                                                   " denials not logged before this one)"}));
+    }
+    return;
   }
   if (!verdict.allowed) {
     std::string redacted;
@@ -327,7 +351,7 @@ void FrontDoor::handle_auth(const std::shared_ptr<Session>& session) {
       [session, state, now, plan = std::move(plan)](policy::Verdict verdict) {
         RateHeaders rate;
         append_rate_headers(verdict, state->policy.config().headers, now, rate);
-        if (verdict.allowed) {
+        if (verdict.allowed || shadow_route(*plan)) {
           Reply reply;
           reply.status = HttpStatus::no_content;
           reply.rate_headers = &rate;
@@ -363,7 +387,7 @@ void FrontDoor::handle_gateway(const std::shared_ptr<Session>& session) {
           return session->respond(
               error_response(HttpStatus::internal_server_error, "INTERNAL", verdict.error));
         }
-        if (!verdict.allowed) {
+        if (!verdict.allowed && !shadow_route(exchange->plan)) {
           return session->respond(
               gateway_denied_reply(exchange->rate_headers, state->policy.config().deny));
         }

@@ -10,13 +10,14 @@ namespace {
 
 constexpr std::string_view kRequestsName = "sluice_requests_total";
 constexpr std::string_view kRequestsHelp =
-    "Requests decided, by route and result (allowed, denied, error = store failed).";
+    "Requests decided, by route and result (allowed, denied, error = store failed, "
+    "shadow_denied = denied on a shadow route and let through).";
 constexpr std::string_view kDecisionsName = "sluice_decisions_total";
 constexpr std::string_view kDecisionsHelp =
     "Limit decisions, by route, algorithm and result (one per limit of a request).";
 
 RouteMetrics make_metrics(observe::Registry& registry, const std::string& name,
-                          const std::vector<policy::RouteLimit>& limits) {
+                          const std::vector<policy::RouteLimit>& limits, bool shadow) {
   RouteMetrics m;
   m.name = name;
   m.allowed =
@@ -24,6 +25,10 @@ RouteMetrics make_metrics(observe::Registry& registry, const std::string& name,
   m.denied =
       registry.counter(kRequestsName, kRequestsHelp, {{"route", name}, {"result", "denied"}});
   m.error = registry.counter(kRequestsName, kRequestsHelp, {{"route", name}, {"result", "error"}});
+  if (shadow) {
+    m.shadow_denied = registry.counter(kRequestsName, kRequestsHelp,
+                                       {{"route", name}, {"result", "shadow_denied"}});
+  }
   for (const policy::RouteLimit& limit : limits) {
     const std::string algorithm(algorithm_name(limit.limit.algorithm()));
     auto series = [&](const char* result) {
@@ -60,15 +65,16 @@ std::shared_ptr<const State> build_state(policy::Config config, uint64_t generat
       state->policy.config().logging.denial_log_per_second);
   const policy::Config& c = state->policy.config();
   for (const policy::Route& route : c.routes) {
-    state->routes.push_back(make_metrics(registry, route.name, route.limits));
+    state->routes.push_back(make_metrics(registry, route.name, route.limits, route.shadow));
   }
   if (c.default_route) {
-    state->default_route = make_metrics(registry, c.default_route->name, c.default_route->limits);
+    state->default_route = make_metrics(registry, c.default_route->name, c.default_route->limits,
+                                        c.default_route->shadow);
   }
-  state->unmatched = make_metrics(registry, "none", {});
+  state->unmatched = make_metrics(registry, "none", {}, false);
   for (const policy::NamedPolicy& p : c.policies) {
     policy::RouteLimit limit{p.name, true, p.limit};
-    state->policies.push_back(make_metrics(registry, cat({"policy:", p.name}), {limit}));
+    state->policies.push_back(make_metrics(registry, cat({"policy:", p.name}), {limit}, false));
     state->policy_limits.push_back(std::move(limit));
   }
   return state;

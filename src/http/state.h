@@ -29,6 +29,9 @@ struct RouteMetrics {
   observe::Counter* allowed = nullptr;  // sluice_requests_total{result="allowed"}
   observe::Counter* denied = nullptr;   // {result="denied"}
   observe::Counter* error = nullptr;    // {result="error"}: the store failed (on_failure applied)
+  // {result="shadow_denied"}: a shadow route's denial, proxied anyway; null
+  // for a route that is not shadow.
+  observe::Counter* shadow_denied = nullptr;
   // sluice_decisions_total{route,algorithm,result}, one entry per limit of the
   // route in route order (limits sharing an algorithm share the series).
   struct LimitCounters {

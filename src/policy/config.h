@@ -106,11 +106,14 @@ struct Route {
   std::string pattern;  // "/api/users/{id}", "/static/*"
   KeySpec key;
   std::vector<RouteLimit> limits;
+  // Decided and counted, never denied (a denial is counted as shadow_denied
+  // and the request goes on): a new limit tried on live traffic.
+  bool shadow = false;
   int line = 0;  // in the config file, for messages
   // Equal when they mean the same: the line is not compared.
   friend bool operator==(const Route& a, const Route& b) {
     return a.name == b.name && a.method == b.method && a.pattern == b.pattern && a.key == b.key &&
-           a.limits == b.limits;
+           a.limits == b.limits && a.shadow == b.shadow;
   }
 };
 

@@ -72,8 +72,8 @@ const Keys kStoreKeys = {"backend", "max_keys", "redis"};
 const Keys kRedisKeys = {"addresses",  "url",      "cluster",  "timeout",
                          "on_failure", "password", "database", "time_source"};
 const Keys kClientIpKeys = {"trusted_proxies", "ipv6_prefix"};
-const Keys kDefaultKeys = {"key", "limits"};
-const Keys kRouteKeys = {"match", "name", "key", "limits"};
+const Keys kDefaultKeys = {"key", "limits", "shadow"};
+const Keys kRouteKeys = {"match", "name", "key", "limits", "shadow"};
 const Keys kServerKeys = {"max_connections", "max_header_bytes", "max_body_bytes", "header_timeout",
                           "idle_timeout",    "threads",          "shutdown_grace"};
 const Keys kLoggingKeys = {"level", "access_log", "redact_keys", "denial_log_per_second"};
@@ -590,6 +590,11 @@ class Loader {
     }
   }
 
+  void shadow(const Item* item, bool* out) {
+    if (item == nullptr) return;
+    if (auto b = walker_.boolean(*item)) *out = *b;
+  }
+
   void paths(const Item& item) {
     const std::optional<Mapping> m = walker_.mapping(item, &kPathsKeys, "a mapping");
     if (!m) return;
@@ -672,6 +677,7 @@ class Loader {
     route.pattern = "/*";
     route.line = item.line();
     key_spec(m->get("key"), &route.key);
+    shadow(m->get("shadow"), &route.shadow);
     if (const Item* l = m->get("limits")) {
       route.limits = route_limits(*l, route.name);
     } else {
@@ -737,6 +743,7 @@ class Loader {
                                    ")");
       }
       key_spec(m->get("key"), &route.key);
+      shadow(m->get("shadow"), &route.shadow);
       if (const Item* l = m->get("limits")) {
         route.limits = route_limits(*l, route.name.empty() ? ri.path : route.name);
       } else {

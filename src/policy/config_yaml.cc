@@ -276,6 +276,7 @@ void route(YAML::Emitter& out, const Route& r) {
   out << YAML::Key << "key" << YAML::Value;
   quoted(out, r.key.text);
   limits(out, r.limits);
+  if (r.shadow) out << YAML::Key << "shadow" << YAML::Value << true;
   out << YAML::EndMap;
 }
 
@@ -285,6 +286,7 @@ void routes(YAML::Emitter& out, const Config& c) {
     out << YAML::Key << "key" << YAML::Value;
     quoted(out, c.default_route->key.text);
     limits(out, c.default_route->limits);
+    if (c.default_route->shadow) out << YAML::Key << "shadow" << YAML::Value << true;
     out << YAML::EndMap;
   }
   out << YAML::Key << "routes" << YAML::Value << YAML::BeginSeq;

@@ -143,22 +143,6 @@ policies:
   EXPECT_EQ(server->post("/v1/check", R"({"policy":"lasting","key":"z"})").status, 429);
 }
 
-// Waits (boundedly) until the access log holds a line containing each of `parts`.
-std::string wait_for_access_lines(SluiceProcess& server, const std::vector<std::string>& parts) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  std::string log = server.access_log();
-  auto all_there = [&] {
-    for (const std::string& p : parts)
-      if (log.find(p) == std::string::npos) return false;
-    return true;
-  };
-  while (!all_there() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    log = server.access_log();
-  }
-  return log;
-}
-
 TEST(AccessLog, OneLinePerRequestWithRouteKeyAndDecisionWhenEnabled) {
   auto server = SluiceProcess::start(R"(
 logging: {access_log: true}
@@ -190,7 +174,7 @@ routes:
           "\" decision=denied status=429 ",
       " client=127.0.0.1 method=GET path=/nowhere route=none key=- decision=none "
       "status=200 "};
-  const std::string log = wait_for_access_lines(*server, lines);
+  const std::string log = server->wait_for_access_log(lines);
   for (const std::string& line : lines) EXPECT_NE(log.find(line), std::string::npos) << line << log;
   EXPECT_EQ(log.find("s3cr3t"), std::string::npos) << log;
   // Each line starts with an RFC 3339 time with its zone.
@@ -216,7 +200,7 @@ routes:
   EXPECT_EQ(server->get("/k", {{"X-Api-Key", "v4lue"}}).status, 200);
   EXPECT_EQ(server->get("/k", {{"X-Api-Key", "v4lue"}}).status, 429);
   const std::string line = " key=\"h:x-api-key=v4lue\" decision=denied status=429 ";
-  EXPECT_NE(wait_for_access_lines(*server, {line}).find(line), std::string::npos);
+  EXPECT_NE(server->wait_for_access_log({line}).find(line), std::string::npos);
   EXPECT_NE(server->admin_get("/admin/stats").body.find("h:x-api-key=v4lue"), std::string::npos);
 }
 

@@ -173,20 +173,41 @@ TEST_F(DecisionApi, AuthNeedsTheOriginalRequestHeaders) {
   expect_bad_request(auth({{"X-Original-Method", "GET"}}), "X-Original-URI");
 }
 
-TEST(DecisionApiDenyStatus, AuthDenyStatusIsConfigurable) {
-  auto server = SluiceProcess::start(R"(
-auth_deny_status: 403
-routes:
-  - match: GET /api/search
-    limits: [{capacity: 1, refill_rate: 1/h}]
-)");
-  ASSERT_NE(server, nullptr);
+// A server with one route of capacity 1 and `settings` (top level and
+// route keys), after a first /v1/auth of it (204): the second answer.
+struct SecondAuth {
+  std::unique_ptr<SluiceProcess> server;
+  HttpResponse response;
+};
+SecondAuth second_auth(const std::string& top, const std::string& route) {
+  SecondAuth out;
+  out.server = SluiceProcess::start(top + "routes:\n  - match: GET /api/search\n" + route +
+                                    "    limits: [{capacity: 1, refill_rate: 1/h}]\n");
+  if (out.server == nullptr) return out;
   const Headers h = {{"X-Original-Method", "GET"}, {"X-Original-URI", "/api/search"}};
-  EXPECT_EQ(server->get("/v1/auth", h).status, 204);
-  const HttpResponse r = server->get("/v1/auth", h);
-  EXPECT_EQ(r.status, 403);
-  EXPECT_TRUE(r.has_header("Retry-After"));
-  EXPECT_EQ(r.header("X-RateLimit-Remaining"), "0");
+  EXPECT_EQ(out.server->get("/v1/auth", h).status, 204);
+  out.response = out.server->get("/v1/auth", h);
+  return out;
+}
+
+TEST(DecisionApiDenyStatus, AuthDenyStatusIsConfigurable) {
+  const SecondAuth a = second_auth("auth_deny_status: 403\n", "");
+  ASSERT_NE(a.server, nullptr);
+  EXPECT_EQ(a.response.status, 403);
+  EXPECT_TRUE(a.response.has_header("Retry-After"));
+  EXPECT_EQ(a.response.header("X-RateLimit-Remaining"), "0");
+}
+
+// A shadow route never denies: /v1/auth answers 204 with the real headers
+// (nginx then lets the request through) and counts shadow_denied.
+TEST(DecisionApiShadow, AuthOnAShadowRouteAllowsWithTheRealHeaders) {
+  const SecondAuth a = second_auth("headers: [legacy]\n", "    shadow: true\n");
+  ASSERT_NE(a.server, nullptr);
+  EXPECT_EQ(a.response.status, 204);
+  EXPECT_EQ(a.response.header("X-RateLimit-Remaining"), "0");
+  EXPECT_EQ(
+      a.server->metric(R"(sluice_requests_total{route="GET /api/search",result="shadow_denied"})"),
+      1);
 }
 
 }  // namespace

@@ -111,6 +111,51 @@ TEST(Gateway, DeniedRequestsNeverReachTheUpstream) {
   EXPECT_EQ(upstream.requests(), 3);
 }
 
+// shadow: a new limit tried on live traffic: decided, counted and logged as
+// a denial would be, with the real headers, and proxied anyway.
+TEST(Gateway, AShadowRouteCountsItsDenialsAndProxiesThem) {
+  TestUpstream upstream;
+  ASSERT_NE(upstream.port(), 0);
+  auto server = SluiceProcess::start(gateway_yaml(upstream.url(), R"(
+headers: [legacy]
+logging: {access_log: true}
+routes:
+  - match: GET /api/search
+    shadow: true
+    limits: [{capacity: 2, refill_rate: 1/h}]
+)"));
+  ASSERT_NE(server, nullptr);
+  auto c = server->connect();
+  for (int i = 1; i <= 4; ++i) {
+    const HttpResponse r = c->request("GET", "/api/search");
+    EXPECT_EQ(r.status, 200) << i;
+    EXPECT_EQ(r.body, "{\"n\":" + std::to_string(i) + "}");
+    EXPECT_EQ(r.header("X-RateLimit-Limit"), "2");
+    EXPECT_EQ(r.header("X-RateLimit-Remaining"), i <= 2 ? std::to_string(2 - i) : "0");
+    // The real decision's headers: Retry-After says when it would pass.
+    if (i <= 2) {
+      EXPECT_FALSE(r.has_header("Retry-After")) << i;
+    } else {
+      EXPECT_EQ(r.header("Retry-After"), "3600") << i;
+    }
+  }
+  EXPECT_EQ(upstream.requests(), 4);
+  // Denials are not charged: the bucket is still empty after the first two.
+  EXPECT_EQ(server->metric(R"(sluice_requests_total{route="GET /api/search",result="allowed"})"),
+            2);
+  EXPECT_EQ(
+      server->metric(R"(sluice_requests_total{route="GET /api/search",result="shadow_denied"})"),
+      2);
+  EXPECT_EQ(server->metric(R"(sluice_requests_total{route="GET /api/search",result="denied"})"), 0);
+  EXPECT_TRUE(server->wait_for_log(
+      "shadow: route \"GET /api/search\" would deny key \"ip:127.0.0.1\" (limit \"GET "
+      "/api/search\"); let through"))
+      << server->log();
+  const std::string shadowed = "key=ip:127.0.0.1 decision=shadow_denied status=200";
+  const std::string log = server->wait_for_access_log({shadowed});
+  EXPECT_NE(log.find(shadowed), std::string::npos) << log;
+}
+
 // deny: what the gateway answers instead of the built-in 429 (nginx's
 // limit_req_status), with the same rate headers and Retry-After.
 TEST(Gateway, DenyStatusAndBodyFileReplaceThe429AndItsBody) {
@@ -153,12 +198,7 @@ TEST(Gateway, TheAccessLogHasTheUpstreamTimeOfProxiedRequests) {
       " client=127.0.0.1 method=GET path=/api/hello route=\"GET /api/hello\" key=ip:127.0.0.1 "
       "decision=denied status=429 bytes=107 upstream_ms=- ms=";
   // Lines are written once their responses are sent: wait for the fourth.
-  const auto deadline = Clock::now() + std::chrono::seconds(10);
-  std::string log = server->access_log();
-  while (log.find(denied) == std::string::npos && Clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    log = server->access_log();
-  }
+  const std::string log = server->wait_for_access_log({denied});
   EXPECT_NE(log.find(denied), std::string::npos) << log;
   const auto proxied_lines =
       std::distance(std::sregex_iterator(log.begin(), log.end(), proxied), std::sregex_iterator());

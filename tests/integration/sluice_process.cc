@@ -257,6 +257,22 @@ bool SluiceProcess::wait_for_log(const std::string& text, std::chrono::milliseco
   return false;
 }
 
+std::string SluiceProcess::wait_for_access_log(const std::vector<std::string>& parts,
+                                               std::chrono::milliseconds timeout) const {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::string log = access_log();
+  auto all_there = [&] {
+    for (const std::string& p : parts)
+      if (log.find(p) == std::string::npos) return false;
+    return true;
+  };
+  while (!all_there() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    log = access_log();
+  }
+  return log;
+}
+
 long long SluiceProcess::metric(const std::string& series) const {
   const HttpResponse r = admin_get("/metrics");
   std::istringstream lines(r.body);

@@ -70,6 +70,11 @@ class SluiceProcess {
   std::string log() const;
   // The server's stdout (the access log) so far.
   std::string access_log() const;
+  // Waits until the access log holds each of `parts` (lines are written once
+  // their responses are sent); returns the log then, or after `timeout`.
+  std::string wait_for_access_log(
+      const std::vector<std::string>& parts,
+      std::chrono::milliseconds timeout = std::chrono::seconds(10)) const;
   // Waits until the log contains `text`; false after `timeout`.
   bool wait_for_log(const std::string& text,
                     std::chrono::milliseconds timeout = std::chrono::seconds(10)) const;

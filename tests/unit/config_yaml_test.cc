@@ -186,6 +186,23 @@ TEST(ConfigYaml, JwtSectionAndJwtKeysRoundTrip) {
   std::filesystem::remove(secret);
 }
 
+TEST(ConfigYaml, ShadowRoutesRoundTrip) {
+  const Config c = valid(R"(
+default: {shadow: true, limits: [{capacity: 5, refill_rate: 1/s}]}
+routes:
+  - match: GET /a
+    shadow: true
+    limits: [{capacity: 1, refill_rate: 1/s}]
+  - match: GET /b
+    shadow: false
+    limits: [{capacity: 1, refill_rate: 1/s}]
+)");
+  EXPECT_TRUE(c.default_route->shadow);
+  EXPECT_TRUE(c.routes[0].shadow);
+  EXPECT_FALSE(c.routes[1].shadow);
+  expect_round_trip(c, "t.yaml");
+}
+
 TEST(ConfigYaml, ARouteNamedApartKeepsItsName) {
   const Config c = valid(R"(
 routes:
