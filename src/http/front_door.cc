@@ -101,6 +101,13 @@ Reply json_error_reply(HttpStatus status, const std::string& body) {
   return reply;
 }
 
+void respond_access_denied(Session& session) {
+  static const std::string kBody =
+      error_body("ACCESS_DENIED", "this client address is in the server's deny list");
+  session.context().metrics.rejected_access_denied->add();
+  session.respond(json_error_reply(HttpStatus::forbidden, kBody));
+}
+
 // A shadow route's denials are counted and logged, and the request goes on.
 bool shadow_route(const policy::Plan& plan) {
   return plan.route != nullptr && plan.route->shadow;
@@ -257,8 +264,8 @@ void FrontDoor::count(const State& state, const policy::Plan& plan, const RouteM
     const observe::DenialLogGate::Admission a = state.denial_log->admit(now);
     if (a.log) {
       std::string redacted;
-      const std::string_view key = plan.client_key.empty() ? reported_key(plan, verdict)
-                                                           : std::string_view(plan.client_key);
+      const std::string_view key =
+          plan.client_key.empty() ? reported_key(plan, verdict) : std::string_view(plan.client_key);
       spdlog::info("shadow: route \"{}\" would deny key \"{}\" (limit \"{}\"); let through{}",
                    metrics.name, shown_key(state, key, redacted),
                    verdict.reported ? verdict.reported->name : std::string(),
@@ -345,6 +352,7 @@ void FrontDoor::handle_auth(const std::shared_ptr<Session>& session) {
   info.now = now;
   auto plan = std::make_unique<policy::Plan>(state->policy.plan(info));
   if (plan->bad_path) return respond_bad_path(*session);
+  if (plan->access_denied) return respond_access_denied(*session);
   const policy::Plan& planned = *plan;
   decide_and_count(
       *session, state, planned, state->metrics_for(planned.route), now, 1,
@@ -376,6 +384,7 @@ void FrontDoor::handle_gateway(const std::shared_ptr<Session>& session) {
   auto exchange = std::make_shared<GatewayExchange>();
   exchange->plan = state->policy.plan(info);
   if (exchange->plan.bad_path) return respond_bad_path(*session);
+  if (exchange->plan.access_denied) return respond_access_denied(*session);
   const policy::Plan& plan = exchange->plan;
   decide_and_count(
       *session, state, plan, state->metrics_for(plan.route), now, 1,

@@ -188,6 +188,14 @@ struct DecisionApi {
   friend bool operator==(const DecisionApi&, const DecisionApi&) = default;
 };
 
+// The `access:` lists, matched against the client address (as resolved
+// through trusted_proxies). deny wins over allow.
+struct AccessLists {
+  std::vector<Cidr> allow;  // never limited (still counted)
+  std::vector<Cidr> deny;   // 403 before any limit
+  friend bool operator==(const AccessLists&, const AccessLists&) = default;
+};
+
 // The `paths:` keys: how request paths are read where frameworks disagree
 // (PathReading), and which path the upstream gets.
 struct PathsConfig {
@@ -222,6 +230,7 @@ struct Config {
   std::optional<Upstream> upstream;
   StoreConfig store;
   ClientIpConfig client_ip;
+  AccessLists access;
   HeaderModes headers;
   bool case_insensitive_paths = false;
   PathsConfig paths;

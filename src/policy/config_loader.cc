@@ -46,6 +46,7 @@ const Keys kTopKeys = {"listen",
                        "upstream",
                        "store",
                        "client_ip",
+                       "access",
                        "headers",
                        "case_insensitive_paths",
                        "paths",
@@ -72,6 +73,7 @@ const Keys kStoreKeys = {"backend", "max_keys", "redis"};
 const Keys kRedisKeys = {"addresses",  "url",      "cluster",  "timeout",
                          "on_failure", "password", "database", "time_source"};
 const Keys kClientIpKeys = {"trusted_proxies", "ipv6_prefix"};
+const Keys kAccessKeys = {"allow", "deny"};
 const Keys kDefaultKeys = {"key", "limits", "shadow"};
 const Keys kRouteKeys = {"match", "name", "key", "limits", "shadow"};
 const Keys kServerKeys = {"max_connections", "max_header_bytes", "max_body_bytes", "header_timeout",
@@ -195,6 +197,7 @@ class Loader {
     override_upstream();
     if (const Item* s = m->get("store")) store(*s);
     if (const Item* c = m->get("client_ip")) client_ip(*c);
+    if (const Item* a = m->get("access")) access(*a);
     if (const Item* h = m->get("headers")) headers(*h);
     if (const Item* c = m->get("case_insensitive_paths")) {
       if (auto b = walker_.boolean(*c)) config_.case_insensitive_paths = *b;
@@ -429,25 +432,34 @@ class Loader {
   void client_ip(const Item& item) {
     const std::optional<Mapping> m = walker_.mapping(item, &kClientIpKeys, "a mapping");
     if (!m) return;
-    if (const Item* t = m->get("trusted_proxies")) {
-      if (auto items = walker_.sequence(*t, "a list of CIDR blocks like [10.0.0.0/8]")) {
-        for (const Item& i : *items) {
-          const std::optional<std::string> text =
-              walker_.scalar(i, "a CIDR block like 10.0.0.0/8 or 2001:db8::/32");
-          if (!text) continue;
-          if (std::optional<Cidr> cidr = parse_cidr(*text)) {
-            config_.client_ip.trusted_proxies.push_back(*cidr);
-          } else {
-            walker_.error(
-                i, "must be a CIDR block like 10.0.0.0/8 or 2001:db8::/32, got " + quoted(*text));
-          }
-        }
-      }
-    }
+    if (const Item* t = m->get("trusted_proxies")) cidrs(*t, &config_.client_ip.trusted_proxies);
     if (const Item* p = m->get("ipv6_prefix")) {
       if (auto v = walker_.integer(*p, 1, 128, "a prefix length from 1 to 128"))
         config_.client_ip.ipv6_prefix = static_cast<int>(*v);
     }
+  }
+
+  void cidrs(const Item& item, std::vector<Cidr>* out) {
+    const auto items = walker_.sequence(item, "a list of CIDR blocks like [10.0.0.0/8]");
+    if (!items) return;
+    for (const Item& i : *items) {
+      const std::optional<std::string> text =
+          walker_.scalar(i, "a CIDR block like 10.0.0.0/8 or 2001:db8::/32");
+      if (!text) continue;
+      if (std::optional<Cidr> cidr = parse_cidr(*text)) {
+        out->push_back(*cidr);
+      } else {
+        walker_.error(
+            i, "must be a CIDR block like 10.0.0.0/8 or 2001:db8::/32, got " + quoted(*text));
+      }
+    }
+  }
+
+  void access(const Item& item) {
+    const std::optional<Mapping> m = walker_.mapping(item, &kAccessKeys, "a mapping");
+    if (!m) return;
+    if (const Item* a = m->get("allow")) cidrs(*a, &config_.access.allow);
+    if (const Item* d = m->get("deny")) cidrs(*d, &config_.access.deny);
   }
 
   void headers(const Item& item) {

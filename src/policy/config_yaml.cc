@@ -196,6 +196,16 @@ void client_ip(YAML::Emitter& out, const ClientIpConfig& c) {
   out << YAML::EndMap;
 }
 
+void access(YAML::Emitter& out, const AccessLists& a) {
+  out << YAML::Key << "access" << YAML::Value << YAML::BeginMap;
+  for (const auto& [name, list] : {std::pair{"allow", &a.allow}, std::pair{"deny", &a.deny}}) {
+    out << YAML::Key << name << YAML::Value << YAML::BeginSeq;
+    for (const Cidr& cidr : *list) quoted(out, cidr.text);
+    out << YAML::EndSeq;
+  }
+  out << YAML::EndMap;
+}
+
 void headers(YAML::Emitter& out, const HeaderModes& h) {
   out << YAML::Key << "headers" << YAML::Value;
   if (!h.legacy && !h.draft) {
@@ -338,6 +348,7 @@ std::string to_yaml(const Config& c) {
   upstream(out, c);
   store(out, c.store);
   client_ip(out, c.client_ip);
+  access(out, c.access);
   headers(out, c.headers);
   out << YAML::Key << "case_insensitive_paths" << YAML::Value << c.case_insensitive_paths;
   paths(out, c.paths);

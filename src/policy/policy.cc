@@ -280,7 +280,16 @@ Plan Policy::plan(const RequestInfo& request) const {
     if (xff.empty()) real_ip = request.headers->get("x-real-ip").value_or(std::string_view());
     plan.client = client_ip(ip_config, request.peer, xff, real_ip);
   }
+  auto listed = [&](const std::vector<Cidr>& list) {
+    return std::any_of(list.begin(), list.end(),
+                       [&](const Cidr& c) { return cidr_contains(c, plan.client); });
+  };
+  if (listed(config_.access.deny)) {
+    plan.access_denied = true;
+    return plan;
+  }
   if (plan.route == nullptr) return plan;
+  if (listed(config_.access.allow)) return plan;  // no limits: allowed, counted
 
   const KeySpec& spec = plan.route->key;
   const std::string ip_part = "ip:" + client_key_text(plan.client, ip_config.ipv6_prefix);

@@ -38,6 +38,9 @@ struct Plan {
   // forward the request target as it came.
   std::string forward_target;
   IpAddress client;
+  // access.deny holds the client: front doors answer 403 and decide nothing.
+  // (A client in access.allow gets a plan without limits.)
+  bool access_denied = false;
   std::string client_key;  // "ip:192.0.2.1", "h:x-api-key=abc", "global", joined by '+'
   std::vector<PlannedLimit> limits;
 };

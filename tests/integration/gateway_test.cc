@@ -156,6 +156,48 @@ routes:
   EXPECT_NE(log.find(shadowed), std::string::npos) << log;
 }
 
+// access: an allowed client is never limited (but counted), a denied one gets
+// 403 before any limit; both read the address through trusted proxies.
+TEST(Gateway, AccessListsAllowAndDenyClientsBeforeAnyLimit) {
+  TestUpstream upstream;
+  ASSERT_NE(upstream.port(), 0);
+  auto server = SluiceProcess::start(gateway_yaml(upstream.url(), R"(
+headers: [legacy]
+client_ip: {trusted_proxies: [127.0.0.1/32]}
+access:
+  allow: [198.51.100.0/24]
+  deny: [203.0.113.0/24, "2001:db8::/32"]
+routes:
+  - match: GET /api/search
+    limits: [{capacity: 1, refill_rate: 1/h}]
+)"));
+  ASSERT_NE(server, nullptr);
+  auto from = [](const std::string& client) {
+    return std::vector<std::pair<std::string, std::string>>{{"X-Forwarded-For", client}};
+  };
+  for (int i = 0; i < 3; ++i) {
+    const HttpResponse r = server->get("/api/search", from("198.51.100.7"));
+    EXPECT_EQ(r.status, 200) << i;
+    EXPECT_FALSE(r.has_header("X-RateLimit-Limit")) << "an allowed client is not limited";
+  }
+  for (const char* denied : {"203.0.113.9", "2001:db8::1"}) {
+    const HttpResponse r = server->get("/api/search", from(denied));
+    EXPECT_EQ(r.status, 403) << denied;
+    EXPECT_EQ(r.body,
+              R"({"error":{"code":"ACCESS_DENIED","message":"this client address is in the )"
+              R"(server's deny list"}})")
+        << denied;
+    EXPECT_EQ(server->get("/elsewhere", from(denied)).status, 403) << "on any path";
+  }
+  // Anyone else is limited as usual.
+  EXPECT_EQ(server->get("/api/search", from("192.0.2.1")).status, 200);
+  EXPECT_EQ(server->get("/api/search", from("192.0.2.1")).status, 429);
+  EXPECT_EQ(upstream.requests(), 4);
+  EXPECT_EQ(server->metric(R"(sluice_requests_total{route="GET /api/search",result="allowed"})"),
+            4);
+  EXPECT_EQ(server->metric(R"(sluice_http_rejected_total{reason="access_denied"})"), 4);
+}
+
 // deny: what the gateway answers instead of the built-in 429 (nginx's
 // limit_req_status), with the same rate headers and Retry-After.
 TEST(Gateway, DenyStatusAndBodyFileReplaceThe429AndItsBody) {

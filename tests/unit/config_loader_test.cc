@@ -721,7 +721,7 @@ unknown: 1
               "1000/h, 5/d or 10/2s, got \"1/q\" (unknown unit \"q\"; use ms, s, m, h, d or w)",
               "t.yaml:9:1: unknown: unknown key (known keys: listen, admin, admin_token_file, "
               "admin_token_all, admin_hosts, decision_api, grpc, rls, "
-              "upstream, store, client_ip, headers, case_insensitive_paths, paths, "
+              "upstream, store, client_ip, access, headers, case_insensitive_paths, paths, "
               "auth_deny_status, deny, jwt, policies, default, routes, server, logging)"}));
 }
 
@@ -857,6 +857,15 @@ TEST(ConfigLoader, JwtErrors) {
             Errors{"t.yaml:1:16: default.key: must be ip, global, header:NAME, cookie:NAME, "
                    "query:NAME, jwt:CLAIM or a combination like ip+header:x-api-key, got \"jwt:\" "
                    "(\"\" is not a claim name: printable, without + \" \\ or spaces)"});
+}
+
+TEST(ConfigLoader, AccessListErrors) {
+  EXPECT_EQ(errors_of("access: {allow: [10.0.0.0/33], deny: 1.2.3.4/8, block: []}\n"),
+            (Errors{"t.yaml:1:18: access.allow[0]: must be a CIDR block like 10.0.0.0/8 or "
+                    "2001:db8::/32, got \"10.0.0.0/33\"",
+                    "t.yaml:1:38: access.deny: must be a list of CIDR blocks like [10.0.0.0/8], "
+                    "got \"1.2.3.4/8\"",
+                    "t.yaml:1:49: access.block: unknown key (known keys: allow, deny)"}));
 }
 
 }  // namespace

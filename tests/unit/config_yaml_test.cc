@@ -82,6 +82,11 @@ client_ip:
   trusted_proxies:
     []
   ipv6_prefix: 64
+access:
+  allow:
+    []
+  deny:
+    []
 headers: [legacy]
 case_insensitive_paths: false
 paths:
@@ -184,6 +189,15 @@ TEST(ConfigYaml, JwtSectionAndJwtKeysRoundTrip) {
   ASSERT_TRUE(c.jwt.has_value());
   expect_round_trip(c, "t.yaml");
   std::filesystem::remove(secret);
+}
+
+TEST(ConfigYaml, AccessListsRoundTrip) {
+  const Config c =
+      valid("access: {allow: [10.0.0.0/8, \"2001:db8::/32\"], deny: [203.0.113.0/24]}\n");
+  ASSERT_EQ(c.access.allow.size(), 2u);
+  ASSERT_EQ(c.access.deny.size(), 1u);
+  EXPECT_EQ(c.access.deny[0].text, "203.0.113.0/24");
+  expect_round_trip(c, "t.yaml");
 }
 
 TEST(ConfigYaml, ShadowRoutesRoundTrip) {

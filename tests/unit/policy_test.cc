@@ -486,6 +486,39 @@ TEST(PolicyKey, ForgedIpInAHeaderDoesNotMatchTheIpKey) {
 
 // --- client address through plan() ---
 
+TEST(PolicyAccess, AllowedClientsAreNotLimitedAndDeniedOnesAreMarked) {
+  Config config;
+  config.client_ip.trusted_proxies = {parse_cidr("127.0.0.1/32").value()};
+  config.access.allow = {parse_cidr("10.0.0.0/8").value(), parse_cidr("2001:db8::/32").value()};
+  config.access.deny = {parse_cidr("203.0.113.0/24").value(), parse_cidr("10.9.0.0/16").value()};
+  config.routes = {route("GET", "/a", {bucket(10, 1)})};
+  const Policy policy(config);
+  auto plan_for = [&](std::string_view peer, std::string forwarded = "") {
+    FakeHeaders headers;
+    if (!forwarded.empty()) headers.add("X-Forwarded-For", forwarded);
+    return policy.plan(request("GET", "/a", &headers, peer));
+  };
+  // Allowed: the route is known, nothing is limited.
+  const Plan allowed = plan_for("10.1.2.3");
+  EXPECT_FALSE(allowed.access_denied);
+  EXPECT_NE(allowed.route, nullptr);
+  EXPECT_TRUE(allowed.limits.empty());
+  EXPECT_TRUE(plan_for("2001:db8::7").limits.empty());
+  // Denied, deny winning over allow; also on paths no route limits.
+  EXPECT_TRUE(plan_for("203.0.113.9").access_denied);
+  EXPECT_TRUE(plan_for("10.9.1.1").access_denied);
+  FakeHeaders none;
+  EXPECT_TRUE(policy.plan(request("GET", "/unrouted", &none, "203.0.113.9")).access_denied);
+  // The address as resolved through trusted proxies, not the peer.
+  EXPECT_TRUE(plan_for("127.0.0.1", "203.0.113.9").access_denied);
+  EXPECT_TRUE(plan_for("127.0.0.1", "10.1.2.3").limits.empty());
+  EXPECT_FALSE(plan_for("198.51.100.1", "10.1.2.3").limits.empty());  // untrusted peer
+  // Anyone else: limited as usual.
+  const Plan other = plan_for("198.51.100.1");
+  EXPECT_FALSE(other.access_denied);
+  EXPECT_EQ(other.limits.size(), 1u);
+}
+
 TEST(PolicyClientIp, ForwardedForIgnoredFromAnUntrustedPeer) {
   Config config;
   config.client_ip.trusted_proxies = {parse_cidr("127.0.0.1/32").value()};
