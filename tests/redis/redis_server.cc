@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 namespace sluice::testing {
@@ -151,8 +152,18 @@ bool RedisServer::hold_ports() {
 }
 
 bool RedisServer::start() {
-  if (port_ == 0 && !hold_ports()) return false;
+  // Held ports are bound with SO_REUSEADDR (so that redis-server can bind
+  // them too), which another test process's holder may also do for the same
+  // port (its bus port, say): a first start that fails moves to new ports. A
+  // restart keeps its port, which clients and the cluster know.
+  const bool first_start = port_ == 0;
+  if (first_start && !hold_ports()) return false;
   for (int attempt = 0; attempt < 3; ++attempt) {
+    if (attempt > 0 && first_start) {
+      for (int fd : holders_) ::close(fd);
+      holders_.clear();
+      if (!hold_ports()) return false;
+    }
     std::vector<std::string> args = {"redis-server",
                                      "--port",
                                      std::to_string(port_),
@@ -173,7 +184,14 @@ bool RedisServer::start() {
     if (pid_ > 0 && wait_answering(std::chrono::seconds(5))) return true;
     kill();
   }
-  std::fprintf(stderr, "redis-server did not start; see %s/redis.log\n", dir_.c_str());
+  // The folder goes with the test: its log's end is shown here.
+  std::ifstream log(dir_ + "/redis.log");
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(log, line);) lines.push_back(line);
+  std::fprintf(stderr, "redis-server did not start on port %d; the end of its log:\n", port_);
+  for (size_t i = lines.size() > 8 ? lines.size() - 8 : 0; i < lines.size(); ++i) {
+    std::fprintf(stderr, "  %s\n", lines[i].c_str());
+  }
   return false;
 }
 
