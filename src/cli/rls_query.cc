@@ -89,7 +89,8 @@ std::string seconds_text(const google::protobuf::Duration& d) {
   if (d.nanos() != 0) {
     std::string frac = std::to_string(1'000'000'000 + d.nanos()).substr(1);
     while (frac.back() == '0') frac.pop_back();
-    s += "." + frac;
+    s += '.';
+    s += frac;
   }
   return s + "s";
 }
@@ -98,8 +99,13 @@ void print_answer(const rlspb::RateLimitRequest& request, const rlspb::RateLimit
   std::printf("overall: %s\n", rlspb::RateLimitResponse::Code_Name(r.overall_code()).c_str());
   for (int i = 0; i < r.statuses_size(); ++i) {
     const auto& s = r.statuses(i);
-    const std::string entries =
-        i < request.descriptors_size() ? " " + entries_text(request.descriptors(i)) : "";
+    // Appended, not `" " + ...`: GCC 12 reports a false -Wrestrict on that
+    // in Release builds.
+    std::string entries;
+    if (i < request.descriptors_size()) {
+      entries = " ";
+      entries += entries_text(request.descriptors(i));
+    }
     std::printf("descriptor %d%s: %s\n", i + 1, entries.c_str(),
                 rlspb::RateLimitResponse::Code_Name(s.code()).c_str());
     if (s.has_current_limit()) {
