@@ -258,14 +258,19 @@ Plan Policy::plan(const RequestInfo& request) const {
   const PathReading& reading = compiled_->reading;
   plan.normalized_path = normalize_path(request.target, reading, &plan.bad_path);
   if (config_.paths.forward_normalized && !plan.bad_path) {
+    std::string as_sent_case;
     if (reading.case_insensitive) {
       PathReading as_sent = reading;
       as_sent.case_insensitive = false;
-      plan.forward_target = normalize_path(request.target, as_sent);
-    } else {
-      plan.forward_target = plan.normalized_path;
+      as_sent_case = normalize_path(request.target, as_sent);
     }
-    plan.forward_target += query_of(request.target);
+    const std::string& matched = reading.case_insensitive ? as_sent_case : plan.normalized_path;
+    // Most targets are sent normalised: then they go on as they came, with
+    // no copy.
+    if (matched != request.target.substr(0, request.target.find_first_of("?#"))) {
+      plan.forward_target = matched;
+      plan.forward_target += query_of(request.target);
+    }
   }
   size_t index = kDefaultRoute;
   plan.route = match_index(request.method, plan.normalized_path, &index);

@@ -33,9 +33,10 @@ struct Plan {
   // escapes that are not UTF-8): front doors answer 400 BAD_PATH instead of
   // deciding. The rest of the plan is still filled.
   bool bad_path = false;
-  // With paths.forward: normalized, the target the upstream gets: the
-  // normalised path with its case as sent, then the query as sent. Empty:
-  // forward the request target as it came.
+  // With paths.forward: normalized, the target the upstream gets when the
+  // path was not sent normalised: the normalised path with its case as sent,
+  // then the query as sent. Empty: forward the request target as it came
+  // (its path is the one matched, or paths.forward is original).
   std::string forward_target;
   IpAddress client;
   // access.deny holds the client: front doors answer 403 and decide nothing.
