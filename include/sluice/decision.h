@@ -21,8 +21,16 @@ struct Decision {
   // 0 when allowed. When denied: the shortest wait after which the same request
   // would be allowed if nothing else consumed meanwhile; never 0, never too short.
   Nanos retry_after{0};
+  // When the store decided: the `now` it was given, or the Redis server's
+  // clock with time_source: redis. A refund names the charge by it (see
+  // Store::refund). Not compared: two decisions are equal when they decide
+  // the same.
+  Nanos decided_at{0};
 
-  friend bool operator==(const Decision&, const Decision&) = default;
+  friend bool operator==(const Decision& a, const Decision& b) {
+    return a.allowed == b.allowed && a.limit == b.limit && a.remaining == b.remaining &&
+           a.reset_after == b.reset_after && a.retry_after == b.retry_after;
+  }
 };
 
 }  // namespace sluice

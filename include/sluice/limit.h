@@ -37,6 +37,10 @@ struct LimitSpec {
   Nanos refill_period{0};
   uint64_t limit = 0;
   Nanos window{0};
+  // Lockout: once this limit denies a key, the key is denied for `block`
+  // from that moment, whatever refills meanwhile (0 = no lockout). Any
+  // algorithm; a whole number of microseconds, at most 10 years.
+  Nanos block{0};
 };
 
 class Limit {
@@ -63,6 +67,8 @@ class Limit {
   // The period over which `size()` is granted: the time to refill an empty
   // bucket completely (rounded up), or the window.
   Nanos period() const { return period_; }
+  // The lockout after a denial (LimitSpec::block); 0 when none.
+  Nanos block() const { return spec_.block; }
 
   // Bucket arithmetic in exact integers: one token is `token_units()` units and
   // one nanosecond adds `units_per_ns()` units (refill_tokens / refill_period
@@ -75,7 +81,8 @@ class Limit {
   // changed definition starts fresh while an unchanged one keeps its state.
   uint64_t fingerprint() const { return fingerprint_; }
 
-  // "token_bucket capacity=100 refill=10/1s" etc., for logs.
+  // "token_bucket capacity=100 refill=10/1s" etc. (" block=30m" when it
+  // has one), for logs.
   std::string describe() const;
 
   friend bool operator==(const Limit& a, const Limit& b) {

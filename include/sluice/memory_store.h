@@ -46,6 +46,7 @@ class MemoryStore final : public Store {
 
   Status acquire(std::span<const AcquireRequest> requests, Nanos now,
                  std::span<Decision> out) override;
+  Status refund(std::span<const RefundRequest> requests, Nanos now) override;
   Result<bool> reset(const Limit& limit, std::string_view key) override;
   size_t size() const override;
 

@@ -25,6 +25,16 @@ struct AcquireRequest {
   uint64_t cost = 1;
 };
 
+// Gives back what one acquire() charged, for a limit whose charge depends on
+// an outcome learnt later (count_status: only failed logins count).
+// `charged_at` is the Decision::decided_at of the charge, `cost` its cost.
+struct RefundRequest {
+  const Limit* limit = nullptr;
+  std::string_view key;
+  uint64_t cost = 1;
+  Nanos charged_at{0};
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -50,6 +60,20 @@ class Store {
   using Done = std::function<void(Status)>;
   virtual void acquire_async(std::span<const AcquireRequest> requests, Nanos now,
                              std::span<Decision> out, Done done);
+
+  // Gives back each request's charge: the state becomes what it would be now
+  // had that charge never been made (token_bucket, gcra: the tokens return,
+  // up to full; window algorithms: the charge leaves the window it was
+  // counted in, if that window still counts). A lockout a denial started
+  // stays. Not atomic across requests; each is exact on its own.
+  // Errors: kInvalidArgument (cost 0, null limit), kStoreUnavailable. The
+  // default refuses: a store that cannot refund says so rather than keep
+  // a charge silently.
+  virtual Status refund(std::span<const RefundRequest> requests, Nanos now);
+
+  // The asynchronous form (as acquire_async): `done` is called exactly once.
+  // The default calls refund() and then `done` before returning.
+  virtual void refund_async(std::span<const RefundRequest> requests, Nanos now, Done done);
 
   // Whether the store can apply `limit` exactly; the error says why not (the
   // Redis store's Lua arithmetic is exact only below 2^53, for example). A

@@ -126,12 +126,19 @@ Result<Limit> Limit::create(const LimitSpec& spec) {
     limit.size_ = spec.limit;
     limit.period_ = spec.window;
   }
+  if (spec.block.count() != 0) {
+    if (Status s = check_period("block", spec.block); !s.ok())
+      return Error{s.error().code, name + ": " + s.error().message};
+  }
   uint64_t fp = mix64(static_cast<uint64_t>(spec.algorithm) + 1);
   for (uint64_t field :
        {spec.capacity, spec.refill_tokens, static_cast<uint64_t>(spec.refill_period.count()),
         spec.limit, static_cast<uint64_t>(spec.window.count())}) {
     fp = mix64(fp ^ mix64(field + 0x9e3779b97f4a7c15ULL));
   }
+  // Mixed in only when set, so that a limit without a lockout keeps the
+  // fingerprint (and the Redis keys) it had before lockouts existed.
+  if (spec.block.count() != 0) fp = mix64(fp ^ mix64(static_cast<uint64_t>(spec.block.count())));
   limit.fingerprint_ = fp;
   return limit;
 }
@@ -171,6 +178,7 @@ std::string Limit::describe() const {
   } else {
     out += " limit=" + std::to_string(spec_.limit) + " window=" + duration_text(spec_.window);
   }
+  if (spec_.block.count() != 0) out += " block=" + duration_text(spec_.block);
   return out;
 }
 

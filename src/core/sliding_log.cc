@@ -35,6 +35,30 @@ void SlidingLog::push_back(int64_t at_ns, uint64_t cost) {
   ++size_;
 }
 
+bool SlidingLog::take_back(int64_t at_ns, uint64_t cost) {
+  size_t i = 0;
+  while (i < size_ && at(i).at_ns < at_ns) ++i;
+  bool taken = false;
+  while (cost > 0 && i < size_) {
+    Entry& e = data_[(head_ + i) & (capacity_ - 1)];
+    const uint64_t n = std::min(e.cost, cost);
+    e.cost -= n;
+    total_ -= n;
+    cost -= n;
+    taken = taken || n > 0;
+    if (e.cost > 0) {
+      ++i;
+      continue;
+    }
+    // Close the gap: later entries move down by one (the log stays sorted).
+    for (size_t j = i; j + 1 < size_; ++j)
+      data_[(head_ + j) & (capacity_ - 1)] = data_[(head_ + j + 1) & (capacity_ - 1)];
+    --size_;
+  }
+  if (size_ == 0) head_ = 0;
+  return taken;
+}
+
 SlidingLogStep sliding_log(const Limit& limit, const SlidingLog& log, Nanos now, uint64_t cost) {
   const int64_t window = limit.period().count();
   const int64_t horizon = now.count() - window;  // entries at or before it are out

@@ -31,6 +31,10 @@ class SlidingLog {
   void pop_front(size_t n);
   // Appends, or adds to the last entry when it has the same timestamp.
   void push_back(int64_t at_ns, uint64_t cost);
+  // Takes up to `cost` units out of the first entries at or after `at_ns`
+  // (a refund); an entry left with none is removed, so the log never keeps
+  // more entries than it has units. Returns whether any unit was taken.
+  bool take_back(int64_t at_ns, uint64_t cost);
 
   size_t memory_bytes() const { return sizeof(SlidingLog) + capacity_ * sizeof(Entry); }
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/refund.h"
 #include "core/sliding_log.h"
 #include "core/step.h"
 #include "store/key_hash.h"
@@ -35,6 +36,11 @@ constexpr uint64_t kLogBit = uint64_t{1} << 63;
 // made sliding_log decisions 20-50% slower in CPU time, for no cause found.
 constexpr uint64_t kDenyBit = uint64_t{1} << 62;
 constexpr uint64_t kEmpty = 0;
+// A lockout (Limit::block) lives in a slot of its own beside the limit's
+// state, so the state keeps refilling underneath: its fingerprint is the
+// state's with these low bits flipped, which leaves the shard (bits 40 and
+// up) the same, so one lock guards both. Its state is {until_ns, 0}.
+constexpr uint64_t kBlockSalt = 0x5bd1e99573ULL;  // below 2^40
 // Tables grow by half until they reach the size their share of max_keys
 // needs at this load; linear probing stays short below it.
 constexpr double kMaxLoad = 0.8;
@@ -216,10 +222,73 @@ class alignas(64) MemoryStore::Shard {
 
   void account_log_bytes(int64_t delta) { log_bytes_ += delta; }
 
-  // One limit on one key, the common request: one probe, and the state written
+  // One limit on one key, the common request; a lockout (Limit::block) is
+  // checked first and started when the limit denies. Call with `lock` held.
+  Decision acquire_one(const AcquireRequest& r, uint64_t fp, Nanos now) {
+    if (r.limit->block().count() == 0) return decide_one(r, fp, now);
+    Decision d;
+    if (blocked(fp, *r.limit, now, &d)) return d;
+    d = decide_one(r, fp, now);
+    if (!d.allowed) d = start_block(fp, *r.limit, now, tick_ + 1);
+    return d;
+  }
+
+  // A lockout in force on fp's key: fills `out` with its denial.
+  bool blocked(uint64_t fp, const Limit& limit, Nanos now, Decision* out) {
+    const size_t b = find(block_fingerprint(fp));
+    if (b == npos || slots_[b].state.a <= now.count()) return false;
+    slots_[b].lru = touch();
+    *out = block_decision(limit, Nanos{slots_[b].state.a - now.count()});
+    return true;
+  }
+
+  // Starts the lockout of fp's key (its limit just denied) and returns the
+  // denial it answers with.
+  Decision start_block(uint64_t fp, const Limit& limit, Nanos now, uint32_t protected_since) {
+    const uint64_t bfp = block_fingerprint(fp);
+    size_t b = find(bfp);
+    if (b == npos) b = insert(bfp, now, protected_since);
+    Slot& s = slots_[b];
+    const int64_t until = now.count() + limit.block().count();
+    // Marked as denying: eviction keeps it as long as anything else can go.
+    s.fp = bfp | kDenyBit;
+    s.state = {until, 0};
+    s.expires_s = seconds_up(until);
+    s.lru = touch();
+    return block_decision(limit, limit.block());
+  }
+
+  static uint64_t block_fingerprint(uint64_t fp) { return (fp ^ kBlockSalt) & ~kLogBit; }
+
+  static Decision block_decision(const Limit& limit, Nanos left) {
+    Decision d;
+    d.limit = limit.size();
+    d.reset_after = left;
+    d.retry_after = left;
+    return d;
+  }
+
+  // Gives back a charge (Store::refund). Call with `lock` held.
+  void refund_one(const RefundRequest& r, uint64_t fp, Nanos now) {
+    const size_t slot = find(fp);
+    if (slot == npos) return;  // forgotten: full already
+    Slot& s = slots_[slot];
+    if (r.limit->algorithm() == Algorithm::kSlidingLog) {
+      core::SlidingLog* log = log_of(s);
+      const int64_t before = static_cast<int64_t>(log->memory_bytes());
+      core::sliding_log_refund(*log, *r.limit, r.charged_at, now, r.cost);
+      account_log_bytes(static_cast<int64_t>(log->memory_bytes()) - before);
+      return;
+    }
+    if (expired(s, now)) return;
+    // The expiry stays: a refund only brings the state back to full sooner.
+    if (auto next = core::refund(*r.limit, s.state, r.charged_at, now, r.cost)) s.state = *next;
+  }
+
+  // One limit on one key without a lockout: one probe, and the state written
   // back in place. Decides and changes state exactly as the batch path of
   // MemoryStore::acquire does for a batch of one. Call with `lock` held.
-  Decision acquire_one(const AcquireRequest& r, uint64_t fp, Nanos now) {
+  Decision decide_one(const AcquireRequest& r, uint64_t fp, Nanos now) {
     const uint32_t batch_start = tick_ + 1;
     size_t slot = find(fp);
     const bool found = slot != npos;
@@ -442,7 +511,8 @@ namespace {
 
 uint64_t fingerprint(const Limit& limit, std::string_view key, uint64_t seed) {
   uint64_t fp = store::keyed_hash(key, seed ^ limit.fingerprint()) & ~(kLogBit | kDenyBit);
-  if (fp == kEmpty) fp = 1;
+  // kBlockSalt itself would give its lockout slot the empty fingerprint.
+  if (fp == kEmpty || fp == kBlockSalt) fp = 1;
   if (limit.algorithm() == Algorithm::kSlidingLog) fp |= kLogBit;
   return fp;
 }
@@ -470,6 +540,7 @@ struct Pending {
   size_t slot = 0;  // index found in phase 1, or npos
   core::PackedState next{0, 0};
   core::SlidingLogStep log_step;
+  bool blocked = false;  // a lockout in force answered for it
 };
 
 }  // namespace
@@ -492,6 +563,7 @@ Status MemoryStore::acquire(std::span<const AcquireRequest> requests, Nanos now,
     shard.prefetch(fp);
     std::lock_guard<store::SpinLock> guard(shard.lock);
     out[0] = shard.acquire_one(r, fp, now);
+    out[0].decided_at = now;
     return {};
   }
   return acquire_batch(requests, now, out);
@@ -533,6 +605,11 @@ Status MemoryStore::acquire(std::span<const AcquireRequest> requests, Nanos now,
   for (size_t i = 0; i < n; ++i) {
     Shard& shard = shards_[pending[i].shard];
     const AcquireRequest& r = requests[i];
+    if (r.limit->block().count() != 0 && shard.blocked(pending[i].fp, *r.limit, now, &out[i])) {
+      pending[i].blocked = true;
+      allowed = false;
+      continue;
+    }
     const size_t slot = shard.find(pending[i].fp);
     pending[i].slot = slot;
     const bool live = slot != Shard::npos && !shard.expired(shard.at(slot), now);
@@ -553,6 +630,15 @@ Status MemoryStore::acquire(std::span<const AcquireRequest> requests, Nanos now,
     if (slot != Shard::npos)
       shard.at(slot).fp = pending[i].fp | (out[i].allowed ? uint64_t{0} : kDenyBit);
     allowed = allowed && out[i].allowed;
+  }
+
+  // A limit with a lockout that denied starts it, whatever the others said.
+  if (!allowed) {
+    for (size_t i = 0; i < n; ++i) {
+      const AcquireRequest& r = requests[i];
+      if (r.limit->block().count() == 0 || pending[i].blocked || out[i].allowed) continue;
+      out[i] = shards_[pending[i].shard].start_block(pending[i].fp, *r.limit, now, batch_start[i]);
+    }
   }
 
   // Phase 2: charge every limit, or none. Insertions may move slots (growth,
@@ -580,6 +666,21 @@ Status MemoryStore::acquire(std::span<const AcquireRequest> requests, Nanos now,
   }
 
   for (size_t k = locked; k-- > 0;) shards_[order[k]].lock.unlock();
+  for (size_t i = 0; i < n; ++i) out[i].decided_at = now;
+  return {};
+}
+
+Status MemoryStore::refund(std::span<const RefundRequest> requests, Nanos now) {
+  for (const RefundRequest& r : requests) {
+    if (r.limit == nullptr) return Error{ErrorCode::kInvalidArgument, "refund: null limit"};
+    if (r.cost == 0) return Error{ErrorCode::kInvalidArgument, "refund: cost must be at least 1"};
+  }
+  for (const RefundRequest& r : requests) {
+    const uint64_t fp = fingerprint(*r.limit, r.key, seed_);
+    Shard& shard = shards_[static_cast<size_t>(fp >> 40) & shard_mask_];
+    std::lock_guard<store::SpinLock> guard(shard.lock);
+    shard.refund_one(r, fp, now);
+  }
   return {};
 }
 
@@ -587,10 +688,15 @@ Result<bool> MemoryStore::reset(const Limit& limit, std::string_view key) {
   const uint64_t fp = fingerprint(limit, key, seed_);
   Shard& shard = shards_[static_cast<size_t>(fp >> 40) & shard_mask_];
   std::lock_guard<store::SpinLock> guard(shard.lock);
-  const size_t slot = shard.find(fp);
-  if (slot == Shard::npos) return false;
-  shard.erase(slot);
-  return true;
+  // A lockout goes with the state: a reset key starts afresh.
+  bool had_state = false;
+  for (const uint64_t f : {fp, Shard::block_fingerprint(fp)}) {
+    const size_t slot = shard.find(f);
+    if (slot == Shard::npos) continue;
+    shard.erase(slot);
+    had_state = true;
+  }
+  return had_state;
 }
 
 size_t MemoryStore::size() const {

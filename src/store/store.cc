@@ -8,6 +8,17 @@ void Store::acquire_async(std::span<const AcquireRequest> requests, Nanos now,
   done(std::move(status));
 }
 
+Status Store::refund(std::span<const RefundRequest> requests, Nanos now) {
+  (void)requests;
+  (void)now;
+  return Error{ErrorCode::kInvalidArgument, "this store cannot give back a charge (refund)"};
+}
+
+void Store::refund_async(std::span<const RefundRequest> requests, Nanos now, Done done) {
+  Status status = refund(requests, now);
+  done(std::move(status));
+}
+
 bool all_allowed(std::span<const Decision> decisions) {
   for (const Decision& d : decisions) {
     if (!d.allowed) return false;

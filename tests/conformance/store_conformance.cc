@@ -63,7 +63,7 @@ struct Charge {
   uint64_t cost = 1;
 };
 
-enum class Kind { kAcquire, kAcquireAsync, kReset, kSize };
+enum class Kind { kAcquire, kAcquireAsync, kReset, kSize, kRefund, kRefundAsync };
 
 struct Step {
   Kind kind = Kind::kAcquire;
@@ -78,6 +78,8 @@ struct Step {
   bool existed = false;
   // kSize: store.size() == size.
   size_t size = 0;
+  // kRefund, kRefundAsync: store.refund() of each charge, made at `charged_at`.
+  Us charged_at{0};
 };
 
 }  // namespace
@@ -125,6 +127,28 @@ Step reset(size_t limit, std::string key, bool existed) {
   s.charges = {{limit, std::move(key), 1}};
   s.existed = existed;
   return s;
+}
+
+// Gives back the charge of `cost` made at `charged_at` (Store::refund), at `at`.
+Step refund(Us at, Us charged_at, std::string key, uint64_t cost = 1, size_t limit = 0) {
+  Step s;
+  s.kind = Kind::kRefund;
+  s.at = at;
+  s.charged_at = charged_at;
+  s.charges = {{limit, std::move(key), cost}};
+  return s;
+}
+
+// The same refund through refund_async.
+Step refund_async(Step s) {
+  s.kind = Kind::kRefundAsync;
+  return s;
+}
+
+Limit with_block(Limit limit, Nanos block) {
+  LimitSpec spec = limit.spec();
+  spec.block = block;
+  return must(Limit::create(spec));
 }
 
 Step size_is(size_t size) {
@@ -435,6 +459,115 @@ std::vector<Scenario> make_table() {
                 async(fails(0s, three("k", 0), ErrorCode::kInvalidArgument)),
                 step(0s, "k", 1, allowed(5, 4, 1s))}});
 
+  // ------------------------------------------------------------ refunds
+  // A refund (count_status: the upstream's status did not count) makes the
+  // state what it would be had the charge never been made.
+
+  t.push_back({"TokenBucketRefundGivesTheTokensBackUpToFull",
+               {token_bucket(3, 1, 1s)},
+               {step(0s, "k", 1, allowed(3, 2, 1s)), step(0s, "k", 1, allowed(3, 1, 2s)),
+                refund(0s, 0s, "k"), step(0s, "k", 1, allowed(3, 1, 2s)),
+                step(0s, "k", 1, allowed(3, 0, 3s)), step(0s, "k", 1, denied(3, 0, 3s, 1s)),
+                // 0.5 tokens refilled, 2 given back: 2.5.
+                refund(500ms, 0s, "k", 2), step(500ms, "k", 1, allowed(3, 1, 1'500ms)),
+                // Full again by 10 s: nothing to give back.
+                refund(10s, 0s, "k"), step(10s, "k", 1, allowed(3, 2, 1s)),
+                refund(0s, 0s, "never seen"), step(0s, "never seen", 1, allowed(3, 2, 1s))}});
+
+  t.push_back({"GcraRefundGivesTheTokensBackUpToFull",
+               {gcra(3, 1, 1s)},
+               {step(0s, "k", 1, allowed(3, 2, 1s)), step(0s, "k", 1, allowed(3, 1, 2s)),
+                refund_async(refund(0s, 0s, "k")), step(0s, "k", 1, allowed(3, 1, 2s)),
+                step(0s, "k", 1, allowed(3, 0, 3s)), step(0s, "k", 1, denied(3, 0, 3s, 1s)),
+                refund(500ms, 0s, "k", 2), step(500ms, "k", 1, allowed(3, 1, 1'500ms)),
+                refund(10s, 0s, "k"), step(10s, "k", 1, allowed(3, 2, 1s))}});
+
+  t.push_back(
+      {"FixedWindowRefundCountsOnlyInTheWindowCharged",
+       {fixed_window(2, 1s)},
+       {step(0s, "k", 1, allowed(2, 1, 1s)), step(100ms, "k", 1, allowed(2, 0, 900ms)),
+        step(200ms, "k", 1, denied(2, 0, 800ms, 800ms)), refund(300ms, 100ms, "k"),
+        step(300ms, "k", 1, allowed(2, 0, 700ms)), step(1'100ms, "k", 1, allowed(2, 1, 900ms)),
+        // Charged in the window before: it counts no more.
+        refund_async(refund(1'200ms, 0s, "k")), step(1'200ms, "k", 1, allowed(2, 0, 800ms))}});
+
+  t.push_back({"SlidingWindowRefundTakesFromTheCountItWentTo",
+               {sliding_window(4, 1s)},
+               {step(0s, "k", 3, allowed(4, 1, 2s)),
+                // The previous window's 3 weigh 1.5 at mid-window (2 taken).
+                step(1'500ms, "k", 1, allowed(4, 1, 1'500ms)),
+                // Two of the previous window's 3 given back: 1 weighs 0.5.
+                refund(1'500ms, 0s, "k", 2), step(1'500ms, "k", 1, allowed(4, 1, 1'500ms)),
+                // One of this window's 2 given back.
+                refund(1'600ms, 1'500ms, "k"), step(1'600ms, "k", 1, allowed(4, 1, 1'400ms))}});
+
+  t.push_back({"SlidingLogRefundRemovesTheEntry",
+               {sliding_log(2, 1s)},
+               {step(0s, "k", 1, allowed(2, 1, 1s)), step(100ms, "k", 1, allowed(2, 0, 1s)),
+                step(200ms, "k", 1, denied(2, 0, 900ms, 800ms)), refund(300ms, 0s, "k"),
+                step(300ms, "k", 1, allowed(2, 0, 1s)),
+                // The entry at 100 ms now leaves first.
+                step(400ms, "k", 1, denied(2, 0, 900ms, 700ms)),
+                // Out of the window already: nothing to give back.
+                refund(1'150ms, 100ms, "k"), step(1'150ms, "k", 1, allowed(2, 0, 1s))}});
+
+  // ------------------------------------------------------------ block
+  // Once a limit with a lockout denies, its key is denied for the whole
+  // block from then, whatever refills meanwhile; other keys are untouched.
+
+  t.push_back(
+      {"FixedWindowBlockDeniesForTheWholeBlock",
+       {with_block(fixed_window(2, 1s), 5s)},
+       {step(0s, "k", 1, allowed(2, 1, 1s)), step(100ms, "k", 1, allowed(2, 0, 900ms)),
+        step(200ms, "k", 1, denied(2, 0, 5s, 5s)), step(300ms, "other", 1, allowed(2, 1, 700ms)),
+        // A new window: still blocked.
+        step(1'500ms, "k", 1, denied(2, 0, 3'700ms, 3'700ms)),
+        step(5'199'999us, "k", 1, denied(2, 0, 1us, 1us)),
+        step(5'200ms, "k", 1, allowed(2, 1, 800ms))}});
+
+  t.push_back({"TokenBucketBlockEndsOnAFullBucket",
+               {with_block(token_bucket(1, 1, 1s), 10s)},
+               {step(0s, "k", 1, allowed(1, 0, 1s)), step(500ms, "k", 1, denied(1, 0, 10s, 10s)),
+                step(10'400ms, "k", 1, denied(1, 0, 100ms, 100ms)),
+                step(10'500ms, "k", 1, allowed(1, 0, 1s))}});
+
+  t.push_back({"GcraBlock",
+               {with_block(gcra(1, 1, 1s), 3s)},
+               {step(0s, "k", 1, allowed(1, 0, 1s)), step(100ms, "k", 1, denied(1, 0, 3s, 3s)),
+                step(3'100ms, "k", 1, allowed(1, 0, 1s))}});
+
+  t.push_back({"SlidingWindowBlock",
+               {with_block(sliding_window(1, 1s), 3s)},
+               {step(0s, "k", 1, allowed(1, 0, 2s)), step(100ms, "k", 1, denied(1, 0, 3s, 3s)),
+                step(3'100ms, "k", 1, allowed(1, 0, 1'900ms))}});
+
+  t.push_back({"SlidingLogBlock",
+               {with_block(sliding_log(1, 1s), 2s)},
+               {step(0s, "k", 1, allowed(1, 0, 1s)), step(100ms, "k", 1, denied(1, 0, 2s, 2s)),
+                step(1'900ms, "k", 1, denied(1, 0, 200ms, 200ms)),
+                step(2'100ms, "k", 1, allowed(1, 0, 1s))}});
+
+  // The limit with the lockout denies alone; the other limit of the
+  // request is not charged, and is not blocked.
+  t.push_back(
+      {"BlockInARequestOfSeveralLimits",
+       {with_block(fixed_window(1, 1s), 5s), token_bucket(10, 10, 1s)},
+       {step(0s, {{0, "k"}, {1, "k"}}, {allowed(1, 0, 1s), allowed(10, 9, 100ms)}),
+        step(100ms, {{0, "k"}, {1, "k"}}, {denied(1, 0, 5s, 5s), allowed(10, 9, 100ms)}),
+        async(step(200ms, {{0, "k"}, {1, "k"}},
+                   {denied(1, 0, 4'900ms, 4'900ms), allowed(10, 9, 100ms)})),
+        step(5'100ms, {{0, "k"}, {1, "k"}}, {allowed(1, 0, 900ms), allowed(10, 9, 100ms)})}});
+
+  t.push_back({"ResetLiftsABlock",
+               {with_block(fixed_window(1, 1s), 5s)},
+               {step(0s, "k", 1, allowed(1, 0, 1s)), step(100ms, "k", 1, denied(1, 0, 5s, 5s)),
+                reset(0, "k", true), step(200ms, "k", 1, allowed(1, 0, 800ms))}});
+
+  t.push_back({"RefundLeavesABlockInForce",
+               {with_block(fixed_window(1, 1s), 5s)},
+               {step(0s, "k", 1, allowed(1, 0, 1s)), step(100ms, "k", 1, denied(1, 0, 5s, 5s)),
+                refund(200ms, 0s, "k"), step(300ms, "k", 1, denied(1, 0, 4'800ms, 4'800ms))}});
+
   return t;
 }
 
@@ -502,6 +635,25 @@ TEST_P(StoreTable, DecidesAsTheTableSays) {
       EXPECT_EQ(store_->size(), s.size);
       continue;
     }
+    if (s.kind == Kind::kRefund || s.kind == Kind::kRefundAsync) {
+      std::vector<RefundRequest> refunds;
+      for (const Charge& c : s.charges)
+        refunds.push_back({&scenario.limits[c.limit], c.key, c.cost, kStart + s.charged_at});
+      Status status;
+      if (s.kind == Kind::kRefund) {
+        status = store_->refund(refunds, kStart + s.at);
+      } else {
+        auto done = std::make_shared<std::promise<Status>>();
+        std::future<Status> result = done->get_future();
+        store_->refund_async(refunds, kStart + s.at,
+                             [done](Status st) { done->set_value(std::move(st)); });
+        ASSERT_EQ(result.wait_for(kAsyncBound), std::future_status::ready)
+            << "refund_async did not call back within " << kAsyncBound.count() << " s";
+        status = result.get();
+      }
+      ASSERT_TRUE(status.ok()) << status.error().message;
+      continue;
+    }
     std::vector<AcquireRequest> requests;
     for (const Charge& c : s.charges)
       requests.push_back({&scenario.limits[c.limit], c.key, c.cost});
@@ -536,6 +688,8 @@ TEST_P(StoreTable, DecidesAsTheTableSays) {
       EXPECT_EQ(text((*out)[j]), text(at_resolution(s.expect[j], row.resolution)))
           << "limit " << j << ": " << scenario.limits[s.charges[j].limit].describe() << " on '"
           << s.charges[j].key << "'";
+      // What a refund of this charge would name it by.
+      EXPECT_EQ((*out)[j].decided_at, now) << "limit " << j;
     }
   }
   for (const auto& calls : callbacks) EXPECT_EQ(calls->load(), 1) << "done called more than once";
