@@ -82,6 +82,11 @@ cat <<'EOF'
     # JSON body) with the X-RateLimit-* and RateLimit headers
     curl -i http://127.0.0.1:8080/api/hello
 
+    # a brute force on the login: wrong passwords (401) count, and the 4th in 15
+    # minutes locks this client out for 5 (429 with Retry-After: 300, even for the
+    # right password, "demo"); successful logins never count
+    for i in $(seq 5); do curl -s -o /dev/null -w '%{http_code} ' -X POST http://127.0.0.1:8080/api/login -d '{"password":"guess"}'; done; echo
+
     # an explicit decision for any program (policy "login": 3, then 1 per minute)
     curl -si -X POST http://127.0.0.1:8082/v1/check -d '{"policy":"login","key":"user:42"}'
 

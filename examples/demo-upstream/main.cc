@@ -4,6 +4,10 @@
 //   GET/POST any path   -> 200 {"upstream":"demo","method":..,"path":..,"x_forwarded_for":..}
 //   ?delay_ms=N         -> the same, answered after N ms (slow upstream, drain tests)
 //   POST ...?echo=1     -> the request body echoed back (streaming tests)
+//   POST .../login      -> 200 {"login":"ok"} when the body holds the password
+//                          "demo" (JSON "password":"demo" or a form's
+//                          password=demo), else 401 {"error":"WRONG_PASSWORD"}:
+//                          a login to show count_status and block on
 //
 // Asio + Beast, one io_context per thread, keep-alive. Not for production.
 #include <boost/asio.hpp>
@@ -90,17 +94,34 @@ class Session : public std::enable_shared_from_this<Session> {
     }
   }
 
+  // The demo's one password, in either body format a login form sends.
+  static bool password_is_right(std::string_view body) {
+    return body.find(R"("password":"demo")") != std::string_view::npos ||
+           body.find(R"("password": "demo")") != std::string_view::npos ||
+           body == "password=demo" || body.starts_with("password=demo&") ||
+           body.find("&password=demo&") != std::string_view::npos ||
+           body.ends_with("&password=demo");
+  }
+
   void respond() {
     auto response =
         std::make_shared<http::response<http::string_body>>(http::status::ok, request_.version());
     response->set(http::field::server, "sluice-demo-upstream");
     const std::string_view target = request_.target();
-    if (query_param(target, "echo") == "1") {
+    const std::string_view path = target.substr(0, target.find('?'));
+    if (request_.method() == http::verb::post && path.ends_with("/login")) {
+      response->set(http::field::content_type, "application/json");
+      if (password_is_right(request_.body())) {
+        response->body() = "{\"login\":\"ok\"}\n";
+      } else {
+        response->result(http::status::unauthorized);
+        response->body() = "{\"error\":\"WRONG_PASSWORD\",\"message\":\"the password is demo\"}\n";
+      }
+    } else if (query_param(target, "echo") == "1") {
       response->set(http::field::content_type, "application/octet-stream");
       response->body() = std::move(request_.body());
     } else {
       response->set(http::field::content_type, "application/json");
-      const std::string_view path = target.substr(0, target.find('?'));
       response->body() = R"({"upstream":"demo","method":")" +
                          json_escape(std::string(request_.method_string())) + R"(","path":")" +
                          json_escape(path) + R"(","x_forwarded_for":")" +
@@ -140,7 +161,8 @@ int usage(int code) {
   std::fputs(
       "usage: sluice-demo-upstream [--host 127.0.0.1] [--port 3000] [--threads N]\n"
       "A demo HTTP API for the Sluice gateway. ?delay_ms=N delays the answer;\n"
-      "?echo=1 echoes the request body.\n",
+      "?echo=1 echoes the request body. POST .../login answers 401 unless the body\n"
+      "holds the password demo (\"password\":\"demo\" or password=demo).\n",
       code == 0 ? stdout : stderr);
   return code;
 }

@@ -6,11 +6,11 @@ namespace sluice::config {
 
 const Keys kAlgorithmNames = {"token_bucket", "gcra", "fixed_window", "sliding_log",
                               "sliding_window"};
-const Keys kLimitKeys = {"algorithm", "capacity", "refill_rate", "limit", "window"};
+const Keys kLimitKeys = {"algorithm", "capacity", "refill_rate", "limit", "window", "block"};
 
 LimitBlock LimitBlock::of(const Mapping& m) {
-  return LimitBlock{m.get("algorithm"), m.get("capacity"), m.get("refill_rate"), m.get("limit"),
-                    m.get("window")};
+  return LimitBlock{m.get("algorithm"), m.get("capacity"), m.get("refill_rate"),
+                    m.get("limit"),     m.get("window"),   m.get("block")};
 }
 
 std::optional<Algorithm> read_algorithm(Walker& walker, const LimitBlock& block) {
@@ -88,6 +88,11 @@ std::optional<Limit> read_limit(Walker& walker, const Item& where, const LimitBl
     const std::optional<Nanos> d = walker.duration(*block.window, false);
     ok = d.has_value() && ok;
     if (d && !bucket) spec.window = *d;
+  }
+  if (block.block != nullptr) {
+    const std::optional<Nanos> d = walker.duration(*block.block, false);
+    ok = d.has_value() && ok;
+    if (d) spec.block = *d;
   }
   if (!ok) return std::nullopt;
   return create_limit(walker, where, spec);

@@ -3,6 +3,7 @@
 //   {algorithm: token_bucket | gcra, capacity: N, refill_rate: RATE}
 //   {algorithm: fixed_window | sliding_log | sliding_window, limit: N, window: DURATION}
 //
+// either with `block: DURATION` (a lockout once the limit denies)
 // wherever a config writes one: the server config's policies and routes,
 // and the `rate_limit` extension of the Envoy RLS descriptor files. It
 // produces a validated Limit (Limit::create) or reports, through the walker,
@@ -21,7 +22,7 @@ namespace sluice::config {
 
 // token_bucket, gcra, fixed_window, sliding_log, sliding_window.
 extern const Keys kAlgorithmNames;
-// algorithm, capacity, refill_rate, limit, window.
+// algorithm, capacity, refill_rate, limit, window, block.
 extern const Keys kLimitKeys;
 
 // The fields of a limit block as written; nullptr where absent.
@@ -31,6 +32,7 @@ struct LimitBlock {
   const Item* refill_rate = nullptr;
   const Item* limit = nullptr;
   const Item* window = nullptr;
+  const Item* block = nullptr;
 
   static LimitBlock of(const Mapping& m);
   bool has_own_fields() const {

@@ -193,6 +193,7 @@ class ProxyExchange : public std::enable_shared_from_this<ProxyExchange> {
   void write_response(const char* data, size_t size, bool last);
   void on_write_response(beast::error_code ec, bool last);
   void finish();
+  void settle(std::optional<int> status);
 
   void arm(Waiting what, SteadyClock::time_point when);
   void on_timer(uint64_t seq);
@@ -231,6 +232,7 @@ class ProxyExchange : public std::enable_shared_from_this<ProxyExchange> {
   bool response_started_ = false;  // something was written to the client (status fixed)
   bool request_done_ = false;
   bool response_done_ = false;
+  bool settled_ = false;  // count_status has seen the outcome
   Framing request_framing_ = Framing::kNone;
   Framing response_framing_ = Framing::kNone;
   uint64_t request_bytes_written_ = 0;
@@ -488,6 +490,7 @@ void ProxyExchange::on_response_header(beast::error_code ec) {
   if (response_parser_->got_some()) response_seen_ = true;
   if (ec) return upstream_failed(ec, Stage::kReceive);
   const unsigned status = response_parser_->get().result_int();
+  if (status >= 200 || status == 101) settle(static_cast<int>(status));
   if (status == 101) {
     drop_upstream();
     return respond_error(HttpStatus::bad_gateway, "UPSTREAM_UNAVAILABLE",
@@ -659,6 +662,8 @@ void ProxyExchange::upstream_failed(beast::error_code ec, Stage stage) {
         HttpStatus::gateway_timeout, "UPSTREAM_TIMEOUT",
         "the upstream did not answer within " + std::to_string(upstream_.timeout.count()) + " ms");
   }
+  // Never sent: the upstream tried nothing, so nothing counts.
+  if (stage == Stage::kConnect) settle(std::nullopt);
   std::string message;
   switch (stage) {
     case Stage::kConnect:
@@ -676,6 +681,25 @@ void ProxyExchange::upstream_failed(beast::error_code ec, Stage stage) {
       break;
   }
   respond_error(HttpStatus::bad_gateway, "UPSTREAM_UNAVAILABLE", message);
+}
+
+// count_status: the charge stands only for a status its limits list. The
+// status the upstream sent decides, or nothing was sent (connect failure):
+// a request the upstream may have worked on without an answer (a timeout, a
+// failure after sending, a client gone first) stays charged, so that no
+// failure an attacker can provoke yields a free attempt.
+void ProxyExchange::settle(std::optional<int> status) {
+  if (settled_) return;
+  settled_ = true;
+  const RouteMetrics& metrics = ex_->state->metrics_for(ex_->plan.route);
+  if (metrics.refunded == nullptr) return;  // no count_status on this route
+  ServerContext& context = session().context();
+  const size_t given_back = policy::give_back_uncounted(
+      context.store, ex_->plan, ex_->verdict, status, context.clock.now(),
+      [errors = context.metrics.store_errors](Status s) {
+        if (!s.ok()) errors->add();  // the store logs its own failures
+      });
+  if (given_back > 0) metrics.refunded->add();
 }
 
 void ProxyExchange::client_failed(beast::error_code ec) {

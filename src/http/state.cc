@@ -2,6 +2,7 @@
 
 #include "http/responses.h"
 
+#include <algorithm>
 #include <string_view>
 
 namespace sluice::http {
@@ -16,6 +17,11 @@ constexpr std::string_view kDecisionsName = "sluice_decisions_total";
 constexpr std::string_view kDecisionsHelp =
     "Limit decisions, by route, algorithm and result (one per limit of a request).";
 
+constexpr std::string_view kRefundsName = "sluice_refunds_total";
+constexpr std::string_view kRefundsHelp =
+    "Requests whose charge was given back because the upstream answered with a status their "
+    "limits' count_status does not list, by route.";
+
 RouteMetrics make_metrics(observe::Registry& registry, const std::string& name,
                           const std::vector<policy::RouteLimit>& limits, bool shadow) {
   RouteMetrics m;
@@ -28,6 +34,10 @@ RouteMetrics make_metrics(observe::Registry& registry, const std::string& name,
   if (shadow) {
     m.shadow_denied = registry.counter(kRequestsName, kRequestsHelp,
                                        {{"route", name}, {"result", "shadow_denied"}});
+  }
+  if (std::any_of(limits.begin(), limits.end(),
+                  [](const policy::RouteLimit& l) { return !l.count_status.empty(); })) {
+    m.refunded = registry.counter(kRefundsName, kRefundsHelp, {{"route", name}});
   }
   for (const policy::RouteLimit& limit : limits) {
     const std::string algorithm(algorithm_name(limit.limit.algorithm()));
@@ -73,7 +83,7 @@ std::shared_ptr<const State> build_state(policy::Config config, uint64_t generat
   }
   state->unmatched = make_metrics(registry, "none", {}, false);
   for (const policy::NamedPolicy& p : c.policies) {
-    policy::RouteLimit limit{p.name, true, p.limit};
+    policy::RouteLimit limit{p.name, true, p.limit, p.mark, p.count_status};
     state->policies.push_back(make_metrics(registry, cat({"policy:", p.name}), {limit}, false));
     state->policy_limits.push_back(std::move(limit));
   }

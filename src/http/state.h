@@ -32,6 +32,9 @@ struct RouteMetrics {
   // {result="shadow_denied"}: a shadow route's denial, proxied anyway; null
   // for a route that is not shadow.
   observe::Counter* shadow_denied = nullptr;
+  // sluice_refunds_total{route}: requests whose charge count_status gave
+  // back; null for a route without count_status.
+  observe::Counter* refunded = nullptr;
   // sluice_decisions_total{route,algorithm,result}, one entry per limit of the
   // route in route order (limits sharing an algorithm share the series).
   struct LimitCounters {

@@ -94,9 +94,14 @@ struct RouteLimit {
   bool named_policy = false;
   Limit limit;
   config::SourceMark mark{};  // where the limit is defined (the policy's, for a named one)
+  // count_status: the upstream statuses that count (ascending). Empty: every
+  // request counts. Otherwise the gateway charges before proxying and gives
+  // the charge back when the upstream answers with another status.
+  std::vector<int> count_status{};
   // Equal when they mean the same: where they are written (mark) is not compared.
   friend bool operator==(const RouteLimit& a, const RouteLimit& b) {
-    return a.name == b.name && a.named_policy == b.named_policy && a.limit == b.limit;
+    return a.name == b.name && a.named_policy == b.named_policy && a.limit == b.limit &&
+           a.count_status == b.count_status;
   }
 };
 
@@ -120,10 +125,11 @@ struct Route {
 struct NamedPolicy {
   std::string name;
   Limit limit;
-  config::SourceMark mark{};  // where its limit block is
+  config::SourceMark mark{};        // where its limit block is
+  std::vector<int> count_status{};  // as RouteLimit::count_status
   // Equal when they mean the same: the mark is not compared.
   friend bool operator==(const NamedPolicy& a, const NamedPolicy& b) {
-    return a.name == b.name && a.limit == b.limit;
+    return a.name == b.name && a.limit == b.limit && a.count_status == b.count_status;
   }
 };
 

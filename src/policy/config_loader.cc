@@ -58,6 +58,11 @@ const Keys kTopKeys = {"listen",
                        "routes",
                        "server",
                        "logging"};
+// A limit block of the server config: config::kLimitKeys (written out: a
+// namespace-scope copy of another file's vector would depend on the order
+// of static initialisation) and count_status.
+const Keys kServerLimitKeys = {"algorithm", "capacity", "refill_rate", "limit",
+                               "window",    "block",    "count_status"};
 const Keys kDecisionApiKeys = {"listen", "token_file"};
 const Keys kDenyKeys = {"status", "body_file", "content_type"};
 const Keys kJwtKeys = {"jwks_file", "secret_file", "issuer", "audience"};
@@ -215,6 +220,14 @@ class Loader {
     if (const Item* r = m->get("routes")) routes(*r);
     if (const Item* s = m->get("server")) server(*s);
     if (const Item* l = m->get("logging")) logging(*l);
+    // Only the gateway sees the upstream's status.
+    if (!config_.upstream) {
+      for (const Item& c : count_status_items_) {
+        walker_.error(c,
+                      "count_status needs `upstream:`: only the gateway learns the status of the "
+                      "response (/v1/check and /v1/auth count every request they decide)");
+      }
+    }
     // A jwt: key needs the keys its tokens are checked with.
     if (!config_.jwt && m->get("jwt") == nullptr) {
       for (const Item& key : jwt_keys_) {
@@ -486,12 +499,55 @@ class Loader {
 
   // ---- limits ----------------------------------------------------------
 
-  // An inline limit mapping (config/limit_block.h).
-  std::optional<Limit> limit(const Item& item) {
+  // A limit of the server config: a limit block (config/limit_block.h) and
+  // its count_status.
+  struct ServerLimit {
+    Limit limit;
+    std::vector<int> count_status;
+  };
+
+  // An inline limit mapping.
+  std::optional<ServerLimit> limit(const Item& item) {
     const std::optional<Mapping> m =
-        walker_.mapping(item, &config::kLimitKeys, "a limit like {capacity: 10, refill_rate: 2/s}");
+        walker_.mapping(item, &kServerLimitKeys, "a limit like {capacity: 10, refill_rate: 2/s}");
     if (!m) return std::nullopt;
-    return config::read_limit(walker_, item, config::LimitBlock::of(*m));
+    std::optional<std::vector<int>> statuses = std::vector<int>{};
+    if (const Item* c = m->get("count_status")) statuses = count_status(*c);
+    std::optional<Limit> l = config::read_limit(walker_, item, config::LimitBlock::of(*m));
+    if (!l || !statuses) return std::nullopt;
+    return ServerLimit{std::move(*l), std::move(*statuses)};
+  }
+
+  // count_status: [401, 403] (or one status alone), ascending and once each.
+  std::optional<std::vector<int>> count_status(const Item& item) {
+    count_status_items_.push_back(item);
+    std::vector<Item> items;
+    if (item.node.IsScalar()) {
+      items.push_back(item);
+    } else if (auto seq = walker_.sequence(item, "a list of HTTP statuses like [401, 403]")) {
+      items = std::move(*seq);
+      if (items.empty()) {
+        walker_.error(item,
+                      "must list at least one HTTP status (leave count_status out to count every "
+                      "request)");
+        return std::nullopt;
+      }
+    } else {
+      return std::nullopt;
+    }
+    std::vector<int> out;
+    bool ok = true;
+    for (const Item& i : items) {
+      if (auto v = walker_.integer(i, 100, 599, "an HTTP status from 100 to 599")) {
+        out.push_back(static_cast<int>(*v));
+      } else {
+        ok = false;
+      }
+    }
+    if (!ok) return std::nullopt;
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
   }
 
   static bool valid_policy_name(std::string_view name) {
@@ -521,8 +577,9 @@ class Loader {
         broken_policies_.insert(name);
         continue;
       }
-      if (std::optional<Limit> l = limit(value)) {
-        config_.policies.push_back(NamedPolicy{name, *l, walker_.where(value)});
+      if (std::optional<ServerLimit> l = limit(value)) {
+        config_.policies.push_back(
+            NamedPolicy{name, l->limit, walker_.where(value), std::move(l->count_status)});
       } else {
         broken_policies_.insert(name);
       }
@@ -559,7 +616,7 @@ class Loader {
             walker_.error(li, "policy " + quoted(name) + " is listed twice");
             continue;
           }
-          out.push_back(RouteLimit{name, true, p->limit, p->mark});
+          out.push_back(RouteLimit{name, true, p->limit, p->mark, p->count_status});
         } else if (broken_policies_.count(name) == 0) {
           const Keys names(policy_names_.begin(), policy_names_.end());
           const std::string guess = closest_match(name, names);
@@ -574,10 +631,11 @@ class Loader {
           walker_.error(li, "unknown policy " + quoted(name) + hint);
         }
       } else if (li.node.IsMap()) {
-        if (std::optional<Limit> l = limit(li)) {
+        if (std::optional<ServerLimit> l = limit(li)) {
           std::string name = route_name;
           if (inline_count > 1) name += "#" + std::to_string(i);
-          out.push_back(RouteLimit{name, false, *l, walker_.where(li)});
+          out.push_back(
+              RouteLimit{name, false, l->limit, walker_.where(li), std::move(l->count_status)});
         }
       } else {
         walker_.error(
@@ -868,7 +926,9 @@ class Loader {
   Walker walker_;
   const ConfigOverrides& overrides_;
   Config config_;
-  std::vector<Item> jwt_keys_;             // key: items with a jwt: part
+  std::vector<Item> jwt_keys_;
+  std::vector<Item>
+      count_status_items_;  // every count_status written             // key: items with a jwt: part
   std::vector<std::string> policy_names_;  // every name under policies:, valid or not
   std::set<std::string, std::less<>> broken_policies_;
 };

@@ -64,7 +64,8 @@ void quoted(YAML::Emitter& out, const std::string& s) {
   out << YAML::DoubleQuoted << s;
 }
 
-void limit_block(YAML::Emitter& out, const Limit& limit) {
+void limit_block(YAML::Emitter& out, const Limit& limit,
+                 const std::vector<int>& count_status = {}) {
   const LimitSpec& spec = limit.spec();
   out << YAML::Flow << YAML::BeginMap;
   out << YAML::Key << "algorithm" << YAML::Value << std::string(algorithm_name(spec.algorithm));
@@ -75,6 +76,13 @@ void limit_block(YAML::Emitter& out, const Limit& limit) {
   } else {
     out << YAML::Key << "limit" << YAML::Value << spec.limit;
     out << YAML::Key << "window" << YAML::Value << duration_text(spec.window);
+  }
+  if (spec.block.count() != 0)
+    out << YAML::Key << "block" << YAML::Value << duration_text(spec.block);
+  if (!count_status.empty()) {
+    out << YAML::Key << "count_status" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (int status : count_status) out << status;
+    out << YAML::EndSeq;
   }
   out << YAML::EndMap;
 }
@@ -90,7 +98,7 @@ void limits(YAML::Emitter& out, const std::vector<RouteLimit>& list) {
     if (l.named_policy) {
       quoted(out, l.name);
     } else {
-      limit_block(out, l.limit);
+      limit_block(out, l.limit, l.count_status);
     }
   }
   out << YAML::EndSeq;
@@ -265,7 +273,7 @@ void policies(YAML::Emitter& out, const std::vector<NamedPolicy>& list) {
   out << YAML::Key << "policies" << YAML::Value << YAML::BeginMap;
   for (const NamedPolicy& p : list) {
     out << YAML::Key << p.name << YAML::Value;
-    limit_block(out, p.limit);
+    limit_block(out, p.limit, p.count_status);
   }
   out << YAML::EndMap;
 }

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -65,6 +66,17 @@ Verdict decide(Store& store, const Plan& plan, Nanos now, bool on_failure_allow,
 template <class Done>
 void decide_async(Store& store, const Plan& plan, Nanos now, bool on_failure_allow, uint64_t cost,
                   Done&& done);
+
+// count_status: after the gateway has proxied a request it charged, gives
+// back each limit whose count_status does not list the response's `status`
+// (nullopt: the upstream never received the request, so nothing was tried).
+// Returns how many limits it gives back; `done` runs (exactly once, perhaps
+// before this returns) only when that is more than 0. Nothing is given back
+// for a verdict that charged nothing (denied, store failed, invalid) or for
+// limits without count_status. `plan` and `verdict` need to live only for
+// this call.
+size_t give_back_uncounted(Store& store, const Plan& plan, const Verdict& verdict,
+                           std::optional<int> status, Nanos now, Store::Done done);
 
 // ---- implementation -------------------------------------------------------
 

@@ -206,7 +206,7 @@ Policy::Policy(Config config) : config_(std::move(config)) {
   policy_limits_.reserve(config_.policies.size());
   for (size_t i = 0; i < config_.policies.size(); ++i) {
     const NamedPolicy& p = config_.policies[i];
-    policy_limits_.push_back(RouteLimit{p.name, true, p.limit, p.mark});
+    policy_limits_.push_back(RouteLimit{p.name, true, p.limit, p.mark, p.count_status});
     compiled->policies.emplace(p.name, i);  // the first of duplicate names wins
   }
   compiled_ = std::move(compiled);

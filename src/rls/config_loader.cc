@@ -34,7 +34,7 @@ const Keys kDescriptorKeys = {
     "quota_mode", "detailed_metric", "value_to_metric", "share_threshold", "metadata"};
 const Keys kRateLimitKeys = {
     "unit",      "requests_per_unit", "unlimited",   "name",  "replaces", "unit_multiplier",
-    "algorithm", "capacity",          "refill_rate", "limit", "window"};
+    "algorithm", "capacity",          "refill_rate", "limit", "window",   "block"};
 const Keys kReplacesKeys = {"name"};
 // The keys envoyproxy/ratelimit knows, wherever they are.
 const Keys kEnvoyKeys = {"domain",
@@ -437,6 +437,7 @@ class Loader {
       if (key == "refill_rate") f.block.refill_rate = &e;
       if (key == "limit") f.block.limit = &e;
       if (key == "window") f.block.window = &e;
+      if (key == "block") f.block.block = &e;
     }
     for (const auto& [name, at] : replaces) {
       if (name.empty()) {
@@ -477,6 +478,16 @@ class Loader {
     return ok;
   }
 
+  // Sluice's `block` (a lockout) beside requests_per_unit and unit; false
+  // after reporting a bad duration. (With the limit's own fields,
+  // config::read_limit reads it.)
+  bool read_block(const RateLimitFields& f, LimitSpec* spec) {
+    if (f.block.block == nullptr) return true;
+    const std::optional<Nanos> d = walker().duration(*f.block.block, false);
+    if (d) spec->block = *d;
+    return d.has_value();
+  }
+
   // The unit a rule names, or an error at it (or at the block when absent).
   std::optional<Unit> read_unit(const Item& block, const RateLimitFields& f) {
     Unit unit = Unit::kUnknown;
@@ -511,6 +522,7 @@ class Loader {
     rule->window = unit_length(unit) * static_cast<int64_t>(f.multiplier);
     if (f.rpu == 0) return;  // refuses every request
     LimitSpec spec;
+    if (!read_block(f, &spec)) return;
     spec.algorithm = Algorithm::kFixedWindow;
     spec.limit = f.rpu;
     spec.window = rule->window;
@@ -541,6 +553,7 @@ class Loader {
       if (!algorithm || !unit) return;
       const Nanos period = unit_length(*unit) * static_cast<int64_t>(f.multiplier);
       LimitSpec spec;
+      if (!read_block(f, &spec)) return;
       spec.algorithm = *algorithm;
       if (*algorithm == Algorithm::kTokenBucket || *algorithm == Algorithm::kGcra) {
         spec.capacity = f.rpu;

@@ -228,8 +228,10 @@ class alignas(64) MemoryStore::Shard {
     if (r.limit->block().count() == 0) return decide_one(r, fp, now);
     Decision d;
     if (blocked(fp, *r.limit, now, &d)) return d;
+    // The state decide_one touches is spared if the lockout's insertion evicts.
+    const uint32_t since = tick_ + 1;
     d = decide_one(r, fp, now);
-    if (!d.allowed) d = start_block(fp, *r.limit, now, tick_ + 1);
+    if (!d.allowed) d = start_block(fp, *r.limit, now, since);
     return d;
   }
 

@@ -48,6 +48,12 @@ const RouteLimit& only_limit(const Config& c, std::string_view name) {
   return none;
 }
 
+const Route* route(const Config& c, std::string_view name) {
+  for (const Route& r : c.routes)
+    if (r.name == name) return &r;
+  return nullptr;
+}
+
 TEST(ConfigExamples, TieredApiHasTheSeedsTiers) {
   const LoadResult r = load_config_file((source_dir() / "examples/tiered-api.yaml").string());
   ASSERT_TRUE(r.config.has_value());
@@ -57,10 +63,17 @@ TEST(ConfigExamples, TieredApiHasTheSeedsTiers) {
   EXPECT_EQ(only_limit(c, "GET /api/search").limit, *Limit::token_bucket(20, 5, seconds(1)));
   EXPECT_EQ(only_limit(c, "POST /api/orders").limit, *Limit::token_bucket(10, 2, seconds(1)));
   EXPECT_EQ(c.routes[2].key.text, "header:x-api-key");
-  const RouteLimit& login = only_limit(c, "POST /api/auth/login");
+  const Route* login_route = route(c, "POST /api/auth/login");
+  ASSERT_NE(login_route, nullptr);
+  ASSERT_EQ(login_route->limits.size(), 2u);
+  const RouteLimit& login = login_route->limits[0];
   EXPECT_TRUE(login.named_policy);
   EXPECT_EQ(login.name, "login");
   EXPECT_EQ(login.limit, *Limit::token_bucket(5, 1, seconds(1)));
+  // The lockout: 5 failed logins in 15 minutes, then 30 minutes out.
+  const RouteLimit& lockout = login_route->limits[1];
+  EXPECT_EQ(lockout.limit.describe(), "fixed_window limit=5 window=15m block=30m");
+  EXPECT_EQ(lockout.count_status, (std::vector<int>{401, 403}));
   ASSERT_TRUE(c.default_route.has_value());
   EXPECT_EQ(c.default_route->key.text, "ip");
   ASSERT_EQ(c.default_route->limits.size(), 1u);

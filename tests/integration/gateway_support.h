@@ -209,6 +209,11 @@ class DemoUpstream {
   std::string log_path_;
 };
 
+// The brute-force lockout the lockout tests put on a login route (docs/ABUSE.md):
+// 5 failed logins in 15 minutes, then 30 minutes out.
+inline const std::string kLoginLockout =
+    "{algorithm: fixed_window, limit: 5, window: 15m, count_status: [401, 403], block: 30m}";
+
 // ---------------------------------------------------------------- TestUpstream
 
 class TestUpstream {
@@ -278,6 +283,8 @@ class TestUpstream {
     }
     gate_.notify_all();
   }
+  // The status of the answers in Mode::kNormal from now on (200 until set).
+  void answer_with(int status) { status_.store(status); }
   // The header block (request line and fields, "\r\n" separated) of each request, in order.
   std::vector<std::string> request_heads() const {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -386,9 +393,12 @@ class TestUpstream {
                        "Trailer: X-Checksum\r\nUpgrade: h2c\r\nX-Upstream-Public: yes\r\n\r\n" +
                        body);
           continue;
-        default:
-          send_all(fd, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+        default: {
+          const int status = status_.load();
+          send_all(fd, "HTTP/1.1 " + std::to_string(status) + (status == 200 ? " OK" : " Test") +
+                           "\r\nContent-Type: application/json\r\nContent-Length: " +
                            std::to_string(body.size()) + "\r\n\r\n" + body);
+        }
       }
       if (mode_ == Mode::kCloseWhenIdle) return finish(fd);
     }
@@ -406,6 +416,7 @@ class TestUpstream {
   std::atomic<int> connections_{0};
   std::atomic<int> requests_{0};
   std::atomic<int> closed_{0};
+  std::atomic<int> status_{200};
   std::mutex gate_mutex_;
   std::condition_variable gate_;
   bool held_ = false;  // guarded by gate_mutex_

@@ -162,7 +162,9 @@ descriptors:
   - key: log
     rate_limit: {algorithm: sliding_log, requests_per_unit: 3, unit: second, unit_multiplier: 10}
   - key: fw
-    rate_limit: {algorithm: fixed_window, limit: 7, window: 2w, name: fortnightly}
+    rate_limit: {algorithm: fixed_window, limit: 7, window: 2w, name: fortnightly, block: 1h}
+  - key: envoy_lockout
+    rate_limit: {unit: minute, requests_per_unit: 5, block: 30m}
 )");
   ASSERT_NE(config, nullptr);
   const auto& nodes = config->find_domain("d")->root.nodes;
@@ -184,6 +186,10 @@ descriptors:
   EXPECT_EQ(nodes[3].rule->limit->period(), std::chrono::seconds(10));
   EXPECT_EQ(nodes[4].rule->limit->period(), std::chrono::hours(24 * 14));
   EXPECT_EQ(nodes[4].rule->name, "fortnightly");
+  // block: a lockout once the limit denies, with either way of writing it.
+  EXPECT_EQ(nodes[4].rule->limit->block(), std::chrono::hours(1));
+  EXPECT_EQ(nodes[0].rule->limit->block(), Nanos{0});
+  EXPECT_EQ(nodes[5].rule->limit->describe(), "fixed_window limit=5 window=1m block=30m");
 }
 
 // --- Rejections: one kind per test, exact messages ---

@@ -868,5 +868,59 @@ TEST(ConfigLoader, AccessListErrors) {
                     "t.yaml:1:49: access.block: unknown key (known keys: allow, deny)"}));
 }
 
+TEST(ConfigLoader, CountStatusAndBlockAreReadOnAnyLimit) {
+  const Config c = valid(R"(
+upstream: http://127.0.0.1:3000
+policies:
+  login: {algorithm: fixed_window, limit: 5, window: 15m, count_status: [403, 401, 401], block: 30m}
+routes:
+  - match: POST /api/login
+    limits:
+      - login
+      - {capacity: 10, refill_rate: 1/m, count_status: 401}
+      - {capacity: 100, refill_rate: 1/s, block: 1m}
+)");
+  ASSERT_EQ(c.policies.size(), 1u);
+  EXPECT_EQ(c.policies[0].count_status, (std::vector<int>{401, 403}));
+  EXPECT_EQ(c.policies[0].limit.block(), std::chrono::minutes(30));
+  const std::vector<RouteLimit>& limits = c.routes.at(0).limits;
+  ASSERT_EQ(limits.size(), 3u);
+  EXPECT_EQ(limits[0].count_status, (std::vector<int>{401, 403}));
+  EXPECT_EQ(limits[0].limit.describe(), "fixed_window limit=5 window=15m block=30m");
+  EXPECT_EQ(limits[1].count_status, (std::vector<int>{401}));
+  EXPECT_EQ(limits[1].limit.block(), Nanos{0});
+  EXPECT_TRUE(limits[2].count_status.empty());
+  EXPECT_EQ(limits[2].limit.block(), std::chrono::minutes(1));
+}
+
+TEST(ConfigLoader, CountStatusAndBlockErrors) {
+  EXPECT_EQ(errors_of(R"(upstream: http://127.0.0.1:3000
+routes:
+  - match: POST /a
+    limits: [{limit: 5, window: 1m, algorithm: fixed_window, count_status: [99, abc], block: 0s}]
+  - match: POST /b
+    limits: [{capacity: 5, refill_rate: 1/s, count_status: [], block: 1.5us}]
+)"),
+            (Errors{"t.yaml:4:77: routes[0].limits[0].count_status[0]: must be an HTTP status "
+                    "from 100 to 599, got \"99\"",
+                    "t.yaml:4:81: routes[0].limits[0].count_status[1]: must be an HTTP status "
+                    "from 100 to 599, got \"abc\"",
+                    "t.yaml:4:94: routes[0].limits[0].block: must be greater than 0, got \"0s\"",
+                    "t.yaml:6:60: routes[1].limits[0].count_status: must list at least one HTTP "
+                    "status (leave count_status out to count every request)",
+                    "t.yaml:6:71: routes[1].limits[0].block: must be a duration like 500ms, 1s, "
+                    "1m, 1h, 1d or 1w, got \"1.5us\" (whole numbers only: write 1500ms, not "
+                    "1.5s)"}));
+}
+
+TEST(ConfigLoader, CountStatusNeedsTheGateway) {
+  EXPECT_EQ(errors_of(R"(policies:
+  login: {capacity: 5, refill_rate: 1/m, count_status: [401]}
+)"),
+            (Errors{"t.yaml:2:56: policies.login.count_status: count_status needs `upstream:`: "
+                    "only the gateway learns the status of the response (/v1/check and /v1/auth "
+                    "count every request they decide)"}));
+}
+
 }  // namespace
 }  // namespace sluice::policy

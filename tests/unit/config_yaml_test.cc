@@ -200,6 +200,20 @@ TEST(ConfigYaml, AccessListsRoundTrip) {
   expect_round_trip(c, "t.yaml");
 }
 
+TEST(ConfigYaml, CountStatusAndBlockRoundTrip) {
+  const Config c = valid(R"(
+upstream: http://127.0.0.1:3000
+policies:
+  login: {algorithm: fixed_window, limit: 5, window: 15m, count_status: [401, 403], block: 30m}
+routes:
+  - match: POST /api/login
+    limits: [login, {capacity: 10, refill_rate: 1/m, count_status: [401], block: 90s}]
+)");
+  ASSERT_EQ(c.routes.size(), 1u);
+  EXPECT_EQ(c.routes[0].limits[1].count_status, (std::vector<int>{401}));
+  expect_round_trip(c, "t.yaml");
+}
+
 TEST(ConfigYaml, ShadowRoutesRoundTrip) {
   const Config c = valid(R"(
 default: {shadow: true, limits: [{capacity: 5, refill_rate: 1/s}]}

@@ -234,5 +234,54 @@ TEST(Decide, ManyLimitsBeyondTheInlineArray) {
   EXPECT_EQ(v.decision.remaining, 80u);  // 81 - 1
 }
 
+// count_status: what the gateway gives back once it knows the response's status.
+TEST(GiveBackUncounted, RefundsOnlyChargedLimitsWhoseCountStatusOmitsTheStatus) {
+  Fixture f;
+  RouteLimit failures{"r#2", false, Limit::fixed_window(2, 1h).value(), {}, {401, 403}};
+  MemoryStore store(MemoryStoreOptions{.seed = 7});
+  const Plan plan = f.plan_of({&f.a, &failures});
+  int done_calls = 0;
+  const auto count_done = [&done_calls](Status s) {
+    EXPECT_TRUE(s.ok());
+    ++done_calls;
+  };
+  // A success (200): the failures limit is given back, `a` (no count_status) is not.
+  Verdict v = decide(store, plan, kNow, true);
+  ASSERT_TRUE(v.allowed);
+  EXPECT_EQ(v.outcomes[1].decision.decided_at, kNow);
+  EXPECT_EQ(give_back_uncounted(store, plan, v, 200, kNow, count_done), 1u);
+  EXPECT_EQ(done_calls, 1);
+  v = decide(store, plan, kNow, true);
+  EXPECT_EQ(v.outcomes[0].decision.remaining, 3u);  // a: charged twice
+  EXPECT_EQ(v.outcomes[1].decision.remaining, 1u);  // failures: only this one
+  // A listed status keeps the charge; so does nothing at all to give back.
+  EXPECT_EQ(give_back_uncounted(store, plan, v, 401, kNow, count_done), 0u);
+  EXPECT_EQ(done_calls, 1);
+  // Never sent (nullopt): given back.
+  v = decide(store, plan, kNow, true);
+  EXPECT_EQ(v.outcomes[1].decision.remaining, 0u);
+  EXPECT_EQ(give_back_uncounted(store, plan, v, std::nullopt, kNow, count_done), 1u);
+  EXPECT_EQ(done_calls, 2);
+  v = decide(store, plan, kNow, true);
+  EXPECT_TRUE(v.allowed);
+  EXPECT_EQ(v.outcomes[1].decision.remaining, 0u);
+  // A denial charged nothing: nothing to give back.
+  v = decide(store, plan, kNow, true);
+  ASSERT_FALSE(v.allowed);
+  EXPECT_EQ(give_back_uncounted(store, plan, v, 200, kNow, count_done), 0u);
+  EXPECT_EQ(done_calls, 2);
+}
+
+TEST(GiveBackUncounted, AFailedStoreChargedNothing) {
+  RouteLimit failures{"r#0", false, Limit::fixed_window(2, 1h).value(), {}, {401}};
+  FailingStore store(ErrorCode::kStoreUnavailable);
+  Plan plan;
+  plan.limits.push_back({&failures, "r#0|ip:1.2.3.4"});
+  const Verdict v = decide(store, plan, kNow, true);
+  ASSERT_TRUE(v.store_failed);
+  ASSERT_TRUE(v.allowed);
+  EXPECT_EQ(give_back_uncounted(store, plan, v, 200, kNow, [](Status) { FAIL(); }), 0u);
+}
+
 }  // namespace
 }  // namespace sluice::policy

@@ -6,6 +6,9 @@
 //     cluster); thousands of concurrent requests on one key of capacity 100
 //     with no refill are allowed exactly 100 times in total;
 //   - every front door (/v1/check, /v1/auth, the gateway) decides in Redis;
+//   - lockouts: count_status and block shared by three gateways on one Redis
+//     (or a cluster): 100 concurrent wrong passwords reach the upstream 5
+//     times in total, and every gateway then refuses the key;
 //   - faults: Redis killed, then restarted; Redis stopped (SIGSTOP) longer
 //     than the timeout. Every request is answered per on_failure within the
 //     timeout (and the margin a loaded machine needs), /readyz says 503,
@@ -23,6 +26,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <future>
 #include <map>
 #include <memory>
 #include <optional>
@@ -30,6 +34,7 @@
 #include <thread>
 #include <vector>
 
+#include "gateway_support.h"
 #include "http_client.h"
 #include "redis_server.h"
 #include "sluice_process.h"
@@ -154,6 +159,76 @@ TEST(RedisServe, ThreeServersOnARedisClusterAllowExactlyTheCapacity) {
   RedisCluster cluster;
   ASSERT_TRUE(cluster.start());
   expect_exactly_capacity(cluster.addresses(), true);
+}
+
+// ---------------------------------------------------------------- lockouts
+
+void expect_one_lockout_for_all(const std::vector<std::string>& addresses, bool cluster) {
+  TestUpstream upstream;
+  ASSERT_NE(upstream.port(), 0);
+  upstream.answer_with(401);
+  upstream.hold();
+  const std::string rest = "upstream: " + upstream.url() +
+                           "\nheaders: [legacy]\nroutes:\n  - match: POST /api/login\n    key: "
+                           "header:x-user\n    limits: [" +
+                           kLoginLockout + "]\n";
+  std::vector<std::unique_ptr<SluiceProcess>> servers;
+  for (int i = 0; i < 3; ++i) {
+    servers.push_back(SluiceProcess::start(redis_yaml(addresses, cluster, "deny", "2s", rest)));
+    ASSERT_NE(servers.back(), nullptr);
+  }
+  for (const auto& s : servers) ASSERT_TRUE(wait_ready(*s, true, 10s)) << s->log();
+  const std::vector<std::pair<std::string, std::string>> mallory = {{"X-User", "mallory"}};
+  constexpr int kAttempts = 99;
+  std::vector<std::future<int>> statuses;
+  for (int i = 0; i < kAttempts; ++i) {
+    statuses.push_back(std::async(std::launch::async, [&, s = servers[i % 3].get()] {
+      return s->post("/api/login", "password=guess", mallory).status;
+    }));
+  }
+  // Every attempt but the five held at the upstream is answered first.
+  ASSERT_TRUE(wait_for(
+      [&] {
+        long long denied = 0;
+        for (const auto& s : servers)
+          denied += s->metric(R"(sluice_requests_total{route="POST /api/login",result="denied"})");
+        return denied == kAttempts - 5;
+      },
+      30s));
+  EXPECT_EQ(upstream.requests(), 5);
+  upstream.release();
+  int unauthorized = 0;
+  for (auto& f : statuses) unauthorized += f.get() == 401;
+  EXPECT_EQ(unauthorized, 5);
+  EXPECT_EQ(upstream.requests(), 5);
+  // Blocked on every gateway for the whole block, the right password too;
+  // another user's successes are given back wherever they land.
+  upstream.answer_with(200);
+  for (const auto& s : servers) {
+    const HttpResponse r = s->post("/api/login", "password=demo", mallory);
+    EXPECT_EQ(r.status, 429);
+    EXPECT_EQ(r.header("Retry-After"), "1800");
+    for (int i = 0; i < 3; ++i) {
+      const HttpResponse ok = s->post("/api/login", "password=demo", {{"X-User", "alice"}});
+      EXPECT_EQ(ok.status, 200);
+      EXPECT_EQ(ok.header("X-RateLimit-Remaining"), "4");
+    }
+  }
+  for (const auto& s : servers) EXPECT_EQ(s->metric("sluice_store_errors_total"), 0) << s->log();
+}
+
+TEST(RedisServe, ALockoutOnOneRedisIsSharedByEveryServer) {
+  SLUICE_REQUIRE_REDIS();
+  RedisServer redis;
+  ASSERT_TRUE(redis.start());
+  expect_one_lockout_for_all({redis.address()}, false);
+}
+
+TEST(RedisServe, ALockoutOnARedisClusterIsSharedByEveryServer) {
+  SLUICE_REQUIRE_REDIS();
+  RedisCluster cluster;
+  ASSERT_TRUE(cluster.start());
+  expect_one_lockout_for_all(cluster.addresses(), true);
 }
 
 // ---------------------------------------------------------------- front doors
