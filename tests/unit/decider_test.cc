@@ -3,6 +3,7 @@
 #include <chrono>
 #include <string>
 
+#include "policy/config_loader.h"
 #include "policy/decider.h"
 #include "sluice/memory_store.h"
 
@@ -281,6 +282,54 @@ TEST(GiveBackUncounted, AFailedStoreChargedNothing) {
   ASSERT_TRUE(v.store_failed);
   ASSERT_TRUE(v.allowed);
   EXPECT_EQ(give_back_uncounted(store, plan, v, 200, kNow, [](Status) { FAIL(); }), 0u);
+}
+
+// The login lockout of docs/ABUSE.md from config to verdicts, on an injected
+// clock: 5 failures, then the key is out for exactly `block`; another
+// client's successes are given back and never count.
+TEST(GiveBackUncounted, ALoginLockoutFromTheConfigLastsExactlyItsBlock) {
+  const LoadResult loaded = load_config_string(R"(upstream: http://127.0.0.1:3000
+routes:
+  - match: POST /api/login
+    limits: [{algorithm: fixed_window, limit: 5, window: 15m, count_status: [401, 403], block: 30m}]
+)",
+                                               "t.yaml");
+  ASSERT_TRUE(loaded.config.has_value());
+  const Policy policy(*loaded.config);
+  MemoryStore store(MemoryStoreOptions{.seed = 7});
+  const auto plan_for = [&](std::string_view peer) {
+    RequestInfo info;
+    info.method = "POST";
+    info.target = "/api/login";
+    info.peer = parse_ip(peer).value();
+    return policy.plan(info);
+  };
+  const Plan attacker = plan_for("203.0.113.9");
+  const Plan user = plan_for("192.0.2.1");
+  const Nanos t0 = std::chrono::seconds(1'704'110'400);  // on a 15-minute boundary
+  const auto ignore = [](Status) {};
+  for (int i = 0; i < 5; ++i) {
+    const Verdict v = decide(store, attacker, t0 + std::chrono::seconds(i), true);
+    ASSERT_TRUE(v.allowed) << i;
+    EXPECT_EQ(give_back_uncounted(store, attacker, v, 401, t0, ignore), 0u);
+  }
+  const Nanos blocked_at = t0 + 10s;
+  Verdict v = decide(store, attacker, blocked_at, true);
+  EXPECT_FALSE(v.allowed);
+  EXPECT_EQ(v.decision.retry_after, 30min);
+  // The window has turned twice meanwhile: only the block holds the key.
+  v = decide(store, attacker, blocked_at + 30min - 1us, true);
+  EXPECT_FALSE(v.allowed);
+  EXPECT_EQ(v.decision.retry_after, 1us);
+  for (int i = 0; i < 10; ++i) {
+    const Verdict ok = decide(store, user, blocked_at + std::chrono::seconds(i), true);
+    ASSERT_TRUE(ok.allowed) << i;
+    EXPECT_EQ(ok.decision.remaining, 4u) << i;
+    EXPECT_EQ(give_back_uncounted(store, user, ok, 200, blocked_at, ignore), 1u);
+  }
+  v = decide(store, attacker, blocked_at + 30min, true);
+  EXPECT_TRUE(v.allowed);
+  EXPECT_EQ(v.decision.remaining, 4u);
 }
 
 }  // namespace
