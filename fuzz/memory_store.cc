@@ -9,7 +9,7 @@
 // and denied a retry_after above 0; errors only for a cost of 0 or above the
 // limit's size. The store is large enough that nothing is evicted.
 //
-// Input: 2 bytes size and period, 8 bytes `now`, then 3 bytes per operation:
+// Input: 2 bytes size and period (odd: with lockouts), 8 bytes `now`, then 3 bytes per operation:
 // [op: low 3 bits, 0-4 a limit, 5 a batch, 6 reset, 7 collect][key][cost].
 #include <array>
 #include <chrono>
@@ -28,12 +28,21 @@ using namespace sluice;
 
 constexpr size_t kLimits = 5;
 
+// An odd period byte gives every limit a lockout (`block`) of three periods:
+// a lockout only ever denies more, so the properties hold with it too.
 std::array<Limit, kLimits> make_limits(uint8_t size_byte, uint8_t period_byte) {
   const uint64_t n = 1 + size_byte % 32;
   const Nanos period = std::chrono::milliseconds(1 + period_byte) * 37;
-  return {*Limit::token_bucket(n, 1 + size_byte / 32, period), *Limit::gcra(n, 1, period),
-          *Limit::fixed_window(n, period), *Limit::sliding_log(n, period),
-          *Limit::sliding_window(n, period)};
+  const Nanos block = (period_byte & 1) != 0 ? 3 * period : Nanos{0};
+  const auto with_block = [block](Limit limit) {
+    LimitSpec spec = limit.spec();
+    spec.block = block;
+    return *Limit::create(spec);
+  };
+  return {with_block(*Limit::token_bucket(n, 1 + size_byte / 32, period)),
+          with_block(*Limit::gcra(n, 1, period)), with_block(*Limit::fixed_window(n, period)),
+          with_block(*Limit::sliding_log(n, period)),
+          with_block(*Limit::sliding_window(n, period))};
 }
 
 struct Seen {
