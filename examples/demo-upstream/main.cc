@@ -8,6 +8,7 @@
 //                          "demo" (JSON "password":"demo" or a form's
 //                          password=demo), else 401 {"error":"WRONG_PASSWORD"}:
 //                          a login to show count_status and block on
+//   GET /ws (WebSocket) -> echoes every message back, text or binary
 //
 // Asio + Beast, one io_context per thread, keep-alive. Not for production.
 #include <boost/asio.hpp>
@@ -62,6 +63,36 @@ std::string_view query_param(std::string_view target, std::string_view name) {
   return {};
 }
 
+// GET /ws after the WebSocket handshake: every message comes back as sent.
+class WebSocketEcho : public std::enable_shared_from_this<WebSocketEcho> {
+ public:
+  explicit WebSocketEcho(beast::tcp_stream stream) : ws_(std::move(stream)) {}
+
+  void start(http::request<http::string_body> request) {
+    beast::get_lowest_layer(ws_).expires_never();
+    ws_.set_option(beast::websocket::stream_base::timeout::suggested(beast::role_type::server));
+    ws_.async_accept(request, [self = shared_from_this()](beast::error_code ec) {
+      if (!ec) self->do_read();
+    });
+  }
+
+ private:
+  void do_read() {
+    ws_.async_read(buffer_, [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (ec) return;  // closed (a close frame, or the connection went away)
+      self->ws_.text(self->ws_.got_text());
+      self->ws_.async_write(self->buffer_.data(), [self](beast::error_code write_ec, size_t) {
+        if (write_ec) return;
+        self->buffer_.consume(self->buffer_.size());
+        self->do_read();
+      });
+    });
+  }
+
+  beast::websocket::stream<beast::tcp_stream> ws_;
+  beast::flat_buffer buffer_;
+};
+
 class Session : public std::enable_shared_from_this<Session> {
  public:
   explicit Session(tcp::socket socket)
@@ -83,6 +114,10 @@ class Session : public std::enable_shared_from_this<Session> {
   void on_read(beast::error_code ec) {
     if (ec) return;  // closed, timed out or malformed: drop the connection
     request_ = parser_->release();
+    if (beast::websocket::is_upgrade(request_) && request_.target() == "/ws") {
+      std::make_shared<WebSocketEcho>(std::move(stream_))->start(std::move(request_));
+      return;
+    }
     int delay_ms = 0;
     const std::string_view delay = query_param(request_.target(), "delay_ms");
     std::from_chars(delay.data(), delay.data() + delay.size(), delay_ms);
@@ -162,7 +197,8 @@ int usage(int code) {
       "usage: sluice-demo-upstream [--host 127.0.0.1] [--port 3000] [--threads N]\n"
       "A demo HTTP API for the Sluice gateway. ?delay_ms=N delays the answer;\n"
       "?echo=1 echoes the request body. POST .../login answers 401 unless the body\n"
-      "holds the password demo (\"password\":\"demo\" or password=demo).\n",
+      "holds the password demo (\"password\":\"demo\" or password=demo).\n"
+      "GET /ws is a WebSocket echo.\n",
       code == 0 ? stdout : stderr);
   return code;
 }

@@ -32,6 +32,7 @@
 #include "http/proxy_pool.h"
 #include "http/request_checks.h"
 #include "http/responses.h"
+#include "http/tunnel.h"
 #include "observe/denial_log.h"
 #include "policy/ip.h"
 
@@ -70,6 +71,24 @@ bool client_wants_keep_alive(const RequestHeader& req) {
     return it == req.end() || !bhttp::token_list(it->value()).exists("close");
   }
   return it != req.end() && bhttp::token_list(it->value()).exists("keep-alive");
+}
+
+// An HTTP/1.1 request asking to switch protocols (RFC 9110 §7.8): a
+// WebSocket handshake, say. h2c is not relayed: a gateway that passed it on
+// would hand the client an HTTP/2 connection it never decides requests on.
+bool wants_upgrade(const RequestHeader& req) {
+  if (req.version() < 11) return false;
+  const auto upgrade = req.find(bhttp::field::upgrade);
+  const auto connection = req.find(bhttp::field::connection);
+  if (upgrade == req.end() || connection == req.end()) return false;
+  if (!bhttp::token_list(connection->value()).exists("upgrade")) return false;
+  const bhttp::token_list protocols(upgrade->value());
+  if (protocols.begin() == protocols.end()) return false;
+  for (const auto& protocol : protocols) {
+    const std::string_view name(protocol.data(), protocol.size());
+    if (beast::iequals(name.substr(0, name.find('/')), "h2c")) return false;
+  }
+  return true;
 }
 
 // RFC 9110 §9.2.2: requests whose repetition has the same effect as one.
@@ -188,11 +207,13 @@ class ProxyExchange : public std::enable_shared_from_this<ProxyExchange> {
   void do_read_response_header();
   void on_response_header(beast::error_code ec);
   void start_response();
+  void append_response_fields(const bhttp::response_header<>& in, std::string& out);
   void do_read_response_body();
   void on_read_response_body(beast::error_code ec);
   void write_response(const char* data, size_t size, bool last);
   void on_write_response(beast::error_code ec, bool last);
   void finish();
+  void start_tunnel();
   void settle(std::optional<int> status);
 
   void arm(Waiting what, SteadyClock::time_point when);
@@ -233,6 +254,7 @@ class ProxyExchange : public std::enable_shared_from_this<ProxyExchange> {
   bool request_done_ = false;
   bool response_done_ = false;
   bool settled_ = false;  // count_status has seen the outcome
+  bool upgrade_ = false;  // the request asks to switch protocols (wants_upgrade)
   Framing request_framing_ = Framing::kNone;
   Framing response_framing_ = Framing::kNone;
   uint64_t request_bytes_written_ = 0;
@@ -258,6 +280,9 @@ void ProxyExchange::start() {
   method_ = in.method();
   client_keep_alive_ = client_wants_keep_alive(in);
   has_body_ = session().body_pending();
+  // A request with a body is never upgraded: its body would have to end
+  // before the tunnel starts, and no WebSocket handshake has one.
+  upgrade_ = !has_body_ && wants_upgrade(in);
   if (has_body_ && client_version_ >= 11) {
     const auto expect = in.find(bhttp::field::expect);
     expect_continue_ = expect != in.end() && beast::iequals(expect->value(), "100-continue");
@@ -306,6 +331,11 @@ void ProxyExchange::build_request_head() {
                            out);
   if (in.find(bhttp::field::host) == in.end()) {
     proxy::append_field("Host", endpoint_, out);  // an HTTP/1.0 client sent none
+  }
+  if (upgrade_) {
+    // Hop-by-hop, so not copied above: the upgrade is asked of this hop anew.
+    proxy::append_field("Connection", "Upgrade", out);
+    proxy::append_field("Upgrade", sv(in[bhttp::field::upgrade]), out);
   }
   const std::string peer = session().peer().text();
   const std::string client = ex_->plan.client.text();
@@ -377,6 +407,8 @@ void ProxyExchange::on_timer(uint64_t seq) {
 void ProxyExchange::acquire() {
   const auto now = SteadyClock::now();
   deadline_ = now + upstream_.timeout;
+  // An upgrade takes its own connection: it becomes the tunnel, never pooled.
+  if (upgrade_) return connect_new();
   conn_ = shared_->pool.take(endpoint_, now);
   if (conn_) {
     conn_reused_ = true;
@@ -491,6 +523,7 @@ void ProxyExchange::on_response_header(beast::error_code ec) {
   if (ec) return upstream_failed(ec, Stage::kReceive);
   const unsigned status = response_parser_->get().result_int();
   if (status >= 200 || status == 101) settle(static_cast<int>(status));
+  if (status == 101 && upgrade_) return start_tunnel();
   if (status == 101) {
     drop_upstream();
     return respond_error(HttpStatus::bad_gateway, "UPSTREAM_UNAVAILABLE",
@@ -506,6 +539,16 @@ void ProxyExchange::on_response_header(beast::error_code ec) {
   start_response();
 }
 
+// The upstream's end-to-end fields, then the rate headers, which are
+// Sluice's: an upstream field of the same name gives way.
+void ProxyExchange::append_response_fields(const bhttp::response_header<>& in, std::string& out) {
+  std::array<std::string_view, RateHeaders::kMaxFields> rate_names;
+  size_t rate_count = 0;
+  for (const RateHeaders::Field& f : ex_->rate_headers) rate_names[rate_count++] = f.name;
+  proxy::append_end_to_end(in, std::span(rate_names.data(), rate_count), out);
+  for (const RateHeaders::Field& f : ex_->rate_headers) proxy::append_field(f.name, f.value, out);
+}
+
 void ProxyExchange::start_response() {
   auto& parser = *response_parser_;
   const auto& in = parser.get();
@@ -514,12 +557,7 @@ void ProxyExchange::start_response() {
   std::string& out = response_head_;
   out.reserve(512);
   append_status_line(client_version_ >= 11 ? 11 : 10, in.result_int(), sv(in.reason()), out);
-  // The rate headers are Sluice's: an upstream field of the same name gives way.
-  std::array<std::string_view, RateHeaders::kMaxFields> rate_names;
-  size_t rate_count = 0;
-  for (const RateHeaders::Field& f : ex_->rate_headers) rate_names[rate_count++] = f.name;
-  proxy::append_end_to_end(in, std::span(rate_names.data(), rate_count), out);
-  for (const RateHeaders::Field& f : ex_->rate_headers) proxy::append_field(f.name, f.value, out);
+  append_response_fields(in, out);
 
   if (parser.is_done()) {
     // No body (HEAD, 204, 304, or empty). For HEAD and 304, Content-Length
@@ -596,7 +634,7 @@ void ProxyExchange::finish() {
   // Clean: both messages complete, the upstream did not ask to close, and no
   // stray bytes after the response (looks_open() checks the buffer too).
   const bool reusable =
-      request_done_ && response_parser_->is_done() && response_parser_->keep_alive();
+      request_done_ && response_parser_->is_done() && response_parser_->keep_alive() && !upgrade_;
   if (reusable) {
     ++conn_->exchanges;
     shared_->pool.put(std::move(conn_), upstream_.max_idle_connections, SteadyClock::now());
@@ -604,6 +642,45 @@ void ProxyExchange::finish() {
     drop_upstream();
   }
   end(client_keep_alive_);
+}
+
+// ---------------------------------------------------------------- upgrades
+
+// The upstream switched protocols: the 101 goes to the client (with the rate
+// headers, as on any answer), then both connections become one tunnel until
+// either closes or server.idle_timeout passes with nothing moving.
+void ProxyExchange::start_tunnel() {
+  const auto& in = response_parser_->get();
+  std::string& out = response_head_;
+  append_status_line(11, 101, sv(in.reason()), out);
+  append_response_fields(in, out);
+  proxy::append_field("Connection", "Upgrade", out);
+  proxy::append_field("Upgrade", sv(in[bhttp::field::upgrade]), out);
+  out.append("\r\n", 2);
+  response_started_ = true;
+  arm(Waiting::kClient, SteadyClock::now() + client_timeout_);
+  asio::async_write(
+      client(), asio::buffer(out), [self = shared_from_this()](beast::error_code ec, size_t) {
+        if (ec) return self->client_failed(ec);
+        self->waiting_ = Waiting::kNothing;  // the tunnel keeps its own time
+        // What either side sent beyond its header block goes first.
+        const auto leftover = [](beast::flat_buffer& b) {
+          std::string bytes(static_cast<const char*>(b.data().data()), b.size());
+          b.consume(b.size());
+          return bytes;
+        };
+        std::string to_upstream = leftover(self->session().buffer());
+        std::string to_client = leftover(self->conn_->buffer);
+        auto tunnel =
+            std::make_shared<Tunnel>(self->client().socket(), std::move(self->conn_->socket),
+                                     self->ex_->state->policy.config().server.idle_timeout,
+                                     [self](uint64_t to_client_bytes, uint64_t) {
+                                       self->session().log_access(101, to_client_bytes);
+                                       self->end(false);
+                                     });
+        self->conn_.reset();
+        tunnel->start(std::move(to_upstream), std::move(to_client));
+      });
 }
 
 // ---------------------------------------------------------------- failures

@@ -31,6 +31,11 @@
 // Retries: at most one, on a fresh connection, and only when the failed
 // connection came from the pool — see the comment at retry_allowed() in proxy.cc.
 //
+// Upgrades (WebSocket; any HTTP/1.1 Upgrade but h2c, on a request without a
+// body): the request goes on a new connection with Connection: Upgrade; a 101
+// from the upstream goes to the client and the two connections become a
+// Tunnel (tunnel.h) until either closes or server.idle_timeout passes idle.
+//
 // Draining (session->draining()): the response says Connection: close.
 //
 // Thread-safety: one UpstreamProxy per worker io_context; forward() and every
