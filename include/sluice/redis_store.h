@@ -9,6 +9,15 @@
 // up to a whole microsecond. Keys expire (PEXPIRE) when their state is back to
 // "full", so idle keys disappear from Redis.
 //
+// Refunds and lockouts are the memory store's too. refund() is a script call
+// like acquire(), per cluster slot of its requests; a refund keeps the key's
+// TTL (it only makes the state full sooner). A limit with a block keeps its
+// lockout in a key of its own beside the state (redis_lockout_key(), same
+// slot), holding when the lockout ends and expiring then, so every instance
+// on the same Redis sees it; reset() deletes both. Decision::decided_at is
+// the time the script decided at: the caller's `now` (time_source local, in
+// whole microseconds) or Redis TIME.
+//
 // Threads and event loops. The client is hiredis, async, driven by Asio:
 //   - A server gives every worker thread its own io_context (one per core).
 //     Each worker thread calls attach(io) once, on that thread, before its
@@ -45,7 +54,9 @@
 // 2 * capacity * unit + rate <= 2^53, where unit / rate is refill_period_us /
 // refill_tokens reduced by their gcd; check_limit() (limit_fits() without a
 // store) says whether a limit fits
-// and acquire() refuses one that does not with kInvalidArgument.
+// and acquire() refuses one that does not with kInvalidArgument. A block
+// always fits (whole microseconds, at most 10 years). Times (`now`, a
+// refund's charged_at) must be at or after the epoch.
 //
 // Thread-safety: all methods may be called from any thread, with the rules on
 // attach()/detach() above.
@@ -159,11 +170,21 @@ class RedisStore final : public Store {
   void acquire_async(std::span<const AcquireRequest> requests, Nanos now, std::span<Decision> out,
                      Done done) override;
 
+  // Store::refund(), as acquire() and acquire_async() (threads, timeout):
+  // one script call per cluster slot of the requests, each request given
+  // back on its own. Errors: kInvalidArgument (null limit, cost 0, a limit
+  // the scripts cannot count, a time before the epoch), and then nothing is
+  // given back; kStoreUnavailable when a call fails, which, as for acquire(),
+  // Redis may still have applied if its reply came late.
+  Status refund(std::span<const RefundRequest> requests, Nanos now) override;
+  void refund_async(std::span<const RefundRequest> requests, Nanos now, Done done) override;
+
   // True while the internal thread's last health check (TIME of every master)
   // was answered in time and, in a cluster, the slot map covers every slot.
   bool ready() const override;
 
-  // DEL of the key's state (synchronous, through the internal thread).
+  // DEL of the key's state and lockout (synchronous, through the internal
+  // thread); true if either existed.
   Result<bool> reset(const Limit& limit, std::string_view key) override;
 
   // Keys in the database (DBSIZE, summed over masters; synchronous): this
@@ -185,6 +206,12 @@ class RedisStore final : public Store {
   // client key of the server's "<scope>|<client key>" store keys; all of
   // `key` if it has no '|'), so the limits of one request share a cluster slot.
   std::string redis_key(const Limit& limit, std::string_view key) const;
+
+  // The Redis key holding `key`'s lockout under `limit` (a limit with a
+  // block): redis_key() with "!b" before the ':', so in the same slot:
+  //   <key_prefix>{<16 hex digits>}<limit fingerprint>!b:<key>
+  // Its value is when the lockout ends, in microseconds since the epoch.
+  std::string redis_lockout_key(const Limit& limit, std::string_view key) const;
 
   // The cluster slot (CRC16 of the hash tag, mod 16384) of a Redis key.
   static uint16_t key_slot(std::string_view redis_key);

@@ -374,5 +374,74 @@ TEST_F(ClusterTest, ADeadMasterFailsOnlyItsOwnKeys) {
       << "a key of the restarted master was not served again";
 }
 
+TEST_F(ClusterTest, ARefundOfKeysOnEveryMasterGivesEachBack) {
+  // One key per master, and on the first one two limits of one client key
+  // (one slot): one refund() sends a call per slot, each to its master.
+  const Limit limit = must(Limit::token_bucket(1, 1, 24h * 365));
+  const Limit second = must(Limit::fixed_window(1, 24h * 365));
+  std::vector<std::string> keys(cluster_.size());
+  std::vector<bool> found(cluster_.size(), false);
+  size_t masters = 0;
+  for (int i = 0; masters < cluster_.size() && i < 10'000; ++i) {
+    std::string key = "refund|u" + std::to_string(i);
+    const int owner = cluster_.owner(RedisStore::key_slot(store_->redis_key(limit, key)));
+    ASSERT_GE(owner, 0);
+    if (found[static_cast<size_t>(owner)]) continue;
+    found[static_cast<size_t>(owner)] = true;
+    keys[static_cast<size_t>(owner)] = std::move(key);
+    ++masters;
+  }
+  ASSERT_EQ(masters, cluster_.size());
+
+  std::vector<RefundRequest> refunds;
+  for (const std::string& key : keys) {
+    auto charge = acquire_one(*store_, limit, key, us(kEpochUs));
+    ASSERT_TRUE(charge.ok()) << charge.error().message;
+    ASSERT_TRUE(charge->allowed);
+    EXPECT_EQ(charge->decided_at, us(kEpochUs));
+    refunds.push_back({&limit, key, 1, charge->decided_at});
+  }
+  ASSERT_TRUE(acquire_one(*store_, second, keys[0], us(kEpochUs))->allowed);
+  refunds.push_back({&second, keys[0], 1, us(kEpochUs)});
+  for (const std::string& key : keys)
+    ASSERT_FALSE(acquire_one(*store_, limit, key, us(kEpochUs))->allowed);
+
+  Status s = store_->refund(refunds, us(kEpochUs + 1));
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  for (const std::string& key : keys) {
+    EXPECT_TRUE(acquire_one(*store_, limit, key, us(kEpochUs + 2))->allowed) << key;
+    EXPECT_FALSE(acquire_one(*store_, limit, key, us(kEpochUs + 2))->allowed) << key;
+  }
+  EXPECT_TRUE(acquire_one(*store_, second, keys[0], us(kEpochUs + 2))->allowed);
+}
+
+TEST_F(ClusterTest, ALockoutLivesBesideItsStateAndIsSharedByEveryStore) {
+  RedisStoreOptions o = local_options(cluster_.node(1).address());  // another seed
+  o.cluster = true;
+  auto other = make_store(o);
+  ASSERT_NE(other, nullptr);
+  LimitSpec spec = must(Limit::token_bucket(1, 1, 1s)).spec();
+  spec.block = 10s;
+  const Limit limit = must(Limit::create(spec));
+  const std::string key = "lockout|user:7";
+  ASSERT_TRUE(acquire_one(*store_, limit, key, us(kEpochUs))->allowed);
+  auto denied = acquire_one(*store_, limit, key, us(kEpochUs + 500'000));
+  ASSERT_TRUE(denied.ok()) << denied.error().message;
+  EXPECT_FALSE(denied->allowed);
+  EXPECT_EQ(denied->retry_after, 10s);
+  // On the master of the state's slot, holding when the lockout ends.
+  const int owner = cluster_.owner(RedisStore::key_slot(store_->redis_key(limit, key)));
+  ASSERT_GE(owner, 0);
+  EXPECT_EQ(cluster_.node(static_cast<size_t>(owner))
+                .text({"GET", store_->redis_lockout_key(limit, key)}),
+            std::to_string(kEpochUs + 500'000 + 10'000'000));
+  // The bucket is full long before: the other store still denies.
+  auto seen = acquire_one(*other, limit, key, us(kEpochUs + 5'500'000));
+  ASSERT_TRUE(seen.ok()) << seen.error().message;
+  EXPECT_FALSE(seen->allowed);
+  EXPECT_EQ(seen->retry_after, 5s);
+  EXPECT_TRUE(acquire_one(*other, limit, key, us(kEpochUs + 10'500'000))->allowed);
+}
+
 }  // namespace
 }  // namespace sluice::testing

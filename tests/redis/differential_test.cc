@@ -1,8 +1,10 @@
 // The same seeded random traces through the memory store and the Redis store
 // (time_source local, whole-microsecond times) give identical decisions:
 // allowed, limit and remaining equal; reset_after and retry_after equal to
-// the memory store's rounded up to a whole microsecond. (Hand-picked traces
-// where the arithmetic is at its edges are in the conformance table,
+// the memory store's rounded up to a whole microsecond; decided_at the
+// step's time. The traces give back (Store::refund) some of the charges
+// they made, and some limits have a lockout (Limit::block). (Hand-picked
+// traces where the arithmetic is at its edges are in the conformance table,
 // tests/conformance, which runs on both stores.)
 #include <random>
 
@@ -13,6 +15,12 @@ namespace {
 
 Nanos ceil_us(Nanos d) {
   return Nanos{(d.count() + 999) / 1'000 * 1'000};
+}
+
+Limit with_block(Limit limit, Nanos block) {
+  LimitSpec spec = limit.spec();
+  spec.block = block;
+  return must(Limit::create(spec));
 }
 
 struct Config {
@@ -26,13 +34,19 @@ struct Step {
   bool with_partner;  // also apply the partner limit (all-or-nothing)
   uint64_t cost;
   int64_t now_us;
+  // A refund, not an acquire: gives back one of the key's last few charges
+  // not given back yet (`pick` chooses which), if it has one.
+  bool refund = false;
+  uint64_t pick = 0;
 };
 
+// `steps` acquires, with about one refund for every eight of them.
 std::vector<Step> make_trace(uint64_t seed, size_t steps, const Config& c, size_t keys) {
   std::mt19937_64 rng(seed);
   std::vector<Step> trace;
   int64_t now = kEpochUs + static_cast<int64_t>(rng() % 1'000'000'000);
-  for (size_t i = 0; i < steps; ++i) {
+  size_t acquires = 0;
+  while (acquires < steps) {
     // Mostly bursts at the same or nearby microseconds, sometimes a pause of
     // about one refill, sometimes long enough for the state to be full again.
     const uint64_t kind = rng() % 100;
@@ -56,6 +70,9 @@ std::vector<Step> make_trace(uint64_t seed, size_t steps, const Config& c, size_
     s.cost =
         rng() % 4 == 0 ? 1 + rng() % c.max_cost : 1 + rng() % std::min<uint64_t>(3, c.max_cost);
     s.now_us = now;
+    s.refund = rng() % 9 == 0;
+    s.pick = rng();
+    if (!s.refund) ++acquires;
     trace.push_back(s);
   }
   return trace;
@@ -72,7 +89,7 @@ class DifferentialTest : public ::testing::Test {
     ASSERT_NE(store_, nullptr);
   }
 
-  // Runs every config's trace; returns the number of steps compared.
+  // Runs every config's trace; returns the number of acquires compared.
   size_t run(const std::vector<Config>& configs, size_t steps_each, uint64_t seed) {
     // A partner limit of another algorithm shares each step now and then, so
     // that all-or-nothing is compared too (a denial by either charges neither).
@@ -80,78 +97,122 @@ class DifferentialTest : public ::testing::Test {
     size_t compared = 0;
     size_t allowed = 0;
     size_t denied = 0;
+    size_t refunds = 0;
     AsyncDriver driver(store_);
     for (size_t ci = 0; ci < configs.size(); ++ci) {
       const Config& c = configs[ci];
       MemoryStore memory(MemoryStoreOptions{.max_keys = 100'000, .shards = 1, .seed = 1});
       const size_t keys = 8;
       std::vector<std::string> key_names;
-      for (size_t k = 0; k < keys; ++k)
+      std::vector<std::string> partner_keys;
+      for (size_t k = 0; k < keys; ++k) {
         key_names.push_back("diff:" + std::to_string(seed) + ":" + std::to_string(ci) + "|c" +
                             std::to_string(k));
+        partner_keys.push_back("partner:" + std::to_string(seed) + ":" + std::to_string(ci) +
+                               key_names[k].substr(key_names[k].find('|')));
+      }
       const std::vector<Step> trace = make_trace(seed + ci, steps_each, c, keys);
 
-      // Redis: issue the whole trace in order on one connection, 256 at a
-      // time; Redis runs the calls in order, as the memory store does.
-      struct Slot {
+      // The memory store first, in trace order: it says which charges were
+      // made, so that a refund gives back one that was. Each step becomes an
+      // op that Redis then replays.
+      struct Op {
+        const Step* step;
+        size_t n = 0;  // limits (acquire) or refunds
         AcquireRequest requests[2];
-        Decision out[2];
-        std::string partner_key;
+        RefundRequest refunds[2];
+        Decision memory[2];
+        Decision redis[2];
         Status status;
       };
-      std::vector<Slot> slots(trace.size());
-      for (size_t begin = 0; begin < trace.size(); begin += 256) {
-        const size_t end = std::min(trace.size(), begin + 256);
+      std::vector<Op> ops;
+      ops.reserve(trace.size());
+      // Per key: the ops of its charges not given back yet, oldest first.
+      std::vector<std::vector<size_t>> charges(keys);
+      for (const Step& s : trace) {
+        Op op;
+        op.step = &s;
+        if (s.refund) {
+          std::vector<size_t>& open = charges[s.key];
+          if (open.empty()) continue;
+          const size_t back = static_cast<size_t>(s.pick % std::min<size_t>(open.size(), 4));
+          const size_t charge = open[open.size() - 1 - back];
+          open.erase(open.end() - 1 - static_cast<std::ptrdiff_t>(back));
+          const Op& made = ops[charge];
+          op.n = made.n;
+          for (size_t j = 0; j < op.n; ++j) {
+            op.refunds[j] = {made.requests[j].limit, made.requests[j].key, made.requests[j].cost,
+                             made.memory[j].decided_at};
+          }
+          const Status ms = memory.refund({op.refunds, op.n}, us(s.now_us));
+          EXPECT_TRUE(ms.ok()) << ms.error().message;
+          ++refunds;
+        } else {
+          op.n = s.with_partner ? 2 : 1;
+          op.requests[0] = {&c.limit, key_names[s.key], s.cost};
+          op.requests[1] = {&partner, partner_keys[s.key], 1};
+          const Status ms = memory.acquire({op.requests, op.n}, us(s.now_us), {op.memory, op.n});
+          EXPECT_TRUE(ms.ok()) << ms.error().message;
+          if (!ms.ok()) return compared;
+          if (all_allowed({op.memory, op.n})) charges[s.key].push_back(ops.size());
+        }
+        ops.push_back(op);
+      }
+
+      // Redis: issue the ops in order on one connection, 256 at a time;
+      // Redis runs the calls in order, as the memory store did.
+      for (size_t begin = 0; begin < ops.size(); begin += 256) {
+        const size_t end = std::min(ops.size(), begin + 256);
         std::promise<void> batch_done;
         size_t remaining = end - begin;
         driver.run([&] {
           for (size_t i = begin; i < end; ++i) {
-            const Step& s = trace[i];
-            Slot& slot = slots[i];
-            slot.partner_key = "partner:" + std::to_string(seed) + ":" + std::to_string(ci) +
-                               key_names[s.key].substr(key_names[s.key].find('|'));
-            slot.requests[0] = {&c.limit, key_names[s.key], s.cost};
-            slot.requests[1] = {&partner, slot.partner_key, 1};
-            const size_t n = s.with_partner ? 2 : 1;
-            store_->acquire_async({slot.requests, n}, us(s.now_us), {slot.out, n},
-                                  [&, i](Status st) {
-                                    slots[i].status = std::move(st);
-                                    if (--remaining == 0) batch_done.set_value();
-                                  });
+            Op& op = ops[i];
+            auto done = [&, i](Status st) {
+              ops[i].status = std::move(st);
+              if (--remaining == 0) batch_done.set_value();
+            };
+            if (op.step->refund) {
+              store_->refund_async({op.refunds, op.n}, us(op.step->now_us), done);
+            } else {
+              store_->acquire_async({op.requests, op.n}, us(op.step->now_us), {op.redis, op.n},
+                                    done);
+            }
           }
         });
         batch_done.get_future().wait();
       }
 
-      for (size_t i = 0; i < trace.size(); ++i) {
-        const Step& s = trace[i];
-        const size_t n = s.with_partner ? 2 : 1;
-        Decision mem_out[2];
-        Status ms = memory.acquire({slots[i].requests, n}, us(s.now_us), {mem_out, n});
-        EXPECT_TRUE(ms.ok());
-        EXPECT_TRUE(slots[i].status.ok()) << slots[i].status.error().message;
-        if (!ms.ok() || !slots[i].status.ok()) return compared;
-        for (size_t j = 0; j < n; ++j) {
-          const Decision& m = mem_out[j];
-          const Decision& r = slots[i].out[j];
+      for (size_t i = 0; i < ops.size(); ++i) {
+        const Op& op = ops[i];
+        const Step& s = *op.step;
+        EXPECT_TRUE(op.status.ok()) << op.status.error().message;
+        if (!op.status.ok()) return compared;
+        if (s.refund) continue;
+        for (size_t j = 0; j < op.n; ++j) {
+          const Decision& m = op.memory[j];
+          const Decision& r = op.redis[j];
           const bool same = m.allowed == r.allowed && m.limit == r.limit &&
                             m.remaining == r.remaining && r.reset_after == ceil_us(m.reset_after) &&
-                            r.retry_after == ceil_us(m.retry_after);
-          EXPECT_TRUE(same) << c.limit.describe() << " step " << i << " limit " << j << " at "
+                            r.retry_after == ceil_us(m.retry_after) && r.decided_at == us(s.now_us);
+          EXPECT_TRUE(same) << c.limit.describe() << " op " << i << " limit " << j << " at "
                             << s.now_us << " us, cost " << s.cost << ": memory {" << m.allowed
                             << ", " << m.remaining << ", " << m.reset_after.count() << " ns, "
                             << m.retry_after.count() << " ns} redis {" << r.allowed << ", "
                             << r.remaining << ", " << r.reset_after.count() << " ns, "
-                            << r.retry_after.count() << " ns}";
+                            << r.retry_after.count() << " ns, decided at " << r.decided_at.count()
+                            << " ns}";
           if (!same) return compared;
         }
         ++compared;
-        (mem_out[0].allowed ? allowed : denied) += 1;
+        (op.memory[0].allowed ? allowed : denied) += 1;
       }
     }
-    // A trace that never denies (or never allows) would compare little.
+    // A trace that never denies (or never allows) would compare little; one
+    // that gives little back would not test refunds.
     EXPECT_GT(allowed, compared / 10);
     EXPECT_GT(denied, compared / 10);
+    EXPECT_GT(refunds, compared / 20);
     return compared;
   }
 
@@ -165,8 +226,9 @@ TEST_F(DifferentialTest, TokenBucket) {
       {must(Limit::token_bucket(100, 10, 1s)), 40, 50'000},
       {must(Limit::token_bucket(3, 2, 333'333us)), 3, 100'000},
       {must(Limit::token_bucket(1'000'000'000, 1'000'000'000, 1s)), 200'000'000, 100'000},
+      {with_block(must(Limit::token_bucket(5, 1, 1s)), 300'007us), 3, 100'000},
   };
-  EXPECT_EQ(run(configs, 3'000, 101), 12'000u);
+  EXPECT_EQ(run(configs, 3'000, 101), 15'000u);
 }
 
 TEST_F(DifferentialTest, Gcra) {
@@ -175,8 +237,9 @@ TEST_F(DifferentialTest, Gcra) {
       {must(Limit::gcra(100, 10, 1s)), 40, 50'000},
       {must(Limit::gcra(3, 2, 333'333us)), 3, 100'000},
       {must(Limit::gcra(1'000'000'000, 1'000'000'000, 1s)), 200'000'000, 100'000},
+      {with_block(must(Limit::gcra(5, 1, 1s)), 300'007us), 3, 100'000},
   };
-  EXPECT_EQ(run(configs, 3'000, 202), 12'000u);
+  EXPECT_EQ(run(configs, 3'000, 202), 15'000u);
 }
 
 TEST_F(DifferentialTest, FixedWindow) {
@@ -184,8 +247,9 @@ TEST_F(DifferentialTest, FixedWindow) {
       {must(Limit::fixed_window(10, 1s)), 4, 50'000},
       {must(Limit::fixed_window(3, 7'003us)), 3, 1'000},
       {must(Limit::fixed_window(1'000, 1min)), 200, 20'000},
+      {with_block(must(Limit::fixed_window(10, 1s)), 1'500'003us), 4, 50'000},
   };
-  EXPECT_EQ(run(configs, 4'000, 303), 12'000u);
+  EXPECT_EQ(run(configs, 4'000, 303), 16'000u);
 }
 
 TEST_F(DifferentialTest, SlidingLog) {
@@ -193,8 +257,9 @@ TEST_F(DifferentialTest, SlidingLog) {
       {must(Limit::sliding_log(10, 1s)), 4, 50'000},
       {must(Limit::sliding_log(5, 777us)), 5, 100},
       {must(Limit::sliding_log(300, 10s)), 60, 20'000},
+      {with_block(must(Limit::sliding_log(10, 1s)), 700'001us), 4, 50'000},
   };
-  EXPECT_EQ(run(configs, 4'000, 404), 12'000u);
+  EXPECT_EQ(run(configs, 4'000, 404), 16'000u);
 }
 
 TEST_F(DifferentialTest, SlidingWindow) {
@@ -204,8 +269,9 @@ TEST_F(DifferentialTest, SlidingWindow) {
       {must(Limit::sliding_window(10, 1s)), 4, 50'000},
       {must(Limit::sliding_window(7, 13'001us)), 7, 1'000},
       {must(Limit::sliding_window(1'000'000, 24h)), 300'000, 3'000'000'000},
+      {with_block(must(Limit::sliding_window(10, 1s)), 2'000'001us), 4, 50'000},
   };
-  EXPECT_EQ(run(configs, 4'000, 505), 12'000u);
+  EXPECT_EQ(run(configs, 4'000, 505), 16'000u);
 }
 
 }  // namespace

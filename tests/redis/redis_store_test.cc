@@ -116,6 +116,37 @@ TEST_F(RedisStoreTest, SlidingLogKeepsOneUniqueMemberPerUnitOfCost) {
   EXPECT_EQ(denied->retry_after, us(1'000'000 - 10));
 }
 
+TEST_F(RedisStoreTest, ASlidingLogRefundRemovesTheHighestNumberedMembersOfItsTime) {
+  // The members at one time stay "<time>:1" to "<time>:<count>", so that
+  // the next request there, which numbers its own from the count up,
+  // overwrites none. Costs above 256 go in several ZADD and ZREM.
+  const Limit limit = must(Limit::sliding_log(2'000, 1s));
+  const std::string t = std::to_string(kEpochUs);
+  const std::string key = store_->redis_key(limit, "log");
+  ASSERT_TRUE(acquire_one(*store_, limit, "log", us(kEpochUs), 700)->allowed);
+  ASSERT_TRUE(acquire_one(*store_, limit, "log", us(kEpochUs), 600)->allowed);
+  const RefundRequest back{&limit, "log", 1'000, us(kEpochUs)};
+  ASSERT_TRUE(store_->refund({&back, 1}, us(kEpochUs + 10)).ok());
+  EXPECT_EQ(server_.integer({"ZCARD", key}), 300);
+  EXPECT_EQ(server_.command({"ZSCORE", key, t + ":300"})->type, REDIS_REPLY_STRING);
+  EXPECT_EQ(server_.command({"ZSCORE", key, t + ":301"})->type, REDIS_REPLY_NIL);
+  // A refund keeps the key's expiry (ZREM).
+  EXPECT_GT(server_.integer({"PTTL", key}), 0);
+
+  // Numbered 301 to 1,300: all new.
+  auto d = acquire_one(*store_, limit, "log", us(kEpochUs), 1'000);
+  ASSERT_TRUE(d->allowed);
+  EXPECT_EQ(d->remaining, 700u);
+  EXPECT_EQ(server_.integer({"ZCARD", key}), 1'300);
+  ASSERT_TRUE(acquire_one(*store_, limit, "log", us(kEpochUs + 5), 5)->allowed);
+  // More than the time holds: the rest comes from the next time's newest.
+  const RefundRequest more{&limit, "log", 1'304, us(kEpochUs)};
+  ASSERT_TRUE(store_->refund({&more, 1}, us(kEpochUs + 10)).ok());
+  EXPECT_EQ(server_.integer({"ZCARD", key}), 1);
+  EXPECT_EQ(server_.command({"ZSCORE", key, std::to_string(kEpochUs + 5) + ":1"})->type,
+            REDIS_REPLY_STRING);
+}
+
 TEST_F(RedisStoreTest, ScriptIsSentAgainAfterScriptFlush) {
   const Limit limit = must(Limit::token_bucket(3, 1, 1h));
   ASSERT_TRUE(acquire_one(*store_, limit, "k", us(kEpochUs))->allowed);
@@ -366,6 +397,157 @@ TEST_F(RedisStoreTest, AsyncCallFromAThreadNeverAttachedRunsOnTheInternalThread)
   EXPECT_EQ(seen->nested.error().code, ErrorCode::kInternal);
   EXPECT_EQ(seen->nested.error().message,
             "a synchronous Redis store call from the store's own I/O thread would deadlock");
+}
+
+Limit with_block(Limit limit, Nanos block) {
+  LimitSpec spec = limit.spec();
+  spec.block = block;
+  return must(Limit::create(spec));
+}
+
+TEST_F(RedisStoreTest, ALockoutIsSharedByEveryStoreOnTheSameRedis) {
+  // Two stores stand for two Sluice instances. The lockout one starts is in
+  // Redis, beside the state, so the other denies for the rest of the block.
+  const auto a = store_;
+  const auto b = make_store(local_options(server_.address()));
+  ASSERT_NE(b, nullptr);
+  const Limit limit = with_block(must(Limit::fixed_window(1, 1s)), 5s);
+  const int64_t t = (kEpochUs / 1'000'000) * 1'000'000;  // a window's start
+  ASSERT_TRUE(acquire_one(*a, limit, "shared", us(t))->allowed);
+  auto denied = acquire_one(*a, limit, "shared", us(t + 100'000));
+  ASSERT_TRUE(denied.ok()) << denied.error().message;
+  EXPECT_FALSE(denied->allowed);
+  EXPECT_EQ(denied->retry_after, 5s);
+  // The lockout key holds when it ends (us), for the block plus ttl_extra.
+  const std::string lockout = a->redis_lockout_key(limit, "shared");
+  EXPECT_EQ(lockout, b->redis_lockout_key(limit, "shared"));
+  EXPECT_EQ(RedisStore::key_slot(lockout), RedisStore::key_slot(a->redis_key(limit, "shared")));
+  EXPECT_EQ(server_.text({"GET", lockout}), std::to_string(t + 100'000 + 5'000'000));
+  const long long pttl = server_.integer({"PTTL", lockout});
+  EXPECT_GT(pttl, 65'000 - kPttlMarginMs);
+  EXPECT_LE(pttl, 65'000);
+
+  // A new window, where the count would allow: the other store denies.
+  auto other = acquire_one(*b, limit, "shared", us(t + 1'500'000));
+  ASSERT_TRUE(other.ok()) << other.error().message;
+  EXPECT_FALSE(other->allowed);
+  EXPECT_EQ(other->remaining, 0u);
+  EXPECT_EQ(other->reset_after, 3'600ms);
+  EXPECT_EQ(other->retry_after, 3'600ms);
+  EXPECT_EQ(other->decided_at, us(t + 1'500'000));
+  // Another key is not locked out.
+  EXPECT_TRUE(acquire_one(*b, limit, "elsewhere", us(t + 1'500'000))->allowed);
+  // A reset through the other store lifts it for both.
+  auto reset = b->reset(limit, "shared");
+  ASSERT_TRUE(reset.ok());
+  EXPECT_TRUE(*reset);
+  EXPECT_EQ(server_.integer({"EXISTS", lockout}), 0);
+  EXPECT_TRUE(acquire_one(*a, limit, "shared", us(t + 1'600'000))->allowed);
+}
+
+TEST_F(RedisStoreTest, RefundAsyncRunsOnTheAttachedLoop) {
+  AsyncDriver driver(store_);
+  const Limit limit = must(Limit::token_bucket(2, 1, 1h));
+  const auto first = driver.call(limit, "attached", us(kEpochUs));
+  ASSERT_TRUE(first.status.ok()) << first.status.error().message;
+  ASSERT_TRUE(driver.call(limit, "attached", us(kEpochUs)).decision.allowed);
+  ASSERT_FALSE(driver.call(limit, "attached", us(kEpochUs)).decision.allowed);
+
+  struct Seen {
+    Status status;
+    std::thread::id thread;
+    bool returned = false;  // refund_async has returned
+    bool at_once = false;   // done ran before it returned
+    std::promise<void> done;
+  };
+  auto seen = std::make_shared<Seen>();  // shared with a callback that may come late
+  std::thread::id loop;
+  driver.run([&] {
+    loop = std::this_thread::get_id();
+    // The key and request may go when refund_async returns.
+    const std::string key = "attached";
+    const RefundRequest r{&limit, key, 1, first.decision.decided_at};
+    store_->refund_async({&r, 1}, us(kEpochUs), [seen](Status s) {
+      seen->status = std::move(s);
+      seen->thread = std::this_thread::get_id();
+      seen->at_once = !seen->returned;
+      seen->done.set_value();
+    });
+    seen->returned = true;
+  });
+  ASSERT_EQ(seen->done.get_future().wait_for(10s), std::future_status::ready)
+      << "no callback within 10 s";
+  ASSERT_TRUE(seen->status.ok()) << seen->status.error().message;
+  EXPECT_EQ(seen->thread, loop);
+  EXPECT_FALSE(seen->at_once) << "a refund sent to Redis completed before refund_async returned";
+  // One token back.
+  const auto after = driver.call(limit, "attached", us(kEpochUs));
+  EXPECT_TRUE(after.decision.allowed);
+  EXPECT_EQ(after.decision.remaining, 0u);
+  EXPECT_FALSE(driver.call(limit, "attached", us(kEpochUs)).decision.allowed);
+}
+
+TEST_F(RedisStoreTest, ARefundNamesItsChargeByDecidedAtFromRedisTime) {
+  // With time_source redis the caller's `now` is ignored: the charge's
+  // decided_at is Redis's time, and is what the refund needs. A sliding log
+  // gives back only from entries at or after it: a decided_at later than
+  // the charge's entry would find nothing.
+  RedisStoreOptions o = local_options(server_.address());
+  o.time_source = RedisTimeSource::kRedis;
+  auto store = make_store(o);
+  ASSERT_NE(store, nullptr);
+  const Limit limit = must(Limit::sliding_log(2, 1h));
+  Reply time = server_.command({"TIME"});
+  const int64_t redis_us = std::stoll(time->element[0]->str) * 1'000'000;
+  ASSERT_TRUE(acquire_one(*store, limit, "by-redis", us(0))->allowed);
+  auto charge = acquire_one(*store, limit, "by-redis", us(0));
+  ASSERT_TRUE(charge.ok()) << charge.error().message;
+  ASSERT_TRUE(charge->allowed);
+  EXPECT_LE(std::llabs(charge->decided_at.count() / 1'000 - redis_us), 5'000'000);
+  EXPECT_EQ(charge->decided_at.count() % 1'000, 0);
+  ASSERT_FALSE(acquire_one(*store, limit, "by-redis", us(0))->allowed);
+  const RefundRequest r{&limit, "by-redis", 1, charge->decided_at};
+  Status s = store->refund({&r, 1}, us(0));
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(server_.integer({"ZCARD", store->redis_key(limit, "by-redis")}), 1);
+  auto again = acquire_one(*store, limit, "by-redis", us(0));
+  EXPECT_TRUE(again->allowed);
+  EXPECT_EQ(again->remaining, 0u);
+}
+
+TEST_F(RedisStoreTest, AnInvalidRefundGivesNothingBack) {
+  const Limit limit = must(Limit::token_bucket(1, 1, 1h));
+  const Limit too_big = must(Limit::token_bucket(53'000, 7, 24h));  // see RefusesALimit...
+  ASSERT_TRUE(acquire_one(*store_, limit, "k", us(kEpochUs))->allowed);
+  const Nanos at = us(kEpochUs);
+  struct Case {
+    std::vector<RefundRequest> requests;
+    ErrorCode code;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{{&limit, "k", 1, at}, {nullptr, "k", 1, at}},
+       ErrorCode::kInvalidArgument,
+       "refund: null limit"},
+      {{{&limit, "k", 1, at}, {&limit, "k", 0, at}},
+       ErrorCode::kInvalidArgument,
+       "refund: cost must be at least 1"},
+      {{{&limit, "k", 1, at}, {&limit, "k", 1, Nanos{-1'000}}},
+       ErrorCode::kInvalidArgument,
+       "refund: the Redis store needs a charge time at or after the epoch"},
+      {{{&limit, "k", 1, at}, {&too_big, "k", 1, at}}, ErrorCode::kInvalidArgument, ""},
+  };
+  for (const Case& c : cases) {
+    Status s = store_->refund(c.requests, at);
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.error().code, c.code);
+    if (!c.message.empty()) {
+      EXPECT_EQ(s.error().message, c.message);
+    }
+  }
+  // The first request of each was valid, and was not given back.
+  EXPECT_FALSE(acquire_one(*store_, limit, "k", us(kEpochUs))->allowed);
+  EXPECT_TRUE(store_->refund({}, at).ok());
 }
 
 }  // namespace

@@ -117,5 +117,19 @@ TEST(ScriptReply, DurationsBeyondWhatNanosecondsHoldAreNotWellFormed) {
             Nanos{9'223'372'036'854'775'000});
 }
 
+// A call's time becomes its decisions' decided_at, in nanoseconds: the same
+// bound holds.
+TEST(ScriptReply, ACallsTimeBeyondWhatNanosecondsHoldIsNotWellFormed) {
+  const std::vector<size_t> one{1};
+  Reader beyond;
+  ASSERT_EQ(beyond.read("*7\r\n:1\r\n:9223372036854776\r\n:1\r\n:10\r\n:9\r\n:1\r\n:0\r\n"),
+            REDIS_OK);
+  EXPECT_FALSE(script_reply_well_formed(beyond.reply(), one));
+  Reader largest;
+  ASSERT_EQ(largest.read("*7\r\n:1\r\n:9223372036854775\r\n:1\r\n:10\r\n:9\r\n:1\r\n:0\r\n"),
+            REDIS_OK);
+  EXPECT_TRUE(script_reply_well_formed(largest.reply(), one));
+}
+
 }  // namespace
 }  // namespace sluice::redis

@@ -1,5 +1,6 @@
 #include "store/redis/client.h"
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 
 #include "core/step.h"
@@ -27,12 +28,14 @@ Error invalid(std::string message) {
 
 struct Client::Call {
   bool is_command = false;
-  // acquire
-  std::span<Decision> out;
+  // acquire or refund: one request of the script (entry.lua)
+  bool is_refund = false;
+  std::span<Decision> out;  // acquire
   size_t limits = 0;
   Store::Done done;
-  std::string keys;  // RESP bulks of its state keys
-  std::string args;  // RESP bulks: now, n, 5 per limit (send() puts the deadline first)
+  std::string keys;  // RESP bulks of its keys: state keys, and acquire's lockout keys
+  size_t key_count = 0;
+  std::string args;  // RESP bulks: now, n, 6 per limit (send() puts the deadline first)
   // command
   CommandDone command_done;
   std::string frame;
@@ -95,7 +98,9 @@ Client::Call* Client::new_call() {
     c = call_pool_.back().get();
   }
   c->is_command = false;
+  c->is_refund = false;
   c->limits = 0;
+  c->key_count = 0;
   c->keys.clear();
   c->args.clear();
   c->frame.clear();
@@ -234,6 +239,45 @@ Connection& Client::route(int slot, const std::string& node) {
   return connection(seed_names_.front());
 }
 
+// The script's `now` for a call: microseconds, or "" for Redis TIME.
+void Client::append_now(Call* c, Nanos now) const {
+  if (shared_.options.time_source == RedisTimeSource::kLocal) {
+    append_bulk(c->args, static_cast<int64_t>(now.count() / 1'000));
+  } else {
+    append_bulk(c->args, std::string_view());  // the script reads Redis TIME
+  }
+}
+
+// One limit of a call: its keys, then its 6 arguments (entry.lua).
+void Client::append_limit(Call* c, const ScriptLimit& limit, const std::string& state,
+                          bool with_lockout, uint64_t cost, int64_t extra) {
+  append_bulk(c->keys, state);
+  ++c->key_count;
+  if (with_lockout) {
+    append_bulk(c->keys, lockout_key(state, shared_.options.key_prefix));
+    ++c->key_count;
+  }
+  if (c->is_refund) {
+    append_bulk(c->args, "-" + std::string(limit.algorithm));  // a refund's name
+  } else {
+    append_bulk(c->args, limit.algorithm);
+  }
+  append_bulk(c->args, static_cast<int64_t>(limit.p1));
+  append_bulk(c->args, static_cast<int64_t>(limit.p2));
+  append_bulk(c->args, static_cast<int64_t>(limit.p3));
+  append_bulk(c->args, static_cast<int64_t>(cost));
+  append_bulk(c->args, extra);
+}
+
+// Sends a call whose keys and arguments are written.
+void Client::start(Call* c, Store::Done done, int slot) {
+  c->done = std::move(done);
+  c->slot = slot;
+  c->deadline = std::chrono::steady_clock::now() + shared_.options.timeout;
+  enqueue(acquire_queue_, c);
+  submit(c);
+}
+
 void Client::acquire(std::span<const AcquireRequest> requests, Nanos now, std::span<Decision> out,
                      Store::Done done) {
   if (closing_) {
@@ -249,8 +293,7 @@ void Client::acquire(std::span<const AcquireRequest> requests, Nanos now, std::s
     done(Status());
     return;
   }
-  const bool local_time = shared_.options.time_source == RedisTimeSource::kLocal;
-  if (local_time && now.count() < 0) {
+  if (shared_.options.time_source == RedisTimeSource::kLocal && now.count() < 0) {
     done(invalid("acquire: the Redis store needs a time at or after the epoch"));
     return;
   }
@@ -263,11 +306,7 @@ void Client::acquire(std::span<const AcquireRequest> requests, Nanos now, std::s
   };
   if (keys_.size() < n) keys_.resize(n);
   int slot = -1;
-  if (local_time) {
-    append_bulk(c->args, static_cast<int64_t>(now.count() / 1'000));
-  } else {
-    append_bulk(c->args, std::string_view());  // the script reads Redis TIME
-  }
+  append_now(c, now);
   append_bulk(c->args, static_cast<int64_t>(n));
   for (size_t i = 0; i < n; ++i) {
     const AcquireRequest& r = requests[i];
@@ -291,20 +330,80 @@ void Client::acquire(std::span<const AcquireRequest> requests, Nanos now, std::s
       }
       slot = s;
     }
-    append_bulk(c->keys, keys_[i]);
-    append_bulk(c->args, sl->algorithm);
-    append_bulk(c->args, static_cast<int64_t>(sl->p1));
-    append_bulk(c->args, static_cast<int64_t>(sl->p2));
-    append_bulk(c->args, static_cast<int64_t>(sl->p3));
-    append_bulk(c->args, static_cast<int64_t>(r.cost));
+    append_limit(c, *sl, keys_[i], sl->block_us > 0, r.cost, static_cast<int64_t>(sl->block_us));
   }
   c->out = out;
   c->limits = n;
-  c->done = std::move(done);
-  c->slot = slot;
-  c->deadline = std::chrono::steady_clock::now() + shared_.options.timeout;
-  enqueue(acquire_queue_, c);
-  submit(c);
+  start(c, std::move(done), slot);
+}
+
+void Client::refund(std::span<const RefundRequest> requests, Nanos now, Store::Done done) {
+  if (closing_) {
+    done(unavailable("the Redis store is shutting down"));
+    return;
+  }
+  const size_t n = requests.size();
+  if (shared_.options.time_source == RedisTimeSource::kLocal && now.count() < 0) {
+    done(invalid("refund: the Redis store needs a time at or after the epoch"));
+    return;
+  }
+  // Everything is checked before anything is sent: an invalid request gives
+  // nothing back, as in the memory store.
+  std::vector<ScriptLimit> limits;
+  limits.reserve(n);
+  for (const RefundRequest& r : requests) {
+    if (r.limit == nullptr) return done(invalid("refund: null limit"));
+    if (r.cost == 0) return done(invalid("refund: cost must be at least 1"));
+    if (r.charged_at.count() < 0)
+      return done(invalid("refund: the Redis store needs a charge time at or after the epoch"));
+    Result<ScriptLimit> sl = script_limit(*r.limit);
+    if (!sl.ok()) return done(sl.error());
+    limits.push_back(*sl);
+  }
+  if (n == 0) {
+    done(Status());
+    return;
+  }
+
+  // One call per cluster slot (one in all without a cluster), in the order
+  // of the slots' first requests: its limits are given back in order, each
+  // on its own, in one script call.
+  std::vector<std::string> keys(n);
+  std::vector<int> slot_of(n, -1);
+  std::vector<int> slots;
+  for (size_t i = 0; i < n; ++i) {
+    keys[i] = state_key(shared_.options.key_prefix, *requests[i].limit, requests[i].key);
+    if (shared_.options.cluster) slot_of[i] = key_slot(keys[i]);
+    if (std::find(slots.begin(), slots.end(), slot_of[i]) == slots.end())
+      slots.push_back(slot_of[i]);
+  }
+  struct Group {
+    size_t waiting = 0;
+    Status status;  // the first error
+    Store::Done done;
+  };
+  auto group = std::make_shared<Group>();
+  group->waiting = slots.size();  // before any call can complete
+  group->done = std::move(done);
+  for (const int slot : slots) {
+    Call* c = new_call();
+    c->is_refund = true;
+    c->limits = static_cast<size_t>(std::count(slot_of.begin(), slot_of.end(), slot));
+    append_now(c, now);
+    append_bulk(c->args, static_cast<int64_t>(c->limits));
+    for (size_t i = 0; i < n; ++i) {
+      if (slot_of[i] != slot) continue;
+      append_limit(c, limits[i], keys[i], false, refund_cost(requests[i].cost),
+                   static_cast<int64_t>(requests[i].charged_at.count() / 1'000));
+    }
+    start(
+        c,
+        [group](Status s) {
+          if (!s.ok() && group->status.ok()) group->status = std::move(s);
+          if (--group->waiting == 0) group->done(std::move(group->status));
+        },
+        slot);
+  }
 }
 
 void Client::command(std::string frame, std::string node, int slot,
@@ -411,8 +510,8 @@ void Client::send(Batch* b) {
     size_t keys = 0;
     size_t args = 1;  // ttl_extra
     for (Call* c : b->calls) {
-      keys += c->limits;
-      args += 3 + 5 * c->limits;
+      keys += c->key_count;
+      args += 3 + 6 * c->limits;
     }
     frame_.clear();
     append_array_header(frame_, 3 + keys + args);
@@ -490,7 +589,9 @@ void Client::deliver(Connection& from, Batch* b, const redisReply* reply) {
   }
   ++e;
   for (Call* c : b->calls) {
-    ++e;  // the request's time
+    // The time the script decided the request at: its decisions' decided_at.
+    const Nanos decided_at{e[0]->integer * 1'000};
+    ++e;
     // The script marks every limit of a request past its deadline alike.
     const bool expired = c->limits > 0 && e[0]->integer < 0;
     if (expired) Counters::add(shared_.counters.expired);
@@ -501,7 +602,8 @@ void Client::deliver(Connection& from, Batch* b, const redisReply* reply) {
       // running a script and writing its reply, or a reply slower than any
       // observed so far).
       Counters::add(shared_.counters.late_replies);
-      bool applied = !expired;
+      // A late refund is not a charge: late_applied counts charges only.
+      bool applied = !expired && !c->is_refund;
       for (size_t i = 0; applied && i < c->limits; ++i) applied = e[5 * i]->integer == 1;
       if (applied) Counters::add(shared_.counters.late_applied);
     } else if (expired) {
@@ -511,7 +613,13 @@ void Client::deliver(Connection& from, Batch* b, const redisReply* reply) {
            "Redis received the call after its deadline (" +
                std::to_string(shared_.options.timeout.count()) + " ms)");
     } else {
-      for (size_t i = 0; i < c->limits; ++i) c->out[i] = script_decision(e + 5 * i);
+      // A refund's limits answer nothing the caller needs.
+      if (!c->is_refund) {
+        for (size_t i = 0; i < c->limits; ++i) {
+          c->out[i] = script_decision(e + 5 * i);
+          c->out[i].decided_at = decided_at;
+        }
+      }
       complete(c, Status());
     }
     e += 5 * c->limits;

@@ -8,6 +8,10 @@
 // call (dispatch, TIME, defining the functions) once per batch rather than
 // once per request. The script still applies the requests one after another,
 // each all-or-nothing, so a batch decides exactly what separate calls would.
+// A refund is a call of the same kind (its limits' algorithms named with a
+// '-' before, entry.lua), so it is batched, routed, redirected, retried and
+// timed out exactly as an acquire; a refund of requests in several cluster
+// slots is one call per slot.
 //
 // A batch is sent by EVALSHA, and again in full (EVAL) on NOSCRIPT; MOVED
 // updates the local slot map, asks for a refresh and resends; ASK resends to
@@ -42,6 +46,7 @@
 
 #include "sluice/store.h"
 #include "store/redis/connection.h"
+#include "store/redis/script_limit.h"
 #include "store/redis/shared.h"
 
 namespace sluice::redis {
@@ -62,6 +67,11 @@ class Client final : public Connection::Listener {
   // (invalid requests, connection down, too many in flight).
   void acquire(std::span<const AcquireRequest> requests, Nanos now, std::span<Decision> out,
                Store::Done done);
+
+  // Store::refund_async on this thread, as acquire(); `done` runs once, after
+  // every slot's call, with the first error if any failed (a call that
+  // failed may still have been applied, as an acquire may).
+  void refund(std::span<const RefundRequest> requests, Nanos now, Store::Done done);
 
   // A command (a RESP frame) to the node named `node`, or else to the node
   // serving `slot`, or else to the first address. Its timeout is `timeout`.
@@ -85,6 +95,10 @@ class Client final : public Connection::Listener {
   void on_state(Connection& connection, bool up) override;
 
   Call* new_call();
+  void append_now(Call* call, Nanos now) const;
+  void append_limit(Call* call, const ScriptLimit& limit, const std::string& state_key,
+                    bool with_lockout, uint64_t cost, int64_t extra);
+  void start(Call* call, Store::Done done, int slot);
   void unref(Call* call);
   Batch* new_batch();
   void unref(Batch* batch);

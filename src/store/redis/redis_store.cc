@@ -40,9 +40,11 @@ Error invalid(std::string message) {
   return Error{ErrorCode::kInvalidArgument, std::move(message)};
 }
 
-// Requests copied for a call that runs later on another thread.
+// Requests (AcquireRequest, RefundRequest) copied for a call that runs later
+// on another thread.
+template <class Request>
 struct OwnedRequests {
-  explicit OwnedRequests(std::span<const AcquireRequest> requests)
+  explicit OwnedRequests(std::span<const Request> requests)
       : keys(requests.size()), list(requests.begin(), requests.end()) {
     for (size_t i = 0; i < requests.size(); ++i) {
       keys[i].assign(requests[i].key);
@@ -50,7 +52,7 @@ struct OwnedRequests {
     }
   }
   std::vector<std::string> keys;
-  std::vector<AcquireRequest> list;
+  std::vector<Request> list;
 };
 
 // CLUSTER SLOTS -> slot map. `asked` names the node that answered, for
@@ -208,7 +210,7 @@ class RedisStore::Impl {
 
   void post_acquire(std::span<const AcquireRequest> requests, Nanos now, std::span<Decision> out,
                     Done done) {
-    auto owned = std::make_shared<OwnedRequests>(requests);
+    auto owned = std::make_shared<OwnedRequests<AcquireRequest>>(requests);
     boost::asio::post(io_, [this, owned, now, out, done = std::move(done)]() mutable {
       if (internal_ == nullptr) {
         done(Error{ErrorCode::kStoreUnavailable, "the Redis store is shutting down"});
@@ -216,6 +218,18 @@ class RedisStore::Impl {
       }
       internal_->acquire(owned->list, now, out,
                          [owned, done = std::move(done)](Status s) { done(std::move(s)); });
+    });
+  }
+
+  void post_refund(std::span<const RefundRequest> requests, Nanos now, Done done) {
+    auto owned = std::make_shared<OwnedRequests<RefundRequest>>(requests);
+    boost::asio::post(io_, [this, owned, now, done = std::move(done)]() mutable {
+      if (internal_ == nullptr) {
+        done(Error{ErrorCode::kStoreUnavailable, "the Redis store is shutting down"});
+        return;
+      }
+      internal_->refund(owned->list, now,
+                        [owned, done = std::move(done)](Status s) { done(std::move(s)); });
     });
   }
 
@@ -457,6 +471,19 @@ void RedisStore::acquire_async(std::span<const AcquireRequest> requests, Nanos n
   impl_->post_acquire(requests, now, out, std::move(done));
 }
 
+Status RedisStore::refund(std::span<const RefundRequest> requests, Nanos now) {
+  return impl_->run_sync(
+      [&](Client& client, auto finish) { client.refund(requests, now, std::move(finish)); });
+}
+
+void RedisStore::refund_async(std::span<const RefundRequest> requests, Nanos now, Done done) {
+  if (Client* client = impl_->client_of_this_thread()) {
+    client->refund(requests, now, std::move(done));
+    return;
+  }
+  impl_->post_refund(requests, now, std::move(done));
+}
+
 bool RedisStore::ready() const {
   return impl_->ready_.load(std::memory_order_relaxed);
 }
@@ -472,11 +499,13 @@ bool RedisStore::wait_ready(std::chrono::milliseconds timeout) const {
 
 Result<bool> RedisStore::reset(const Limit& limit, std::string_view key) {
   const std::string redis_key = this->redis_key(limit, key);
+  // The lockout goes with the state (same slot: one DEL): a reset key starts afresh.
+  const std::string lockout_key = redis::lockout_key(redis_key, impl_->shared_->options.key_prefix);
   const int slot = impl_->shared_->options.cluster ? key_slot(redis_key) : -1;
   const auto timeout = impl_->health_timeout();
   bool existed = false;
   Status s = impl_->run_sync([&](Client& client, auto finish) {
-    client.command(redis::command({"DEL", redis_key}), std::string(), slot, timeout,
+    client.command(redis::command({"DEL", redis_key, lockout_key}), std::string(), slot, timeout,
                    [&existed, finish](Status status, const redisReply* reply) {
                      if (status.ok() && reply != nullptr && reply->type == REDIS_REPLY_INTEGER)
                        existed = reply->integer > 0;
@@ -541,6 +570,10 @@ const RedisStoreOptions& RedisStore::options() const {
 
 std::string RedisStore::redis_key(const Limit& limit, std::string_view key) const {
   return redis::state_key(impl_->shared_->options.key_prefix, limit, key);
+}
+
+std::string RedisStore::redis_lockout_key(const Limit& limit, std::string_view key) const {
+  return redis::lockout_key(redis_key(limit, key), impl_->shared_->options.key_prefix);
 }
 
 uint16_t RedisStore::key_slot(std::string_view redis_key) {

@@ -9,6 +9,9 @@ namespace sluice::redis {
 namespace {
 
 constexpr int64_t kNanosPerMicro = 1'000;
+// Blocks below 2^49 us (Limit::create() takes at most 10 years, 2^48.2 us),
+// so that now + block stays exact (below 2^53 us) for centuries.
+constexpr uint64_t kMaxBlockUs = uint64_t{1} << 49;
 
 void append_hex16(std::string& out, uint64_t v) {
   static constexpr char kDigits[] = "0123456789abcdef";
@@ -34,6 +37,15 @@ constexpr std::array<uint16_t, 256> kCrc16Table = make_crc16_table();
 
 Result<ScriptLimit> script_limit(const Limit& limit) {
   const LimitSpec& spec = limit.spec();
+  // Limit::create() checks this; kept here, where exactness is promised.
+  const int64_t block_ns = limit.block().count();
+  if (block_ns < 0 || block_ns % kNanosPerMicro != 0 ||
+      static_cast<uint64_t>(block_ns / kNanosPerMicro) >= kMaxBlockUs) {
+    return Error{ErrorCode::kInvalidArgument,
+                 "the Redis store cannot count the block of " + limit.describe() +
+                     " exactly: it must be whole microseconds, at most 10 years"};
+  }
+  const uint64_t block_us = static_cast<uint64_t>(block_ns / kNanosPerMicro);
   switch (limit.algorithm()) {
     case Algorithm::kTokenBucket:
     case Algorithm::kGcra: {
@@ -52,13 +64,13 @@ Result<ScriptLimit> script_limit(const Limit& limit) {
                          "refill tokens) must stay below 2^52; use a smaller capacity, a refill "
                          "amount that divides the period, or the memory store"};
       }
-      return ScriptLimit{algorithm_name(limit.algorithm()), spec.capacity, unit, rate};
+      return ScriptLimit{algorithm_name(limit.algorithm()), spec.capacity, unit, rate, block_us};
     }
     case Algorithm::kFixedWindow:
     case Algorithm::kSlidingLog:
     case Algorithm::kSlidingWindow:
       return ScriptLimit{algorithm_name(limit.algorithm()), spec.limit,
-                         static_cast<uint64_t>(spec.window.count() / kNanosPerMicro), 0};
+                         static_cast<uint64_t>(spec.window.count() / kNanosPerMicro), 0, block_us};
   }
   return Error{ErrorCode::kInvalidArgument, "unknown algorithm"};
 }
@@ -77,6 +89,21 @@ std::string state_key(std::string_view prefix, const Limit& limit, std::string_v
   append_hex16(out, limit.fingerprint());
   out.push_back(':');
   out.append(key);
+  return out;
+}
+
+uint64_t refund_cost(uint64_t cost) {
+  return cost < kExactLimit ? cost : kExactLimit;
+}
+
+std::string lockout_key(std::string_view state_key, std::string_view prefix) {
+  // <prefix>{<16 hex>}<16 hex>: then ':' in a state key.
+  const size_t at = prefix.size() + 1 + 16 + 1 + 16;
+  std::string out;
+  out.reserve(state_key.size() + 2);
+  out.append(state_key.substr(0, at));
+  out.append("!b");
+  out.append(state_key.substr(at));
   return out;
 }
 

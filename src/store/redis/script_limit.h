@@ -16,21 +16,38 @@ inline constexpr uint64_t kExactLimit = uint64_t{1} << 53;
 // The script arguments of one limit: (capacity, unit, rate) for the bucket
 // algorithms, where one token is `unit` units and one microsecond refills
 // `rate` units (refill_tokens / refill_period_us reduced by their gcd);
-// (limit, window_us, 0) for the window algorithms.
+// (limit, window_us, 0) for the window algorithms; block_us the lockout.
 struct ScriptLimit {
   std::string_view algorithm;  // the name the scripts register it under
   uint64_t p1 = 0;
   uint64_t p2 = 0;
   uint64_t p3 = 0;
+  uint64_t block_us = 0;  // Limit::block() in microseconds, 0 for none
 };
 
 // kInvalidArgument when the limit's arithmetic would not stay exact below
 // 2^53 in the scripts (bucket algorithms only: 2 * capacity * unit + rate).
+// A block always fits: Limit::create() takes only whole microseconds up to
+// 10 years (below 2^49 us), and the scripts form now + block, below 2^53 us
+// until the year 2245.
 Result<ScriptLimit> script_limit(const Limit& limit);
+
+// A refund's cost as sent to the scripts: at most 2^53, which Lua holds
+// exactly. A refund's cost is not bounded by the limit's size (acquire's
+// is); above 2^53 it gives back everything anyway, and a product
+// cost * unit of 2^53 or more, rounded or not, still compares as more than
+// any state the scripts hold exactly.
+uint64_t refund_cost(uint64_t cost);
 
 // <prefix>{<hash of the client key, 16 hex>}<limit fingerprint, 16 hex>:<key>
 // The client key is the part of `key` after its first '|', or all of it.
 std::string state_key(std::string_view prefix, const Limit& limit, std::string_view key);
+
+// The key of the lockout (Limit::block) of `state_key`, a key made by
+// state_key() with `prefix`: "!b" after the limit's fingerprint, so the
+// hash tag (and cluster slot) stays the state key's, and no state key can
+// be a lockout key (a state key has ':' there).
+std::string lockout_key(std::string_view state_key, std::string_view prefix);
 
 // CRC16/XMODEM, as Redis Cluster hashes keys.
 uint16_t crc16(std::string_view data);

@@ -88,7 +88,8 @@ bool script_reply_well_formed(const redisReply* reply, std::span<const size_t> l
   }
   ok = ok && reply->element[0]->integer >= 0;
   for (size_t call = 0, i = 1; ok && call < limits.size(); ++call) {
-    ok = reply->element[i++]->integer >= 0;
+    ok = reply->element[i]->integer >= 0 && reply->element[i]->integer <= kMaxMicros;
+    ++i;
     for (size_t l = 0; ok && l < limits[call]; ++l, i += 5) {
       ok = reply->element[i]->integer <= 1 && reply->element[i + 1]->integer >= 0 &&
            reply->element[i + 2]->integer >= 0 && reply->element[i + 3]->integer >= 0 &&

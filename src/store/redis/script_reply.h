@@ -36,10 +36,12 @@ struct ErrorReply {
 ErrorReply read_error_reply(std::string_view message);
 
 // The rate limit script's reply to a batch of calls: an array of integers,
-// the Redis TIME it read (>= 0), then per call its time (>= 0) and five
-// integers per limit: allowed (-1: past the call's deadline, nothing applied;
-// 0; 1), limit, remaining, reset_after and retry_after in microseconds (>= 0,
-// and few enough to hold in nanoseconds).
+// the Redis TIME it read (>= 0), then per call its time in microseconds (the
+// decisions' decided_at: >= 0, and few enough to hold in nanoseconds) and
+// five integers per limit: allowed (-1: past the call's deadline, nothing
+// applied; 0; 1), limit, remaining, reset_after and retry_after in
+// microseconds (>= 0, and few enough to hold in nanoseconds). A refund's
+// call has the same form (its limits' values mean nothing).
 // `limits[i]` is the number of limits of call i. False when `reply` is
 // anything else: the client then fails the batch ("unexpected reply").
 bool script_reply_well_formed(const redisReply* reply, std::span<const size_t> limits);

@@ -3,23 +3,27 @@
 -- Arguments: key, now (us), capacity, unit, rate, cost (as token_bucket.lua).
 -- State: two packed doubles, the theoretical arrival time in whole
 -- microseconds and frac / rate of a microsecond more (0 <= frac < rate).
--- A missing key is a full bucket (TAT = now). Returns as token_bucket.lua.
+-- A missing key is a full bucket (TAT = now). Returns as token_bucket.lua;
+-- so does the refund, which takes the tokens off the debt (down to none).
 if NEEDED('gcra') then
+  -- max(0, TAT - now) in units: the tokens missing from a full bucket.
+  -- When TAT < now, (TAT - now) * rate + frac < 0 since frac < rate.
+  local function debt_at(tat, frac, now, rate)
+    if tat > now then
+      return (tat - now) * rate + frac
+    elseif tat == now then
+      return frac
+    end
+    return 0
+  end
+
   ALGORITHMS['gcra'] = function(key, now, capacity, unit, rate, cost)
     local full = capacity * unit
     local need = cost * unit
     local tat, frac = now, 0
     local raw = redis.call('GET', key)
     if raw then tat, frac = sunpack('<dd', raw) end
-
-    -- debt = max(0, TAT - now) in units: the tokens missing from a full bucket.
-    -- When TAT < now, (TAT - now) * rate + frac < 0 since frac < rate.
-    local debt = 0
-    if tat > now then
-      debt = (tat - now) * rate + frac
-    elseif tat == now then
-      debt = frac
-    end
+    local debt = debt_at(tat, frac, now, rate)
 
     if debt + need <= full then
       local new_debt = debt + need
@@ -30,5 +34,20 @@ if NEEDED('gcra') then
     local left = full - debt
     if left < 0 then left = 0 end
     return 0, capacity, idiv(left, unit), cdiv(debt, rate), cdiv(debt + need - full, rate), nil
+  end
+
+  REFUNDS['gcra'] = function(key, now, _, unit, rate, cost)
+    local raw = redis.call('GET', key)
+    if not raw then return nil end
+    local tat, frac = sunpack('<dd', raw)
+    local debt = debt_at(tat, frac, now, rate)
+    if debt <= 0 then return nil end  -- full already
+    local back = cost * unit
+    if debt > back then
+      debt = debt - back
+    else
+      debt = 0
+    end
+    return spack('<dd', now + idiv(debt, rate), fmod(debt, rate))
   end
 end

@@ -12,16 +12,23 @@
 -- (struct.pack, exact below 2^53); and each algorithm returns its decision
 -- as multiple values rather than a table.
 
+-- ALGORITHMS[name] decides one limit; REFUNDS[name] gives back one charge
+-- (token_bucket.lua says what they return).
 local ALGORITHMS = {}
+local REFUNDS = {}
 local USED = {}
 do
   -- ARGV (see entry.lua): extra_ms, then per request: deadline, now, n,
-  -- 5 per limit.
+  -- 6 per limit, the first the algorithm's name ('-' before it: a refund).
   local j = 2
   while j <= #ARGV do
     local n = tonumber(ARGV[j + 2])
-    for i = 0, n - 1 do USED[ARGV[j + 3 + 5 * i]] = true end
-    j = j + 3 + 5 * n
+    for i = 0, n - 1 do
+      local name = ARGV[j + 3 + 6 * i]
+      if string.byte(name, 1) == 45 then name = string.sub(name, 2) end  -- '-'
+      USED[name] = true
+    end
+    j = j + 3 + 6 * n
   end
 end
 local function NEEDED(name)

@@ -9,7 +9,26 @@
 -- ZCOUNT gives the cost in the window and ZRANGE by rank finds the unit whose
 -- expiry makes room. The set holds at most `limit` members in the window.
 -- Returns as token_bucket.lua, but the write is a function of the TTL (ms).
+--
+-- The refund (charge's time last) takes `cost` units out of the entries at
+-- or after the charge's time, oldest first (a charge that joined a later,
+-- newest entry is found there), if the charge is still in the window. It
+-- removes the members itself (ZREM keeps the key's TTL) and returns nil. At
+-- one time it removes the highest-numbered members, so the members there stay
+-- "<time>:1" to "<time>:<count>" and a later ZADD, which numbers its members
+-- from ZCOUNT + 1, never reuses a name still held.
 if NEEDED('sliding_log') then
+  -- redis.call(command, key, items...) in chunks of 512 items (an even
+  -- number: ZADD's score-member pairs stay together), as unpack() is
+  -- bounded by Lua's C stack.
+  local function call_in_chunks(command, key, items)
+    for from = 1, #items, 512 do
+      local to = from + 511
+      if to > #items then to = #items end
+      redis.call(command, key, unpack(items, from, to))
+    end
+  end
+
   ALGORITHMS['sliding_log'] = function(key, now, limit, window, _, cost)
     local horizon = now - window  -- entries at or before it are out
     local total = redis.call('ZCARD', key)
@@ -33,13 +52,8 @@ if NEEDED('sliding_log') then
         for i = 1, cost do
           args[#args + 1] = score
           args[#args + 1] = score .. ':' .. (n + i)
-          -- unpack() is bounded by Lua's C stack: add in chunks.
-          if #args >= 512 then
-            redis.call('ZADD', key, unpack(args))
-            args = {}
-          end
         end
-        if #args > 0 then redis.call('ZADD', key, unpack(args)) end
+        call_in_chunks('ZADD', key, args)
         redis.call('PEXPIRE', key, ttl_ms)
       end
       return 1, limit, limit - used - cost, at + window - now, 0, write
@@ -49,5 +63,24 @@ if NEEDED('sliding_log') then
     local rank = expired + used + cost - limit - 1
     local unit_at = tonumber(redis.call('ZRANGE', key, rank, rank, 'WITHSCORES')[2])
     return 0, limit, limit - used, newest + window - now, unit_at + window - now, nil
+  end
+
+  REFUNDS['sliding_log'] = function(key, now, _, window, _, cost, charged_at)
+    if charged_at <= now - window then return nil end  -- out of the window: nothing to give back
+    local from = string.format('%d', charged_at)
+    while cost > 0 do
+      local first = redis.call('ZRANGE', key, from, '+inf', 'BYSCORE', 'LIMIT', 0, 1, 'WITHSCORES')
+      if #first == 0 then break end
+      local score = string.format('%d', tonumber(first[2]))
+      local count = redis.call('ZCOUNT', key, score, score)
+      local take = cost
+      if take > count then take = count end
+      local members = {}
+      for n = count - take + 1, count do members[#members + 1] = score .. ':' .. n end
+      call_in_chunks('ZREM', key, members)
+      cost = cost - take
+      from = '(' .. score
+    end
+    return nil
   end
 end

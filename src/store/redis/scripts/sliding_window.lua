@@ -11,6 +11,9 @@
 -- branch between "later in this window" and "in the next window" is taken on
 -- the memory store's nanosecond condition so that both agree.
 -- Returns as token_bucket.lua.
+-- The refund takes the charge's time (us) too: the charge leaves the count
+-- of the window it was counted in, current or previous, if the state still
+-- keeps that window.
 if NEEDED('sliding_window') then
   -- Products up to 2^100, exactly, as two 50-bit halves.
   local B25 = 33554432          -- 2^25
@@ -121,5 +124,20 @@ if NEEDED('sliding_window') then
       e_next = window - divmod(nh, nl, current)
     end
     return 0, limit, left, reset, window_start + window + e_next - now, nil
+  end
+
+  REFUNDS['sliding_window'] = function(key, _, _, window, _, cost, charged_at)
+    local raw = redis.call('GET', key)
+    if not raw then return nil end
+    local index, current, previous = sunpack('<ddd', raw)
+    local charged_index = idiv(charged_at, window)
+    if index == charged_index and current > 0 then
+      if cost > current then cost = current end
+      return spack('<ddd', index, current - cost, previous)
+    elseif index == charged_index + 1 and previous > 0 then
+      if cost > previous then cost = previous end
+      return spack('<ddd', index, current, previous - cost)
+    end
+    return nil
   end
 end

@@ -7,14 +7,15 @@
 -- A missing key is a full bucket.
 -- Returns allowed (1/0), limit, remaining, reset_after_us, retry_after_us and
 -- the state to write if every limit of the request allows (nil when denied).
+-- The refund (src/core/refund.cc) takes the same arguments and the charge's
+-- time, unused: the bucket refills to now, then gets the tokens back, up to
+-- full. It returns the state to write, or nil when the bucket is full or gone.
 if NEEDED('token_bucket') then
-  ALGORITHMS['token_bucket'] = function(key, now, capacity, unit, rate, cost)
-    local full = capacity * unit
+  -- The level at `now` and the bucket's clock, from the state `raw` (or nil).
+  local function refill(raw, now, full, rate)
     local level, last = full, now
-    local raw = redis.call('GET', key)
     if raw then level, last = sunpack('<dd', raw) end
-
-    -- Refill; time that runs backwards refills nothing. Comparing elapsed with
+    -- Time that runs backwards refills nothing. Comparing elapsed with
     -- ceil(missing / rate) avoids forming elapsed * rate when it would be huge.
     local elapsed = now - last
     if elapsed > 0 then
@@ -25,12 +26,32 @@ if NEEDED('token_bucket') then
       end
     end
     if now > last then last = now end
+    return level, last
+  end
 
+  ALGORITHMS['token_bucket'] = function(key, now, capacity, unit, rate, cost)
+    local full = capacity * unit
+    local level, last = refill(redis.call('GET', key), now, full, rate)
     local need = cost * unit
     if level >= need then
       local left = level - need
       return 1, capacity, idiv(left, unit), cdiv(full - left, rate), 0, spack('<dd', left, last)
     end
     return 0, capacity, idiv(level, unit), cdiv(full - level, rate), cdiv(need - level, rate), nil
+  end
+
+  REFUNDS['token_bucket'] = function(key, now, capacity, unit, rate, cost)
+    local raw = redis.call('GET', key)
+    if not raw then return nil end
+    local full = capacity * unit
+    local level, last = refill(raw, now, full, rate)
+    if level >= full then return nil end
+    local back = cost * unit
+    if back >= full - level then
+      level = full
+    else
+      level = level + back
+    end
+    return spack('<dd', level, last)
   end
 end
