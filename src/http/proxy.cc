@@ -214,7 +214,8 @@ class ProxyExchange : public std::enable_shared_from_this<ProxyExchange> {
   void on_write_response(beast::error_code ec, bool last);
   void finish();
   void start_tunnel();
-  void settle(std::optional<int> status);
+  template <class Then>
+  void settle(std::optional<int> status, Then then);
 
   void arm(Waiting what, SteadyClock::time_point when);
   void on_timer(uint64_t seq);
@@ -522,21 +523,20 @@ void ProxyExchange::on_response_header(beast::error_code ec) {
   if (response_parser_->got_some()) response_seen_ = true;
   if (ec) return upstream_failed(ec, Stage::kReceive);
   const unsigned status = response_parser_->get().result_int();
-  if (status >= 200 || status == 101) settle(static_cast<int>(status));
-  if (status == 101 && upgrade_) return start_tunnel();
-  if (status == 101) {
-    drop_upstream();
-    return respond_error(HttpStatus::bad_gateway, "UPSTREAM_UNAVAILABLE",
-                         "the upstream switched protocols, which the gateway does not relay");
-  }
   // An interim response (103 Early Hints; 100 Continue although Sluice never
   // forwards Expect): dropped, the final response follows on the same connection.
-  if (status < 200) return do_read_response_header();
+  if (status < 200 && status != 101) return do_read_response_header();
   if (session().access_log_on()) {
     session().access_note().upstream =
         std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - started_);
   }
-  start_response();
+  settle(static_cast<int>(status), [self = shared_from_this(), status] {
+    if (status != 101) return self->start_response();
+    if (self->upgrade_) return self->start_tunnel();
+    self->drop_upstream();
+    self->respond_error(HttpStatus::bad_gateway, "UPSTREAM_UNAVAILABLE",
+                        "the upstream switched protocols, which the gateway does not relay");
+  });
 }
 
 // The upstream's end-to-end fields, then the rate headers, which are
@@ -739,8 +739,6 @@ void ProxyExchange::upstream_failed(beast::error_code ec, Stage stage) {
         HttpStatus::gateway_timeout, "UPSTREAM_TIMEOUT",
         "the upstream did not answer within " + std::to_string(upstream_.timeout.count()) + " ms");
   }
-  // Never sent: the upstream tried nothing, so nothing counts.
-  if (stage == Stage::kConnect) settle(std::nullopt);
   std::string message;
   switch (stage) {
     case Stage::kConnect:
@@ -757,26 +755,42 @@ void ProxyExchange::upstream_failed(beast::error_code ec, Stage stage) {
                     : "the upstream closed the connection before responding: " + ec.message();
       break;
   }
-  respond_error(HttpStatus::bad_gateway, "UPSTREAM_UNAVAILABLE", message);
+  if (stage != Stage::kConnect) {
+    return respond_error(HttpStatus::bad_gateway, "UPSTREAM_UNAVAILABLE", message);
+  }
+  // Never sent: the upstream tried nothing, so nothing counts.
+  settle(std::nullopt, [self = shared_from_this(), message = std::move(message)] {
+    self->respond_error(HttpStatus::bad_gateway, "UPSTREAM_UNAVAILABLE", message);
+  });
 }
 
 // count_status: the charge stands only for a status its limits list. The
 // status the upstream sent decides, or nothing was sent (connect failure):
 // a request the upstream may have worked on without an answer (a timeout, a
 // failure after sending, a client gone first) stays charged, so that no
-// failure an attacker can provoke yields a free attempt.
-void ProxyExchange::settle(std::optional<int> status) {
-  if (settled_) return;
-  settled_ = true;
+// failure an attacker can provoke yields a free attempt. `then` runs once
+// the store has applied what is given back, so that the client's next
+// request (on any connection, any worker, any instance) sees it.
+template <class Then>
+void ProxyExchange::settle(std::optional<int> status, Then then) {
   const RouteMetrics& metrics = ex_->state->metrics_for(ex_->plan.route);
-  if (metrics.refunded == nullptr) return;  // no count_status on this route
+  if (settled_ || metrics.refunded == nullptr) return then();  // no count_status here
+  settled_ = true;
   ServerContext& context = session().context();
+  auto pending = std::make_shared<Then>(std::move(then));
+  // Counted before the response goes, so that whoever reads the metric after
+  // the response sees it.
   const size_t given_back = policy::give_back_uncounted(
       context.store, ex_->plan, ex_->verdict, status, context.clock.now(),
-      [errors = context.metrics.store_errors](Status s) {
-        if (!s.ok()) errors->add();  // the store logs its own failures
+      [errors = context.metrics.store_errors, refunded = metrics.refunded, pending](Status s) {
+        if (s.ok()) {
+          refunded->add();
+        } else {
+          errors->add();  // the store logs its own failures
+        }
+        (*pending)();
       });
-  if (given_back > 0) metrics.refunded->add();
+  if (given_back == 0) (*pending)();
 }
 
 void ProxyExchange::client_failed(beast::error_code ec) {

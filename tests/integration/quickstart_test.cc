@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "gateway_support.h"
 #include "test_support.h"
@@ -40,14 +41,15 @@ TEST(Quickstart, TheReadmeLoopsPrintWhatTheReadmeSays) {
   EXPECT_EQ(codes, "200 200 200 200 200 429 429 ");
   // for i in $(seq 5); do curl ... -X POST /api/login -d '{"password":"guess"}'; done
   codes.clear();
-  HttpResponse last;
+  std::vector<HttpResponse> logins;
   for (int i = 0; i < 5; ++i) {
-    last = server->post("/api/login", R"({"password":"guess"})",
-                        {{"Content-Type", "application/x-www-form-urlencoded"}});
-    codes += std::to_string(last.status) + " ";
+    logins.push_back(server->post("/api/login", R"({"password":"guess"})",
+                                  {{"Content-Type", "application/x-www-form-urlencoded"}}));
+    codes += std::to_string(logins.back().status) + " ";
   }
   EXPECT_EQ(codes, "401 401 401 429 429 ");
-  EXPECT_EQ(last.header("Retry-After"), "300");  // "locks this client out for 5 minutes"
+  // The 4th "locks this client out for 5 minutes".
+  EXPECT_EQ(logins[3].header("Retry-After"), "300");
 }
 
 }  // namespace
