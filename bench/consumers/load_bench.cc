@@ -87,7 +87,8 @@ void BM_LookupConsumer(benchmark::State& state) {
   for (auto _ : state) {
     found += table.find(ids[i++ & 4095]).has_value();
   }
-  if (found != (known ? state.iterations() : 0)) state.SkipWithError("wrong lookups");
+  const auto expected = known ? static_cast<size_t>(state.iterations()) : size_t{0};
+  if (found != expected) state.SkipWithError("wrong lookups");
 }
 BENCHMARK(BM_LookupConsumer)->Arg(1)->Arg(0)->ArgNames({"known"});
 
