@@ -159,9 +159,10 @@ struct ConsumersConfig {
   // The plan (index in Config::plans) of ids not in the file and of
   // requests without one; nullopt: `unknown: reject` (401).
   std::optional<size_t> unknown_plan;
-  // The file's consumers as loaded (plan indices into Config::plans). The
-  // Policy serves them, with the changes made at runtime
-  // (PUT /admin/consumers), from its ConsumerDirectory.
+  // The file's consumers as loaded (plan indices into Config::plans). A
+  // Policy takes the table over (its config() holds null here) and serves
+  // it, with the changes made at runtime (PUT /admin/consumers), from its
+  // ConsumerDirectory.
   std::shared_ptr<const ConsumerTable> table;
   friend bool operator==(const ConsumersConfig& a, const ConsumersConfig& b) {
     const bool same_table = a.table == b.table || (a.table && b.table && *a.table == *b.table);
