@@ -59,6 +59,11 @@ std::string summary(const Deployment& d) {
                        : "memory store") +
                   ", listen " + c.listen.text();
   s += c.upstream ? ", gateway to " + c.upstream->url : ", decision API only (no upstream)";
+  if (c.consumers && c.consumers->table) {
+    s += ", " + plural(c.plans.size(), "plan", "plans") + " for " +
+         plural(c.consumers->table->size(), "consumer", "consumers") + " by " +
+         c.consumers->key.text;
+  }
   if (d.rls) {
     s += ", Envoy RLS on " + c.grpc->text() + " with " +
          plural(d.rls->domains.size(), "domain", "domains") + " from " + c.rls->config_dir;

@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -34,6 +36,7 @@ std::optional<std::string> read_small_file(const std::string& path, std::string_
     return std::nullopt;
   }
   std::string text;
+  text.reserve(std::min(static_cast<size_t>(st.st_size), max_bytes + 1));
   char buf[8192];
   for (;;) {
     const ssize_t n = ::read(fd, buf, sizeof buf);
@@ -83,6 +86,41 @@ std::string relative_to_file(const std::string& from, const std::string& path) {
     out += parts[i];
   }
   return out.empty() ? std::string(".") : out;
+}
+
+bool write_file_atomically(const std::string& path, std::string_view text, std::string* error) {
+  static std::atomic<unsigned> counter{0};
+  const std::string temp = path + ".tmp-" + std::to_string(::getpid()) + "-" +
+                           std::to_string(counter.fetch_add(1, std::memory_order_relaxed));
+  struct stat st;
+  const mode_t mode = ::stat(path.c_str(), &st) == 0 ? (st.st_mode & 07777) : 0644;
+  auto fail = [&](std::string_view step, int fd) {
+    const int saved = errno;
+    if (fd >= 0) ::close(fd);
+    ::unlink(temp.c_str());
+    *error = joined({"cannot ", step, ": ", std::strerror(saved)});
+    return false;
+  };
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+  if (fd < 0) return fail("create " + temp, -1);
+  for (size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return fail("write " + temp, fd);
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) return fail("fsync " + temp, fd);
+  if (::close(fd) != 0) return fail("close " + temp, -1);
+  if (::rename(temp.c_str(), path.c_str()) != 0) return fail("rename " + temp + " to " + path, -1);
+  // The rename itself is durable once the folder is.
+  const size_t slash = path.rfind('/');
+  const std::string folder = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
+  return true;
 }
 
 }  // namespace sluice::config

@@ -1,5 +1,5 @@
-// Reading the files a config names: the config itself, token files, and the
-// paths in it, which are relative to the folder of the file that names them.
+// Reading (and, for the consumers file, writing) the files a config names: the config itself, token
+// files, and the paths in it, which are relative to the folder of the file that names them.
 // Thread-safety: pure functions (they read the file system).
 #pragma once
 
@@ -15,6 +15,12 @@ namespace sluice::config {
 // the config file: No such file or directory".
 std::optional<std::string> read_small_file(const std::string& path, std::string_view what,
                                            size_t max_bytes, std::string* error);
+
+// Replaces the file at `path` with `text` so that a crash leaves the old
+// file or the new one, never a part: a temporary file in the same folder
+// (with the old file's permissions), fsync, rename over `path`, fsync of
+// the folder. On failure `error` says which step failed and `path` is as it was.
+bool write_file_atomically(const std::string& path, std::string_view text, std::string* error);
 
 // `path` as seen from the folder of the file `from`: an absolute path as it
 // is, a relative one joined to that folder; "." and ".." segments resolved,

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/int_math.h"
+#include "util/mix64.h"
 
 namespace sluice {
 namespace {
@@ -31,15 +32,6 @@ std::string duration_text(Nanos d) {
     if (ns != 0 && ns % u.ns == 0) return std::to_string(ns / u.ns) + u.suffix;
   }
   return std::to_string(ns) + "ns";
-}
-
-uint64_t mix64(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return x;
 }
 
 Status check_period(const char* what, Nanos period) {
@@ -130,15 +122,16 @@ Result<Limit> Limit::create(const LimitSpec& spec) {
     if (Status s = check_period("block", spec.block); !s.ok())
       return Error{s.error().code, name + ": " + s.error().message};
   }
-  uint64_t fp = mix64(static_cast<uint64_t>(spec.algorithm) + 1);
+  uint64_t fp = util::mix64(static_cast<uint64_t>(spec.algorithm) + 1);
   for (uint64_t field :
        {spec.capacity, spec.refill_tokens, static_cast<uint64_t>(spec.refill_period.count()),
         spec.limit, static_cast<uint64_t>(spec.window.count())}) {
-    fp = mix64(fp ^ mix64(field + 0x9e3779b97f4a7c15ULL));
+    fp = util::mix64(fp ^ util::mix64(field + 0x9e3779b97f4a7c15ULL));
   }
   // Mixed in only when set, so that a limit without a lockout keeps the
   // fingerprint (and the Redis keys) it had before lockouts existed.
-  if (spec.block.count() != 0) fp = mix64(fp ^ mix64(static_cast<uint64_t>(spec.block.count())));
+  if (spec.block.count() != 0)
+    fp = util::mix64(fp ^ util::mix64(static_cast<uint64_t>(spec.block.count())));
   limit.fingerprint_ = fp;
   return limit;
 }

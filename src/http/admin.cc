@@ -8,6 +8,7 @@
 #include <boost/json/value.hpp>
 
 #include "http/access.h"
+#include "http/admin_consumers.h"
 #include "http/dashboard.h"
 #include "policy/policy.h"
 #include "sluice/memory_store.h"
@@ -107,14 +108,17 @@ std::optional<Response> AdminHandler::refuse(const Session& session, std::string
         cat({"this admin port answers Host ", config.admin.host,
              ", localhost and the names in admin_hosts, not ", host.value_or("")}));
   }
-  const bool post = req.method() == bhttp::verb::post;
+  // POST, PUT and DELETE change things (reload, reset, consumers): guarded alike.
+  const bool post = req.method() == bhttp::verb::post || req.method() == bhttp::verb::put ||
+                    req.method() == bhttp::verb::delete_;
+  const std::string_view method = sv(req.method_string());
   if (post) {
     // A browser sends Origin with every cross-site POST: a web page must
     // never drive the admin port (reset, reload) from a user's machine.
     const std::optional<std::string_view> origin = field(req, bhttp::field::origin);
     if (origin && !same_origin(*origin, host.value_or(""))) {
       return error_response(HttpStatus::forbidden, "FORBIDDEN",
-                            cat({"a POST from origin ", *origin, " is not allowed"}));
+                            cat({"a ", method, " from origin ", *origin, " is not allowed"}));
     }
   }
   // The dashboard's files hold no data (the page asks /admin/stats with the
@@ -136,8 +140,9 @@ std::optional<Response> AdminHandler::refuse(const Session& session, std::string
   if (post) {
     const std::optional<std::string_view> type = field(req, bhttp::field::content_type);
     if ((session.has_body() || type) && !(type && is_json(*type))) {
-      return error_response(HttpStatus::unsupported_media_type, "UNSUPPORTED_MEDIA_TYPE",
-                            "the body of an admin POST must be Content-Type: application/json");
+      return error_response(
+          HttpStatus::unsupported_media_type, "UNSUPPORTED_MEDIA_TYPE",
+          cat({"the body of an admin ", method, " must be Content-Type: application/json"}));
     }
   }
   return std::nullopt;
@@ -194,12 +199,35 @@ void AdminHandler::on_header(const std::shared_ptr<Session>& session) {
     // The body (if any) is not used; read it so the connection stays usable.
     return session->read_body([this, session](std::string) { session->respond(reload()); });
   }
+  if (path.starts_with(kConsumersPath))
+    return consumers(session, path.substr(kConsumersPath.size()));
   if (path == "/admin/reset") {
     if (!post) return session->respond(method_not_allowed("POST"));
     return session->read_body([this, session](std::string body) { session->respond(reset(body)); });
   }
   session->respond(
       error_response(HttpStatus::not_found, "NOT_FOUND", cat({"no admin endpoint ", path})));
+}
+
+void AdminHandler::consumers(const std::shared_ptr<Session>& session, std::string_view raw_id) {
+  const RequestHeader& req = session->header();
+  // The State of this request: a reload meanwhile does not change its plans.
+  std::shared_ptr<const State> state = context_.state.load();
+  switch (req.method()) {
+    case bhttp::verb::get:
+    case bhttp::verb::head:
+      return session->respond(get_consumer(*state, raw_id));
+    case bhttp::verb::put:
+      return session->read_body([session, state, id = std::string(raw_id)](std::string body) {
+        session->respond(put_consumer(*state, id, body));
+      });
+    case bhttp::verb::delete_:
+      return session->read_body([session, state, id = std::string(raw_id)](std::string) {
+        session->respond(delete_consumer(*state, id));
+      });
+    default:
+      return session->respond(method_not_allowed("GET, PUT, DELETE"));
+  }
 }
 
 Response AdminHandler::stats() const {

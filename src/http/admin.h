@@ -1,10 +1,10 @@
 // AdminHandler: the requests of the `admin` port. It can reload the config
 // and reset keys, so before anything else (docs/CONFIG.md):
 //   a Host other than the admin address, localhost or admin_hosts  -> 421
-//   a POST whose Origin is another site                              -> 403
-//   with admin_token_file: a POST (every endpoint with admin_token_all,
-//   but the dashboard's files) without the bearer token              -> 401
-//   a POST body that is not Content-Type: application/json           -> 415
+//   a POST, PUT or DELETE whose Origin is another site               -> 403
+//   with admin_token_file: a POST, PUT or DELETE (every endpoint with
+//   admin_token_all, but the dashboard's files) without the bearer token  -> 401
+//   a POST or PUT body that is not Content-Type: application/json   -> 415
 //
 //   GET  /healthz        200 "ok" while the process serves
 //   GET  /readyz         200 when the store answers, else 503
@@ -19,6 +19,7 @@
 //                        {"route":"GET /api/x","client":"192.0.2.1"}: forget one
 //                        client's state (client: an IP, a header value, or the
 //                        key as Sluice forms it); 404 NO_STATE when there was none
+//   GET|PUT|DELETE /admin/consumers/<id>   a consumer's plan (admin_consumers.h)
 //
 // Thread-safety: runs on the control thread (one io_context), like reloads.
 #pragma once
@@ -67,6 +68,8 @@ class AdminHandler final : public RequestHandler {
   std::optional<Response> refuse(const Session& session, std::string_view path) const;
   Response stats() const;
   Response reset(std::string_view body);
+  // /admin/consumers/<raw_id>: GET, PUT, DELETE.
+  void consumers(const std::shared_ptr<Session>& session, std::string_view raw_id);
   Response reload();
 
   ServerContext& context_;

@@ -22,23 +22,43 @@ CheckRequest parse_check(std::string_view body) {
   const boost::json::object& o = v.get_object();
   for (const auto& member : o) {
     const std::string_view name(member.key().data(), member.key().size());
-    if (name != "policy" && name != "key" && name != "cost") {
-      r.error = cat({"unknown field \"", name, "\" (expected policy, key and cost)"});
+    if (name != "policy" && name != "key" && name != "cost" && name != "consumer") {
+      r.error = cat({"unknown field \"", name, "\" (expected policy, key and cost, or consumer)"});
       return r;
     }
   }
   const boost::json::value* policy = o.if_contains("policy");
-  if (policy == nullptr || !policy->is_string() || policy->get_string().empty()) {
-    r.error = "\"policy\" is required and must be a non-empty string";
-    return r;
-  }
+  const boost::json::value* consumer = o.if_contains("consumer");
   const boost::json::value* key = o.if_contains("key");
-  if (key == nullptr || !key->is_string() || key->get_string().empty()) {
-    r.error = "\"key\" is required and must be a non-empty string";
-    return r;
+  auto non_empty_string = [](const boost::json::value* v) {
+    return v != nullptr && v->is_string() && !v->get_string().empty();
+  };
+  if (consumer != nullptr) {
+    if (policy != nullptr) {
+      r.error = "give \"policy\" or \"consumer\", not both";
+      return r;
+    }
+    if (!non_empty_string(consumer)) {
+      r.error = "\"consumer\" must be a non-empty string";
+      return r;
+    }
+    if (key != nullptr && !non_empty_string(key)) {
+      r.error = "\"key\" must be a non-empty string";
+      return r;
+    }
+    r.consumer = std::string(consumer->get_string().data(), consumer->get_string().size());
+  } else {
+    if (!non_empty_string(policy)) {
+      r.error = "\"policy\" is required and must be a non-empty string";
+      return r;
+    }
+    if (!non_empty_string(key)) {
+      r.error = "\"key\" is required and must be a non-empty string";
+      return r;
+    }
+    r.policy = std::string(policy->get_string().data(), policy->get_string().size());
   }
-  r.policy = std::string(policy->get_string().data(), policy->get_string().size());
-  r.key = std::string(key->get_string().data(), key->get_string().size());
+  if (key != nullptr) r.key = std::string(key->get_string().data(), key->get_string().size());
   if (const boost::json::value* cost = o.if_contains("cost")) {
     if (cost->is_uint64()) {
       r.cost = cost->get_uint64();

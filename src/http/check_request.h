@@ -1,4 +1,5 @@
-// The body of POST /v1/check: {"policy":"login","key":"user:42","cost":1}.
+// The body of POST /v1/check: {"policy":"login","key":"user:42","cost":1},
+// or {"consumer":"key-4f1c9a","cost":1} for a consumer's plan.
 // Its own header so that the front door and the fuzz target (fuzz/) parse
 // with the same function: a body comes straight from the network.
 //
@@ -13,14 +14,18 @@ namespace sluice::http {
 
 // The parsed body, or the message saying what is wrong with it.
 struct CheckRequest {
-  std::string policy;  // non-empty when error is empty
-  std::string key;     // non-empty when error is empty
-  uint64_t cost = 1;   // at least 1 when error is empty
-  std::string error;   // empty when the body is valid
+  std::string policy;    // non-empty when error is empty and consumer is empty
+  std::string consumer;  // non-empty when error is empty and policy is empty
+  // Non-empty with a policy; with a consumer, optional: the key its
+  // `unknown` plan is counted under when the consumer is unknown.
+  std::string key;
+  uint64_t cost = 1;  // at least 1 when error is empty
+  std::string error;  // empty when the body is valid
 };
 
-// A JSON object with "policy" and "key" (non-empty strings) and an optional
-// "cost" (a whole number >= 1); any other member is refused.
+// A JSON object with "policy" and "key" (non-empty strings), or "consumer"
+// (a non-empty string) and an optional "key"; and an optional "cost" (a
+// whole number >= 1). Any other member is refused.
 CheckRequest parse_check(std::string_view body);
 
 }  // namespace sluice::http

@@ -108,6 +108,16 @@ void respond_access_denied(Session& session) {
   session.respond(json_error_reply(HttpStatus::forbidden, kBody));
 }
 
+// The route lists `plan`, the consumer is unknown and `consumers.unknown`
+// is reject.
+Reply unknown_consumer_reply() {
+  static const std::string kBody =
+      error_body("UNKNOWN_CONSUMER",
+                 "this route is for known consumers only: send a consumer id that is "
+                 "on a plan");
+  return json_error_reply(HttpStatus::unauthorized, kBody);
+}
+
 // A shadow route's denials are counted and logged, and the request goes on.
 bool shadow_route(const policy::Plan& plan) {
   return plan.route != nullptr && plan.route->shadow;
@@ -246,7 +256,10 @@ void FrontDoor::count(const State& state, const policy::Plan& plan, const RouteM
   if (verdict.store_failed) {
     context_.metrics.store_errors->add();
     metrics.error->add();
-    for (const RouteMetrics::LimitCounters& c : metrics.limits) c.error->add();
+    for (size_t i = 0; i < plan.limits.size(); ++i) {
+      const RouteMetrics::LimitCounters& c = metrics.limit_at(i, *plan.limits[i].limit);
+      if (c.error != nullptr) c.error->add();
+    }
     observe::DenialLogGate::Admission a = state.denial_log->admit(now);
     if (a.log) {
       spdlog::error("store failed on route \"{}\": {}; on_failure={}", metrics.name, verdict.error,
@@ -256,9 +269,11 @@ void FrontDoor::count(const State& state, const policy::Plan& plan, const RouteM
   }
   const bool shadow = metrics.shadow_denied != nullptr;
   (verdict.allowed ? metrics.allowed : shadow ? metrics.shadow_denied : metrics.denied)->add();
-  for (size_t i = 0; i < verdict.outcomes.size() && i < metrics.limits.size(); ++i) {
-    const RouteMetrics::LimitCounters& c = metrics.limits[i];
-    (verdict.outcomes[i].decision.allowed ? c.allowed : c.denied)->add();
+  for (size_t i = 0; i < verdict.outcomes.size(); ++i) {
+    const policy::LimitOutcome& outcome = verdict.outcomes[i];
+    const RouteMetrics::LimitCounters& c = metrics.limit_at(i, *outcome.limit);
+    observe::Counter* counter = outcome.decision.allowed ? c.allowed : c.denied;
+    if (counter != nullptr) counter->add();
   }
   if (!verdict.allowed && shadow) {
     const observe::DenialLogGate::Admission a = state.denial_log->admit(now);
@@ -296,6 +311,7 @@ void FrontDoor::handle_check(const std::shared_ptr<Session>& session, std::strin
   const std::shared_ptr<const State>& state = session->state();
   const CheckRequest request = parse_check(body);
   if (!request.error.empty()) return session->respond(bad_request(request.error));
+  if (!request.consumer.empty()) return check_consumer(session, request);
   const policy::NamedPolicy* named = state->policy.find_policy(request.policy);
   if (named == nullptr) {
     return session->respond(error_response(HttpStatus::not_found, "UNKNOWN_POLICY",
@@ -313,9 +329,40 @@ void FrontDoor::handle_check(const std::shared_ptr<Session>& session, std::strin
   // On the heap: the plan must outlive a decision that completes later.
   auto plan =
       std::make_unique<policy::Plan>(state->policy.plan_policy(request.policy, request.key));
+  answer_check(session, std::move(plan), metrics, request.cost);
+}
+
+void FrontDoor::check_consumer(const std::shared_ptr<Session>& session,
+                               const CheckRequest& request) {
+  const std::shared_ptr<const State>& state = session->state();
+  if (state->policy.consumers() == nullptr) {
+    return session->respond(
+        error_response(HttpStatus::not_found, "NO_CONSUMERS",
+                       "this server has no `consumers:` (plans per consumer) in its config"));
+  }
+  auto plan =
+      std::make_unique<policy::Plan>(state->policy.plan_consumer(request.consumer, request.key));
+  if (plan->consumer_rejected) return session->respond(unknown_consumer_reply());
+  for (const policy::PlannedLimit& planned : plan->limits) {
+    const uint64_t size = planned.limit->limit.size();
+    if (request.cost > size) {
+      return session->respond(bad_request(
+          cat({"\"cost\" ", std::to_string(request.cost), " is above the size of limit \"",
+               planned.limit->name, "\" of consumer \"", request.consumer, "\"'s plan (",
+               std::to_string(size), "): it could never be allowed"})));
+    }
+  }
+  const RouteMetrics& metrics = state->metrics_for_plan(plan->consumer_plan);
+  answer_check(session, std::move(plan), metrics, request.cost);
+}
+
+void FrontDoor::answer_check(const std::shared_ptr<Session>& session,
+                             std::unique_ptr<policy::Plan> plan, const RouteMetrics& metrics,
+                             uint64_t cost) {
+  const std::shared_ptr<const State>& state = session->state();
   const policy::Plan& planned = *plan;
   const Nanos now = context_.clock.now();
-  decide_and_count(*session, state, planned, metrics, now, request.cost,
+  decide_and_count(*session, state, planned, metrics, now, cost,
                    [session, state, now, plan = std::move(plan)](policy::Verdict verdict) {
                      if (verdict.invalid) return session->respond(bad_request(verdict.error));
                      char buf[192];
@@ -353,6 +400,7 @@ void FrontDoor::handle_auth(const std::shared_ptr<Session>& session) {
   auto plan = std::make_unique<policy::Plan>(state->policy.plan(info));
   if (plan->bad_path) return respond_bad_path(*session);
   if (plan->access_denied) return respond_access_denied(*session);
+  if (plan->consumer_rejected) return session->respond(unknown_consumer_reply());
   const policy::Plan& planned = *plan;
   decide_and_count(
       *session, state, planned, state->metrics_for(planned.route), now, 1,
@@ -385,6 +433,7 @@ void FrontDoor::handle_gateway(const std::shared_ptr<Session>& session) {
   exchange->plan = state->policy.plan(info);
   if (exchange->plan.bad_path) return respond_bad_path(*session);
   if (exchange->plan.access_denied) return respond_access_denied(*session);
+  if (exchange->plan.consumer_rejected) return session->respond(unknown_consumer_reply());
   const policy::Plan& plan = exchange->plan;
   decide_and_count(
       *session, state, plan, state->metrics_for(plan.route), now, 1,

@@ -1,6 +1,7 @@
 // FrontDoor: the requests of the `listen` port and of `decision_api.listen`.
 //
-//   POST /v1/check   a named policy applied to a caller-given key
+//   POST /v1/check   a named policy applied to a caller-given key, or a
+//                    consumer's plan (consumers:)
 //   *    /v1/auth    for nginx auth_request: the original request comes in
 //                    X-Original-Method / X-Original-URI; the routes decide
 //   anything else    the gateway: the routes decide; allowed requests go to the
@@ -15,7 +16,8 @@
 // "Authorization: Bearer <token>" (401 without).
 //
 // A path holding %2F, %5C or a backslash gets 400 BAD_PATH before anything is
-// decided (policy/path.h says why).
+// decided (policy/path.h says why). A route listing `plan` answers an unknown
+// consumer 401 UNKNOWN_CONSUMER when `consumers.unknown` is reject.
 //
 // Every door builds a policy::Plan, asks policy::decide_async() (the answer may
 // come later, from the store's event loop: the session waits), and answers with the
@@ -29,6 +31,7 @@
 #include <chrono>
 #include <memory>
 
+#include "http/check_request.h"
 #include "http/context.h"
 #include "http/forwarder.h"
 #include "http/session.h"
@@ -49,6 +52,11 @@ class FrontDoor final : public RequestHandler {
   // /v1/check and /v1/auth, once the caller is known to be allowed to ask.
   void handle_decision_api(const std::shared_ptr<Session>& session, std::string_view path);
   void handle_check(const std::shared_ptr<Session>& session, std::string body);
+  // /v1/check {"consumer": ...}: the consumer's plan.
+  void check_consumer(const std::shared_ptr<Session>& session, const CheckRequest& request);
+  // Decides a /v1/check plan and answers with its JSON body.
+  void answer_check(const std::shared_ptr<Session>& session, std::unique_ptr<policy::Plan> plan,
+                    const RouteMetrics& metrics, uint64_t cost);
   void handle_auth(const std::shared_ptr<Session>& session);
   void handle_gateway(const std::shared_ptr<Session>& session);
 

@@ -22,8 +22,15 @@ constexpr std::string_view kRefundsHelp =
     "Requests whose charge was given back because the upstream answered with a status their "
     "limits' count_status does not list, by route.";
 
+bool counts_status(const std::vector<policy::RouteLimit>& limits) {
+  return std::any_of(limits.begin(), limits.end(),
+                     [](const policy::RouteLimit& l) { return !l.count_status.empty(); });
+}
+
+// `plans`: the config's plans when the route lists `plan`, else null.
 RouteMetrics make_metrics(observe::Registry& registry, const std::string& name,
-                          const std::vector<policy::RouteLimit>& limits, bool shadow) {
+                          const std::vector<policy::RouteLimit>& limits, bool shadow,
+                          const std::vector<policy::ConsumerPlan>* plans = nullptr) {
   RouteMetrics m;
   m.name = name;
   m.allowed =
@@ -35,22 +42,48 @@ RouteMetrics make_metrics(observe::Registry& registry, const std::string& name,
     m.shadow_denied = registry.counter(kRequestsName, kRequestsHelp,
                                        {{"route", name}, {"result", "shadow_denied"}});
   }
-  if (std::any_of(limits.begin(), limits.end(),
-                  [](const policy::RouteLimit& l) { return !l.count_status.empty(); })) {
+  const bool plan_counts_status =
+      plans != nullptr && std::any_of(plans->begin(), plans->end(),
+                                      [](const auto& p) { return counts_status(p.limits); });
+  if (counts_status(limits) || plan_counts_status) {
     m.refunded = registry.counter(kRefundsName, kRefundsHelp, {{"route", name}});
   }
-  for (const policy::RouteLimit& limit : limits) {
+  auto counters = [&](const policy::RouteLimit& limit) {
     const std::string algorithm(algorithm_name(limit.limit.algorithm()));
     auto series = [&](const char* result) {
       return registry.counter(kDecisionsName, kDecisionsHelp,
                               {{"route", name}, {"algorithm", algorithm}, {"result", result}});
     };
-    m.limits.push_back({series("allowed"), series("denied"), series("error")});
+    return RouteMetrics::LimitCounters{series("allowed"), series("denied"), series("error")};
+  };
+  for (const policy::RouteLimit& limit : limits) m.limits.push_back(counters(limit));
+  if (plans != nullptr) {
+    for (const policy::ConsumerPlan& plan : *plans) {
+      for (const policy::RouteLimit& limit : plan.limits) {
+        m.plan_limits[static_cast<size_t>(limit.limit.algorithm())] = counters(limit);
+      }
+    }
   }
   return m;
 }
 
 }  // namespace
+
+const RouteMetrics::LimitCounters& RouteMetrics::limit_at(size_t index,
+                                                          const policy::RouteLimit& limit) const {
+  static const LimitCounters kNone{};
+  if (index < limits.size()) return limits[index];
+  const auto algorithm = static_cast<size_t>(limit.limit.algorithm());
+  return algorithm < plan_limits.size() ? plan_limits[algorithm] : kNone;
+}
+
+const RouteMetrics& State::metrics_for_plan(const policy::ConsumerPlan* plan) const {
+  const std::vector<policy::ConsumerPlan>& all = policy.config().plans;
+  if (plan == nullptr || all.empty() || plan < all.data() || plan >= all.data() + all.size()) {
+    return unmatched;
+  }
+  return plans[static_cast<size_t>(plan - all.data())];
+}
 
 const RouteMetrics& State::metrics_for(const policy::Route* route) const {
   if (route == nullptr) return unmatched;
@@ -74,18 +107,23 @@ std::shared_ptr<const State> build_state(policy::Config config, uint64_t generat
   state->denial_log = std::make_unique<observe::DenialLogGate>(
       state->policy.config().logging.denial_log_per_second);
   const policy::Config& c = state->policy.config();
+  auto plans_of = [&c](const policy::Route& route) { return route.plan_at ? &c.plans : nullptr; };
   for (const policy::Route& route : c.routes) {
-    state->routes.push_back(make_metrics(registry, route.name, route.limits, route.shadow));
+    state->routes.push_back(
+        make_metrics(registry, route.name, route.limits, route.shadow, plans_of(route)));
   }
   if (c.default_route) {
     state->default_route = make_metrics(registry, c.default_route->name, c.default_route->limits,
-                                        c.default_route->shadow);
+                                        c.default_route->shadow, plans_of(*c.default_route));
   }
   state->unmatched = make_metrics(registry, "none", {}, false);
   for (const policy::NamedPolicy& p : c.policies) {
     policy::RouteLimit limit{p.name, true, p.limit, p.mark, p.count_status};
     state->policies.push_back(make_metrics(registry, cat({"policy:", p.name}), {limit}, false));
     state->policy_limits.push_back(std::move(limit));
+  }
+  for (const policy::ConsumerPlan& p : c.plans) {
+    state->plans.push_back(make_metrics(registry, cat({"plan:", p.name}), p.limits, false));
   }
   return state;
 }

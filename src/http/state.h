@@ -11,6 +11,7 @@
 // Thread-safety: immutable after build_state(); share it freely.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -43,6 +44,13 @@ struct RouteMetrics {
     observe::Counter* error = nullptr;
   };
   std::vector<LimitCounters> limits;
+  // A route that lists `plan`: the series of its plan limits (which follow
+  // the route's own in a Plan), by algorithm (plans differ per consumer).
+  // Null for algorithms no plan uses.
+  std::array<LimitCounters, 5> plan_limits{};
+  // The series of the limit at `index` of a Plan of this route; null
+  // counters when there is none.
+  const LimitCounters& limit_at(size_t index, const policy::RouteLimit& limit) const;
 };
 
 struct State {
@@ -59,6 +67,9 @@ struct State {
   std::vector<RouteMetrics> policies;
   // Each named policy as a RouteLimit, for building Verdicts of /v1/check.
   std::vector<policy::RouteLimit> policy_limits;
+  // One per plan (config().plans order): /v1/check {"consumer": ...}
+  // decisions, under route "plan:<name>".
+  std::vector<RouteMetrics> plans;
   // Denials are logged at most logging.denial_log_per_second (a fresh gate per
   // config; the pointer is const, the gate is not).
   std::unique_ptr<observe::DenialLogGate> denial_log;
@@ -67,6 +78,8 @@ struct State {
   const RouteMetrics& metrics_for(const policy::Route* route) const;
   // Index of a named policy in config().policies, or -1.
   long policy_index(const policy::NamedPolicy* p) const;
+  // The metrics of a plan's /v1/check decisions (unmatched for nullptr).
+  const RouteMetrics& metrics_for_plan(const policy::ConsumerPlan* plan) const;
 };
 
 // Builds the State of `config`, registering its series in `registry`.

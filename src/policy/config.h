@@ -7,12 +7,14 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "config/error.h"
 #include "config/values.h"
+#include "policy/consumer_table.h"
 #include "policy/jwt.h"
 #include "policy/path.h"
 #include "sluice/limit.h"
@@ -111,6 +113,10 @@ struct Route {
   std::string pattern;  // "/api/users/{id}", "/static/*"
   KeySpec key;
   std::vector<RouteLimit> limits;
+  // `plan` in the limits list: the consumer's plan's limits apply too (after
+  // `limits`). The value is where `plan` was written in the list, so the
+  // YAML writer puts it back there.
+  std::optional<size_t> plan_at;
   // Decided and counted, never denied (a denial is counted as shadow_denied
   // and the request goes on): a new limit tried on live traffic.
   bool shadow = false;
@@ -118,7 +124,7 @@ struct Route {
   // Equal when they mean the same: the line is not compared.
   friend bool operator==(const Route& a, const Route& b) {
     return a.name == b.name && a.method == b.method && a.pattern == b.pattern && a.key == b.key &&
-           a.limits == b.limits && a.shadow == b.shadow;
+           a.limits == b.limits && a.plan_at == b.plan_at && a.shadow == b.shadow;
   }
 };
 
@@ -130,6 +136,37 @@ struct NamedPolicy {
   // Equal when they mean the same: the mark is not compared.
   friend bool operator==(const NamedPolicy& a, const NamedPolicy& b) {
     return a.name == b.name && a.limit == b.limit && a.count_status == b.count_status;
+  }
+};
+
+// A plan under `plans:`: the limits of one consumer tier. Its limits are
+// named "<plan>#<i>" and stored under "plan:<plan>#<i>|<consumer key>",
+// shared by every route that lists `plan`.
+struct ConsumerPlan {
+  std::string name;
+  std::vector<RouteLimit> limits;  // named_policy = false
+  config::SourceMark mark{};       // where the plan is defined
+  friend bool operator==(const ConsumerPlan& a, const ConsumerPlan& b) {
+    return a.name == b.name && a.limits == b.limits;
+  }
+};
+
+// `consumers:`: who is on which plan.
+struct ConsumersConfig {
+  // Where the consumer id comes from: one header:, cookie:, query: or jwt: part.
+  KeySpec key;
+  std::string file;  // resolved path of the consumers file
+  // The plan (index in Config::plans) of ids not in the file and of
+  // requests without one; nullopt: `unknown: reject` (401).
+  std::optional<size_t> unknown_plan;
+  // The file's consumers as loaded (plan indices into Config::plans). A
+  // Policy takes the table over (its config() holds null here) and serves
+  // it, with the changes made at runtime (PUT /admin/consumers), from its
+  // ConsumerDirectory.
+  std::shared_ptr<const ConsumerTable> table;
+  friend bool operator==(const ConsumersConfig& a, const ConsumersConfig& b) {
+    const bool same_table = a.table == b.table || (a.table && b.table && *a.table == *b.table);
+    return a.key == b.key && a.file == b.file && a.unknown_plan == b.unknown_plan && same_table;
   }
 };
 
@@ -244,8 +281,10 @@ struct Config {
   DenyResponse deny;
   std::optional<JwtSettings> jwt;  // for `jwt:CLAIM` keys
   std::vector<NamedPolicy> policies;
-  std::optional<Route> default_route;  // applies when no route matches; none = unlimited
-  std::vector<Route> routes;           // first match wins
+  std::vector<ConsumerPlan> plans;
+  std::optional<ConsumersConfig> consumers;  // set iff plans is not empty (the loader checks)
+  std::optional<Route> default_route;        // applies when no route matches; none = unlimited
+  std::vector<Route> routes;                 // first match wins
   ServerLimits server;
   LoggingConfig logging;
   friend bool operator==(const Config&, const Config&) = default;

@@ -12,6 +12,7 @@
 #include "config/limit_block.h"
 #include "config/values.h"
 #include "config/walker.h"
+#include "policy/consumers_file.h"
 #include "policy/ip.h"
 #include "policy/route_syntax.h"
 
@@ -54,6 +55,8 @@ const Keys kTopKeys = {"listen",
                        "deny",
                        "jwt",
                        "policies",
+                       "plans",
+                       "consumers",
                        "default",
                        "routes",
                        "server",
@@ -79,6 +82,11 @@ const Keys kRedisKeys = {"addresses",  "url",      "cluster",  "timeout",
                          "on_failure", "password", "database", "time_source"};
 const Keys kClientIpKeys = {"trusted_proxies", "ipv6_prefix"};
 const Keys kAccessKeys = {"allow", "deny"};
+const Keys kConsumersKeys = {"key", "file", "unknown"};
+// In a limits list: the consumer's plan (so no policy may be named so).
+constexpr std::string_view kPlanWord = "plan";
+// `unknown: reject` (so no plan may be named so).
+constexpr std::string_view kRejectWord = "reject";
 const Keys kDefaultKeys = {"key", "limits", "shadow"};
 const Keys kRouteKeys = {"match", "name", "key", "limits", "shadow"};
 const Keys kServerKeys = {"max_connections", "max_header_bytes", "max_body_bytes", "header_timeout",
@@ -115,6 +123,9 @@ class Loader {
     }
     LoadResult result;
     config::sort_by_position(diagnostics_.errors);
+    // The consumers file's own errors come after the config's, in its order.
+    diagnostics_.errors.insert(diagnostics_.errors.end(), consumers_file_errors_.begin(),
+                               consumers_file_errors_.end());
     result.errors = std::move(diagnostics_.errors);
     if (result.errors.empty()) result.config = std::move(config_);
     return result;
@@ -216,8 +227,11 @@ class Loader {
     if (const Item* j = m->get("jwt")) jwt(*j);
     // Policies first: routes refer to them wherever they are in the file.
     if (const Item* p = m->get("policies")) policies(*p);
+    if (const Item* p = m->get("plans")) plans(*p);
+    if (const Item* c = m->get("consumers")) consumers(*c);
     if (const Item* d = m->get("default")) default_route(*d);
     if (const Item* r = m->get("routes")) routes(*r);
+    plans_need_consumers(*m);
     if (const Item* s = m->get("server")) server(*s);
     if (const Item* l = m->get("logging")) logging(*l);
     // Only the gateway sees the upstream's status.
@@ -571,6 +585,13 @@ class Loader {
         broken_policies_.insert(name);
         continue;
       }
+      if (name == kPlanWord) {
+        walker_.error(entry.key_mark, value.path,
+                      "`plan` stands for the consumer's plan in limits lists: give the policy "
+                      "another name");
+        broken_policies_.insert(name);
+        continue;
+      }
       if (!value.node.IsMap()) {
         walker_.error(value, "must be a limit like {capacity: 5, refill_rate: 1/s}, got " +
                                  Walker::describe(value.node));
@@ -593,7 +614,9 @@ class Loader {
   }
 
   // A route's `limits:` list: policy names and inline limits.
-  std::vector<RouteLimit> route_limits(const Item& item, const std::string& route_name) {
+  // `plan_at` gets the position of `plan` (the consumer's plan) in the list.
+  std::vector<RouteLimit> route_limits(const Item& item, const std::string& route_name,
+                                       std::optional<size_t>* plan_at) {
     std::vector<RouteLimit> out;
     if (item.node.IsMap() || item.node.IsScalar()) {
       walker_.error(item, "must be a list of limits (write [ ... ] around a single one), got " +
@@ -609,7 +632,14 @@ class Loader {
     std::set<std::string> named;
     for (size_t i = 0; i < items->size(); ++i) {
       const Item& li = (*items)[i];
-      if (li.node.IsScalar()) {
+      if (li.node.IsScalar() && li.node.Scalar() == kPlanWord) {
+        if (*plan_at) {
+          walker_.error(li, "`plan` is listed twice");
+        } else {
+          *plan_at = i;
+          plan_items_.push_back(li);
+        }
+      } else if (li.node.IsScalar()) {
         const std::string name = li.node.Scalar();
         if (const NamedPolicy* p = find_policy(name)) {
           if (!named.insert(name).second) {
@@ -749,7 +779,7 @@ class Loader {
     key_spec(m->get("key"), &route.key);
     shadow(m->get("shadow"), &route.shadow);
     if (const Item* l = m->get("limits")) {
-      route.limits = route_limits(*l, route.name);
+      route.limits = route_limits(*l, route.name, &route.plan_at);
     } else {
       walker_.error(item, "`limits` is required");
     }
@@ -815,11 +845,141 @@ class Loader {
       key_spec(m->get("key"), &route.key);
       shadow(m->get("shadow"), &route.shadow);
       if (const Item* l = m->get("limits")) {
-        route.limits = route_limits(*l, route.name.empty() ? ri.path : route.name);
+        route.limits = route_limits(*l, route.name.empty() ? ri.path : route.name, &route.plan_at);
       } else {
         walker_.error(ri, "`limits` is required");
       }
       if (ok) config_.routes.push_back(std::move(route));
+    }
+  }
+
+  // ---- plans and consumers ---------------------------------------------
+
+  // plans: {free: [{capacity: 100, refill_rate: 10/s}], pro: [...]}
+  void plans(const Item& item) {
+    const std::optional<Mapping> m =
+        walker_.mapping(item, nullptr, "a mapping of plan names to lists of limits");
+    if (!m) return;
+    if (m->entries.empty()) walker_.error(item, "must name at least one plan");
+    if (m->entries.size() > UINT16_MAX) {
+      walker_.error(item, "at most " + std::to_string(UINT16_MAX) + " plans");
+      return;
+    }
+    for (const Mapping::Entry& entry : m->entries) {
+      const std::string& name = entry.key;
+      const Item& value = entry.value;
+      plan_names_.push_back(name);
+      if (!valid_policy_name(name)) {
+        walker_.error(entry.key_mark, value.path,
+                      "a plan name may hold only letters, digits, '_', '-', '.' and ':'");
+        continue;
+      }
+      if (name == kRejectWord) {
+        walker_.error(entry.key_mark, value.path,
+                      "`reject` is what `consumers.unknown` says to refuse unknown consumers: "
+                      "give the plan another name");
+        continue;
+      }
+      if (!value.node.IsSequence()) {
+        walker_.error(value,
+                      "must be a list of limits like [{capacity: 100, refill_rate: 10/s}], "
+                      "got " +
+                          Walker::describe(value.node));
+        continue;
+      }
+      const std::optional<std::vector<Item>> items = walker_.sequence(value, "a list of limits");
+      if (!items) continue;
+      if (items->empty()) walker_.error(value, "must list at least one limit");
+      ConsumerPlan plan{name, {}, walker_.where(value)};
+      for (size_t i = 0; i < items->size(); ++i) {
+        const Item& li = (*items)[i];
+        if (!li.node.IsMap()) {
+          walker_.error(li, "must be a limit like {capacity: 100, refill_rate: 10/s}, got " +
+                                Walker::describe(li.node));
+          continue;
+        }
+        if (std::optional<ServerLimit> l = limit(li)) {
+          plan.limits.push_back(RouteLimit{name + "#" + std::to_string(i), false, l->limit,
+                                           walker_.where(li), std::move(l->count_status)});
+        }
+      }
+      config_.plans.push_back(std::move(plan));
+    }
+  }
+
+  // consumers: {key: header:x-api-key, file: consumers.yaml, unknown: free}
+  void consumers(const Item& item) {
+    const std::optional<Mapping> m =
+        walker_.mapping(item, &kConsumersKeys, "a mapping with key:, file: and unknown:");
+    if (!m) return;
+    ConsumersConfig consumers;
+    for (const std::string_view required : kConsumersKeys) {
+      if (m->get(required) == nullptr) {
+        walker_.error(item, "`" + std::string(required) + "` is required");
+      }
+    }
+    if (const Item* k = m->get("key")) {
+      KeySpec spec;
+      const size_t errors_before = walker_.error_count();
+      key_spec(k, &spec);
+      const bool one_value = spec.parts.size() == 1 && spec.parts[0].kind != KeyPart::Kind::kIp &&
+                             spec.parts[0].kind != KeyPart::Kind::kGlobal;
+      if (!one_value && walker_.error_count() == errors_before) {
+        walker_.error(*k,
+                      "must be one header:NAME, cookie:NAME, query:NAME or jwt:CLAIM: where "
+                      "the consumer id is read, got " +
+                          quoted(spec.text));
+      }
+      consumers.key = std::move(spec);
+    }
+    if (const Item* u = m->get("unknown")) {
+      if (const std::optional<std::string> text = walker_.scalar(*u, "a plan name or reject")) {
+        const auto plan = std::find(plan_names_.begin(), plan_names_.end(), *text);
+        if (*text == kRejectWord) {
+          consumers.unknown_plan = std::nullopt;
+        } else if (plan != plan_names_.end()) {
+          consumers.unknown_plan = static_cast<size_t>(plan - plan_names_.begin());
+        } else {
+          Keys choices(plan_names_.begin(), plan_names_.end());
+          choices.push_back(kRejectWord);
+          const std::string guess = closest_match(*text, choices);
+          walker_.error(*u, "must be a plan name or reject, got " + quoted(*text) +
+                                (guess.empty() ? " (plans: " + join(choices) + ")"
+                                               : "; did you mean `" + guess + "`?"));
+        }
+      }
+    }
+    if (const Item* f = m->get("file")) {
+      if (std::optional<std::string> path = walker_.path(*f)) {
+        ConsumersFile loaded = read_consumers_file(*path, plan_names_);
+        if (loaded.table) {
+          consumers.table = std::make_shared<const ConsumerTable>(std::move(*loaded.table));
+        } else if (loaded.errors.size() == 1 && loaded.errors[0].line == 0) {
+          walker_.error(*f, loaded.errors[0].message);  // the file could not be read
+        } else {
+          consumers_file_errors_ = std::move(loaded.errors);
+        }
+        consumers.file = std::move(*path);
+      }
+    }
+    config_.consumers = std::move(consumers);
+  }
+
+  // Plans and consumers go together, and `plan` in a limits list needs both.
+  void plans_need_consumers(const Mapping& top) {
+    const Item* plans = top.get("plans");
+    const Item* consumers = top.get("consumers");
+    if (plans != nullptr && consumers == nullptr) {
+      walker_.error(*plans,
+                    "plans need `consumers:` (where the consumer id is read and the file "
+                    "that puts each consumer on a plan)");
+    }
+    if (consumers != nullptr && plans == nullptr) {
+      walker_.error(*consumers, "needs `plans:`, the plans its consumers are on");
+    }
+    if (plans != nullptr && consumers != nullptr) return;
+    for (const Item& p : plan_items_) {
+      walker_.error(p, "`plan` (the consumer's plan) needs `plans:` and `consumers:`");
     }
   }
 
@@ -930,6 +1090,9 @@ class Loader {
   std::vector<Item>
       count_status_items_;  // every count_status written             // key: items with a jwt: part
   std::vector<std::string> policy_names_;  // every name under policies:, valid or not
+  std::vector<std::string> plan_names_;    // every name under plans:, valid or not
+  std::vector<Item> plan_items_;           // every `plan` in a limits list
+  std::vector<ConfigError> consumers_file_errors_;
   std::set<std::string, std::less<>> broken_policies_;
 };
 

@@ -92,15 +92,22 @@ void host_port(YAML::Emitter& out, const char* key, const HostPort& hp) {
   quoted(out, hp.text());
 }
 
-void limits(YAML::Emitter& out, const std::vector<RouteLimit>& list) {
+// `plan_at`: where `plan` (the consumer's plan) goes in the list.
+void limits(YAML::Emitter& out, const std::vector<RouteLimit>& list,
+            std::optional<size_t> plan_at) {
   out << YAML::Key << "limits" << YAML::Value << YAML::BeginSeq;
-  for (const RouteLimit& l : list) {
+  for (size_t i = 0; i <= list.size(); ++i) {
+    if (plan_at == i) out << "plan";
+    if (i == list.size()) break;
+    const RouteLimit& l = list[i];
     if (l.named_policy) {
       quoted(out, l.name);
     } else {
       limit_block(out, l.limit, l.count_status);
     }
   }
+  // A position past the end (a config built by hand) still writes `plan`.
+  if (plan_at && *plan_at > list.size()) out << "plan";
   out << YAML::EndSeq;
 }
 
@@ -278,6 +285,32 @@ void policies(YAML::Emitter& out, const std::vector<NamedPolicy>& list) {
   out << YAML::EndMap;
 }
 
+void plans(YAML::Emitter& out, const Config& c) {
+  if (c.plans.empty()) return;
+  out << YAML::Key << "plans" << YAML::Value << YAML::BeginMap;
+  for (const ConsumerPlan& p : c.plans) {
+    out << YAML::Key << p.name << YAML::Value << YAML::BeginSeq;
+    for (const RouteLimit& l : p.limits) limit_block(out, l.limit, l.count_status);
+    out << YAML::EndSeq;
+  }
+  out << YAML::EndMap;
+}
+
+// The file by path: loading the text reads it again.
+void consumers(YAML::Emitter& out, const Config& c) {
+  if (!c.consumers) return;
+  const ConsumersConfig& k = *c.consumers;
+  out << YAML::Key << "consumers" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "key" << YAML::Value;
+  quoted(out, k.key.text);
+  out << YAML::Key << "file" << YAML::Value;
+  quoted(out, k.file);
+  out << YAML::Key << "unknown" << YAML::Value;
+  const bool known_plan = k.unknown_plan && *k.unknown_plan < c.plans.size();
+  quoted(out, known_plan ? c.plans[*k.unknown_plan].name : std::string("reject"));
+  out << YAML::EndMap;
+}
+
 // `match:` as the route's own name when that reads back as the same method
 // and pattern (so "GET /a/" keeps its name without a `name:`), else the
 // method and pattern with the name given apart.
@@ -293,7 +326,7 @@ void route(YAML::Emitter& out, const Route& r) {
   }
   out << YAML::Key << "key" << YAML::Value;
   quoted(out, r.key.text);
-  limits(out, r.limits);
+  limits(out, r.limits, r.plan_at);
   if (r.shadow) out << YAML::Key << "shadow" << YAML::Value << true;
   out << YAML::EndMap;
 }
@@ -303,7 +336,7 @@ void routes(YAML::Emitter& out, const Config& c) {
     out << YAML::Key << "default" << YAML::Value << YAML::BeginMap;
     out << YAML::Key << "key" << YAML::Value;
     quoted(out, c.default_route->key.text);
-    limits(out, c.default_route->limits);
+    limits(out, c.default_route->limits, c.default_route->plan_at);
     if (c.default_route->shadow) out << YAML::Key << "shadow" << YAML::Value << true;
     out << YAML::EndMap;
   }
@@ -364,6 +397,8 @@ std::string to_yaml(const Config& c) {
   deny(out, c.deny);
   jwt(out, c.jwt);
   policies(out, c.policies);
+  plans(out, c);
+  consumers(out, c);
   routes(out, c);
   server(out, c.server);
   logging(out, c.logging);

@@ -6,12 +6,6 @@ namespace sluice::policy {
 
 namespace {
 
-std::string_view trim_spaces(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -19,12 +13,19 @@ int hex_value(char c) {
   return -1;
 }
 
-// application/x-www-form-urlencoded decoding; nullopt for a bad escape.
-std::optional<std::string> form_decode(std::string_view s) {
+std::string_view trim_spaces(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace
+
+std::optional<std::string> percent_decode(std::string_view s, bool plus_is_space) {
   std::string out;
   out.reserve(s.size());
   for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '+') {
+    if (s[i] == '+' && plus_is_space) {
       out += ' ';
     } else if (s[i] == '%') {
       if (i + 2 >= s.size()) return std::nullopt;
@@ -39,8 +40,6 @@ std::optional<std::string> form_decode(std::string_view s) {
   }
   return out;
 }
-
-}  // namespace
 
 std::optional<std::string> cookie_value(const HeaderSource* headers, std::string_view name) {
   if (headers == nullptr) return std::nullopt;
@@ -78,11 +77,11 @@ std::optional<std::string> query_value(std::string_view target, std::string_view
     const std::string_view pair = query.substr(at, end - at);
     at = end + 1;
     const size_t equals = pair.find('=');
-    const std::optional<std::string> key = form_decode(pair.substr(0, equals));
+    const std::optional<std::string> key = percent_decode(pair.substr(0, equals), true);
     if (!key || *key != name) continue;
     if (found) return std::nullopt;
     if (equals == std::string_view::npos) return std::nullopt;
-    found = form_decode(pair.substr(equals + 1));
+    found = percent_decode(pair.substr(equals + 1), true);
     if (!found) return std::nullopt;
   }
   if (!found || found->empty()) return std::nullopt;

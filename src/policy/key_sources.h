@@ -18,6 +18,11 @@
 
 namespace sluice::policy {
 
+// `s` with its %XX escapes decoded, and '+' read as a space when
+// `plus_is_space` (application/x-www-form-urlencoded, as HTML forms send
+// queries); nullopt for a bad escape.
+std::optional<std::string> percent_decode(std::string_view s, bool plus_is_space);
+
 // The value of cookie `name` (case-sensitive) in the request's Cookie
 // fields; nullopt when absent, empty or set twice. Quotes around a value
 // are not part of it.

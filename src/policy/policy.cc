@@ -184,6 +184,8 @@ struct Policy::Compiled {
   std::shared_ptr<const JwtVerifier> jwt;  // null without a jwt: section
   std::vector<std::string> default_scopes;
   std::map<std::string, size_t, std::less<>> policies;  // name -> index in config_.policies
+  // Per plan, per limit: "plan:<plan>#<i>|", the scope of its store keys.
+  std::vector<std::vector<std::string>> plan_scopes;
 };
 
 Policy::Policy(Config config) : config_(std::move(config)) {
@@ -208,6 +210,15 @@ Policy::Policy(Config config) : config_(std::move(config)) {
     const NamedPolicy& p = config_.policies[i];
     policy_limits_.push_back(RouteLimit{p.name, true, p.limit, p.mark, p.count_status});
     compiled->policies.emplace(p.name, i);  // the first of duplicate names wins
+  }
+  for (const ConsumerPlan& p : config_.plans) {
+    std::vector<std::string>& scopes = compiled->plan_scopes.emplace_back();
+    for (const RouteLimit& limit : p.limits) scopes.push_back("plan:" + limit.name + "|");
+  }
+  // The directory takes the table over: after a fold of runtime changes the
+  // old table would otherwise stay alive here, twice the memory.
+  if (config_.consumers) {
+    consumers_ = std::make_shared<ConsumerDirectory>(std::move(config_.consumers->table));
   }
   compiled_ = std::move(compiled);
 }
@@ -251,6 +262,94 @@ std::optional<std::string> Policy::jwt_claim(const RequestInfo& request,
   if (token.empty()) return std::nullopt;
   const int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(request.now).count();
   return compiled_->jwt->claim(token, claim, now_s);
+}
+
+std::optional<std::string> Policy::part_value(const RequestInfo& request,
+                                              const KeyPart& part) const {
+  switch (part.kind) {
+    case KeyPart::Kind::kHeader: {
+      if (request.headers == nullptr) return std::nullopt;
+      const std::optional<std::string_view> value = request.headers->get(part.name);
+      if (!value) return std::nullopt;
+      return std::string(*value);
+    }
+    case KeyPart::Kind::kCookie:
+      return cookie_value(request.headers, part.name);
+    case KeyPart::Kind::kQuery:
+      return query_value(request.target, part.name);
+    case KeyPart::Kind::kJwt:
+      return jwt_claim(request, part.name);
+    case KeyPart::Kind::kIp:
+    case KeyPart::Kind::kGlobal:
+      break;
+  }
+  return std::nullopt;
+}
+
+const ConsumerPlan* Policy::find_plan(std::string_view name, size_t* index) const {
+  for (size_t i = 0; i < config_.plans.size(); ++i) {
+    if (config_.plans[i].name != name) continue;
+    if (index != nullptr) *index = i;
+    return &config_.plans[i];
+  }
+  return nullptr;
+}
+
+void Policy::add_plan_limits(Plan& plan, size_t index, std::string_view consumer_key) const {
+  if (index >= config_.plans.size()) return;
+  const ConsumerPlan& p = config_.plans[index];
+  const std::vector<std::string>& scopes = compiled_->plan_scopes[index];
+  plan.consumer_plan = &p;
+  plan.limits.reserve(plan.limits.size() + p.limits.size());
+  for (size_t i = 0; i < p.limits.size(); ++i) {
+    PlannedLimit& planned = plan.limits.emplace_back();
+    planned.limit = &p.limits[i];
+    planned.store_key.reserve(scopes[i].size() + consumer_key.size());
+    planned.store_key = scopes[i];
+    planned.store_key += consumer_key;
+  }
+}
+
+// A known consumer's limits are keyed by the consumer, wherever it comes
+// from; an unknown or missing id never is: the `unknown` plan is keyed by the
+// client address, or a client could mint fresh state with every made-up id.
+void Policy::add_consumer_plan(Plan& plan, const RequestInfo& request,
+                               std::string_view ip_part) const {
+  const ConsumersConfig& consumers = *config_.consumers;
+  if (consumers.key.parts.size() != 1) return;
+  const KeyPart& part = consumers.key.parts[0];
+  const std::optional<std::string> id = part_value(request, part);
+  const std::optional<uint16_t> known =
+      id && !id->empty() ? consumers_->find(*id) : std::optional<uint16_t>();
+  if (known) {
+    std::string consumer_key;
+    append_value_part(consumer_key, part, *id, "");
+    return add_plan_limits(plan, *known, consumer_key);
+  }
+  if (!consumers.unknown_plan) {
+    // A shadow route never refuses: it lets the unknown consumer through.
+    plan.consumer_rejected = !plan.route->shadow;
+    return;
+  }
+  add_plan_limits(plan, *consumers.unknown_plan, ip_part);
+}
+
+Plan Policy::plan_consumer(std::string_view id, std::string_view unknown_key) const {
+  Plan plan;
+  if (!consumers_ || config_.consumers->key.parts.size() != 1) return plan;
+  const ConsumersConfig& consumers = *config_.consumers;
+  if (const std::optional<uint16_t> known = consumers_->find(id)) {
+    append_value_part(plan.client_key, consumers.key.parts[0], id, "");
+    add_plan_limits(plan, *known, plan.client_key);
+    return plan;
+  }
+  if (!consumers.unknown_plan) {
+    plan.consumer_rejected = true;
+    return plan;
+  }
+  plan.client_key = unknown_key.empty() ? std::string("unknown") : std::string(unknown_key);
+  add_plan_limits(plan, *consumers.unknown_plan, plan.client_key);
+  return plan;
 }
 
 Plan Policy::plan(const RequestInfo& request) const {
@@ -339,6 +438,7 @@ Plan Policy::plan(const RequestInfo& request) const {
     planned.store_key = scopes[i];
     planned.store_key += key;
   }
+  if (plan.route->plan_at && consumers_) add_consumer_plan(plan, request, ip_part);
   return plan;
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "policy/config.h"
+#include "policy/consumer_directory.h"
 #include "policy/request.h"
 
 namespace sluice::policy {
@@ -44,6 +45,13 @@ struct Plan {
   bool access_denied = false;
   std::string client_key;  // "ip:192.0.2.1", "h:x-api-key=abc", "global", joined by '+'
   std::vector<PlannedLimit> limits;
+  // The route lists `plan`: the consumer's plan, whose limits follow the
+  // route's own in `limits`. Null when the route does not list it.
+  const ConsumerPlan* consumer_plan = nullptr;
+  // The route lists `plan`, the consumer is unknown (or sent no id) and
+  // `consumers.unknown` is reject: front doors answer 401 UNKNOWN_CONSUMER
+  // and decide nothing.
+  bool consumer_rejected = false;
 };
 
 class Policy {
@@ -83,6 +91,21 @@ class Policy {
   // No limits (so decide() says "not limited") when the policy is unknown.
   Plan plan_policy(std::string_view policy_name, std::string_view key) const;
 
+  // The consumers in force (the file's, with the changes made at runtime),
+  // shared by every copy of this Policy; null without `consumers:`.
+  ConsumerDirectory* consumers() const { return consumers_.get(); }
+
+  // A plan under `plans:` and its index, or nullptr.
+  const ConsumerPlan* find_plan(std::string_view name, size_t* index = nullptr) const;
+
+  // A plan for /v1/check {"consumer": id}: the consumer's plan's limits,
+  // keyed by the consumer as the gateway keys it (so both spend one quota).
+  // An unknown id gets the `unknown` plan keyed by `unknown_key` (the
+  // caller's "key"; "unknown" when empty, one key for all, so ids never
+  // mint fresh state), or consumer_rejected with `unknown: reject`. No
+  // limits without `consumers:`.
+  Plan plan_consumer(std::string_view id, std::string_view unknown_key) const;
+
   // The client key `route` forms for a client as an operator writes it
   // (/admin/reset): a client key as plan() forms it ("ip:192.0.2.1",
   // "h:x-api-key=abc", "global", parts joined by '+') is taken as it is; an
@@ -109,6 +132,14 @@ class Policy {
   Config config_;
   std::vector<RouteLimit> policy_limits_;  // one per named policy, for /v1/check
   std::optional<std::string> jwt_claim(const RequestInfo& request, std::string_view claim) const;
+  // The value of a header:, cookie:, query: or jwt: part in the request.
+  std::optional<std::string> part_value(const RequestInfo& request, const KeyPart& part) const;
+  // Appends the limits of plan `index` keyed by `consumer_key` to `plan`.
+  void add_plan_limits(Plan& plan, size_t index, std::string_view consumer_key) const;
+  // The consumer's plan for a route that lists `plan` (`ip_part` keys the
+  // unknown ones).
+  void add_consumer_plan(Plan& plan, const RequestInfo& request, std::string_view ip_part) const;
+  std::shared_ptr<ConsumerDirectory> consumers_;
 
   std::shared_ptr<const Compiled> compiled_;
 };

@@ -33,6 +33,8 @@ std::string load_errors(const std::filesystem::path& file) {
 TEST(ConfigExamples, EveryExampleFileLoadsCleanly) {
   std::vector<std::filesystem::path> files;
   for (const auto& entry : std::filesystem::directory_iterator(source_dir() / "examples")) {
+    // consumers.yaml is tiered-api.yaml's consumers file, not a config.
+    if (entry.path().filename() == "consumers.yaml") continue;
     if (entry.path().extension() == ".yaml" || entry.path().extension() == ".yml")
       files.push_back(entry.path());
   }
@@ -74,6 +76,19 @@ TEST(ConfigExamples, TieredApiHasTheSeedsTiers) {
   const RouteLimit& lockout = login_route->limits[1];
   EXPECT_EQ(lockout.limit.describe(), "fixed_window limit=5 window=15m block=30m");
   EXPECT_EQ(lockout.count_status, (std::vector<int>{401, 403}));
+  // Plans per API key: a daily quota on search and orders, one per consumer.
+  ASSERT_EQ(c.plans.size(), 2u);
+  EXPECT_EQ(c.plans[0].name, "free");
+  ASSERT_EQ(c.plans[1].limits.size(), 1u);
+  EXPECT_EQ(c.plans[1].limits[0].limit.describe(), "fixed_window limit=100000 window=1d");
+  ASSERT_TRUE(c.consumers.has_value());
+  EXPECT_EQ(c.consumers->key.text, "header:x-api-key");
+  EXPECT_EQ(c.consumers->unknown_plan, 0u);
+  EXPECT_EQ(c.consumers->table->find("demo-pro-key"), 1);
+  EXPECT_EQ(c.consumers->table->size(), 2u);
+  EXPECT_EQ(route(c, "GET /api/search")->plan_at, 1u);
+  EXPECT_EQ(route(c, "POST /api/orders")->plan_at, 1u);
+  EXPECT_EQ(route(c, "GET /api/status")->plan_at, std::nullopt);
   ASSERT_TRUE(c.default_route.has_value());
   EXPECT_EQ(c.default_route->key.text, "ip");
   ASSERT_EQ(c.default_route->limits.size(), 1u);
@@ -102,7 +117,8 @@ TEST(ConfigValidateCommand, ValidFileExitsZeroWithASummary) {
   EXPECT_EQ(rc, 0);
   EXPECT_EQ(out, "ok: " + file +
                      ": 4 routes, 1 policy, a default limit, memory store, listen 127.0.0.1:8080, "
-                     "gateway to http://127.0.0.1:3000\n");
+                     "gateway to http://127.0.0.1:3000, 2 plans for 2 consumers by "
+                     "header:x-api-key\n");
 }
 
 TEST(ConfigValidateCommand, InvalidFileExitsOneWithEveryError) {

@@ -722,7 +722,8 @@ unknown: 1
               "t.yaml:9:1: unknown: unknown key (known keys: listen, admin, admin_token_file, "
               "admin_token_all, admin_hosts, decision_api, grpc, rls, "
               "upstream, store, client_ip, access, headers, case_insensitive_paths, paths, "
-              "auth_deny_status, deny, jwt, policies, default, routes, server, logging)"}));
+              "auth_deny_status, deny, jwt, policies, plans, consumers, default, routes, server, "
+              "logging)"}));
 }
 
 TEST(ConfigLoader, ErrorTextWithoutAPositionHasNoLineAndColumn) {

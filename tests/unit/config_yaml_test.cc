@@ -191,6 +191,44 @@ TEST(ConfigYaml, JwtSectionAndJwtKeysRoundTrip) {
   std::filesystem::remove(secret);
 }
 
+TEST(ConfigYaml, PlansConsumersAndPlanInLimitsRoundTrip) {
+  const std::filesystem::path consumers =
+      temp_file("sluice_config_yaml_test_consumers.yaml", "key-a: pro\n\"b:c\": free\n");
+  const std::filesystem::path secret =
+      temp_file("sluice_config_yaml_test_plans.secret", "hs256-secret\n");
+  for (const std::string unknown : {"free", "reject"}) {
+    SCOPED_TRACE(unknown);
+    const Config c = valid(R"(
+upstream: http://127.0.0.1:3000
+jwt: {secret_file: ")" + secret.string() +
+                           R"("}
+plans:
+  free: [{capacity: 2, refill_rate: 1/h}]
+  pro: [{capacity: 5, refill_rate: 1/h}, {algorithm: sliding_window, limit: 10, window: 1m, block: 5m, count_status: [200]}]
+consumers: {key: jwt:sub, file: ")" +
+                           consumers.string() + R"(", unknown: )" + unknown + R"(}
+policies:
+  search: {capacity: 9, refill_rate: 1/s}
+default:
+  limits: [{capacity: 1, refill_rate: 1/s}, plan]
+routes:
+  - match: GET /a
+    limits: [plan]
+  - match: GET /b
+    limits: [search, plan, {capacity: 3, refill_rate: 1/s}]
+)");
+    ASSERT_EQ(c.plans.size(), 2u);
+    EXPECT_EQ(c.routes[1].plan_at, 1u);
+    EXPECT_EQ(c.default_route->plan_at, 1u);
+    expect_round_trip(c, "t.yaml");
+    const std::string yaml = to_yaml(c);
+    EXPECT_NE(yaml.find("limits:\n      - \"search\"\n      - plan\n"), std::string::npos) << yaml;
+    EXPECT_NE(yaml.find("unknown: \"" + unknown + "\""), std::string::npos) << yaml;
+  }
+  std::filesystem::remove(consumers);
+  std::filesystem::remove(secret);
+}
+
 TEST(ConfigYaml, AccessListsRoundTrip) {
   const Config c =
       valid("access: {allow: [10.0.0.0/8, \"2001:db8::/32\"], deny: [203.0.113.0/24]}\n");
