@@ -157,5 +157,30 @@ TEST(Lockout, AnUnreachableUpstreamGivesTheChargeBack) {
   EXPECT_EQ(server->metric(R"(sluice_refunds_total{route="POST /api/login"})"), 3);
 }
 
+// A reload that keeps the route keeps its lockouts (the limit, and so its
+// state, is the same); one that changes the limit starts it afresh.
+TEST(Lockout, AReloadThatKeepsTheRouteKeepsTheLockout) {
+  DemoUpstream upstream(SLUICE_BINARY);
+  ASSERT_NE(upstream.port(), 0);
+  auto server = SluiceProcess::start(lockout_yaml(upstream.url()));
+  ASSERT_NE(server, nullptr);
+  auto c = server->connect();
+  for (int i = 1; i <= 5; ++i) ASSERT_EQ(login(*c, "mallory", kWrong).status, 401) << i;
+  ASSERT_EQ(login(*c, "mallory", kWrong).status, 429);
+  // The same config plus another route.
+  server->rewrite_config(
+      lockout_yaml(upstream.url()) +
+      "  - match: GET /api/other\n    limits: [{capacity: 1, refill_rate: 1/s}]\n");
+  ASSERT_EQ(server->admin_post("/admin/reload").status, 200);
+  EXPECT_EQ(login(*c, "mallory", kRight).status, 429);
+  // A changed limit (a longer window) is a new one.
+  server->rewrite_config(login_yaml(upstream.url(),
+                                    "{algorithm: fixed_window, limit: 5, window: 20m, "
+                                    "count_status: [401, 403], block: 30m}",
+                                    "header:x-user"));
+  ASSERT_EQ(server->admin_post("/admin/reload").status, 200);
+  EXPECT_EQ(login(*c, "mallory", kRight).status, 200);
+}
+
 }  // namespace
 }  // namespace sluice::test
