@@ -530,12 +530,12 @@ void ProxyExchange::on_response_header(beast::error_code ec) {
     session().access_note().upstream =
         std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - started_);
   }
-  settle(static_cast<int>(status), [self = shared_from_this(), status] {
-    if (status != 101) return self->start_response();
-    if (self->upgrade_) return self->start_tunnel();
-    self->drop_upstream();
-    self->respond_error(HttpStatus::bad_gateway, "UPSTREAM_UNAVAILABLE",
-                        "the upstream switched protocols, which the gateway does not relay");
+  settle(static_cast<int>(status), [this, status] {
+    if (status != 101) return start_response();
+    if (upgrade_) return start_tunnel();
+    drop_upstream();
+    respond_error(HttpStatus::bad_gateway, "UPSTREAM_UNAVAILABLE",
+                  "the upstream switched protocols, which the gateway does not relay");
   });
 }
 
@@ -759,8 +759,8 @@ void ProxyExchange::upstream_failed(beast::error_code ec, Stage stage) {
     return respond_error(HttpStatus::bad_gateway, "UPSTREAM_UNAVAILABLE", message);
   }
   // Never sent: the upstream tried nothing, so nothing counts.
-  settle(std::nullopt, [self = shared_from_this(), message = std::move(message)] {
-    self->respond_error(HttpStatus::bad_gateway, "UPSTREAM_UNAVAILABLE", message);
+  settle(std::nullopt, [this, message = std::move(message)] {
+    respond_error(HttpStatus::bad_gateway, "UPSTREAM_UNAVAILABLE", message);
   });
 }
 
@@ -770,7 +770,9 @@ void ProxyExchange::upstream_failed(beast::error_code ec, Stage stage) {
 // failure after sending, a client gone first) stays charged, so that no
 // failure an attacker can provoke yields a free attempt. `then` runs once
 // the store has applied what is given back, so that the client's next
-// request (on any connection, any worker, any instance) sees it.
+// request (on any connection, any worker, any instance) sees it. `then` may
+// hold a plain `this`: while the store works, its callback keeps the
+// exchange alive.
 template <class Then>
 void ProxyExchange::settle(std::optional<int> status, Then then) {
   const RouteMetrics& metrics = ex_->state->metrics_for(ex_->plan.route);
@@ -782,13 +784,15 @@ void ProxyExchange::settle(std::optional<int> status, Then then) {
   // the response sees it.
   const size_t given_back = policy::give_back_uncounted(
       context.store, ex_->plan, ex_->verdict, status, context.clock.now(),
-      [errors = context.metrics.store_errors, refunded = metrics.refunded, pending](Status s) {
+      [errors = context.metrics.store_errors, refunded = metrics.refunded, pending,
+       self = shared_from_this()](Status s) mutable {
         if (s.ok()) {
           refunded->add();
         } else {
           errors->add();  // the store logs its own failures
         }
         (*pending)();
+        self.reset();  // held until the exchange has gone on
       });
   if (given_back == 0) (*pending)();
 }
