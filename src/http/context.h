@@ -30,6 +30,7 @@ struct ServerMetrics {
   observe::Counter* rejected_body_too_large = nullptr;    // 413
   observe::Counter* rejected_timeout = nullptr;           // 408 / slow client dropped
   observe::Counter* rejected_access_denied = nullptr;     // 403: the client is in access.deny
+  observe::Counter* rejected_unknown_consumer = nullptr;  // 401: consumers.unknown is reject
   // sluice_connections_refused_total: closed at accept, server.max_connections reached.
   observe::Counter* connections_refused = nullptr;
 };

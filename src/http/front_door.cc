@@ -108,14 +108,15 @@ void respond_access_denied(Session& session) {
   session.respond(json_error_reply(HttpStatus::forbidden, kBody));
 }
 
-// The route lists `plan`, the consumer is unknown and `consumers.unknown`
-// is reject.
-Reply unknown_consumer_reply() {
+// The route lists `plan` (or /v1/check names a consumer), the consumer is
+// unknown and `consumers.unknown` is reject.
+void respond_unknown_consumer(Session& session) {
   static const std::string kBody =
       error_body("UNKNOWN_CONSUMER",
                  "this route is for known consumers only: send a consumer id that is "
                  "on a plan");
-  return json_error_reply(HttpStatus::unauthorized, kBody);
+  session.context().metrics.rejected_unknown_consumer->add();
+  session.respond(json_error_reply(HttpStatus::unauthorized, kBody));
 }
 
 // A shadow route's denials are counted and logged, and the request goes on.
@@ -342,7 +343,7 @@ void FrontDoor::check_consumer(const std::shared_ptr<Session>& session,
   }
   auto plan =
       std::make_unique<policy::Plan>(state->policy.plan_consumer(request.consumer, request.key));
-  if (plan->consumer_rejected) return session->respond(unknown_consumer_reply());
+  if (plan->consumer_rejected) return respond_unknown_consumer(*session);
   for (const policy::PlannedLimit& planned : plan->limits) {
     const uint64_t size = planned.limit->limit.size();
     if (request.cost > size) {
@@ -400,7 +401,7 @@ void FrontDoor::handle_auth(const std::shared_ptr<Session>& session) {
   auto plan = std::make_unique<policy::Plan>(state->policy.plan(info));
   if (plan->bad_path) return respond_bad_path(*session);
   if (plan->access_denied) return respond_access_denied(*session);
-  if (plan->consumer_rejected) return session->respond(unknown_consumer_reply());
+  if (plan->consumer_rejected) return respond_unknown_consumer(*session);
   const policy::Plan& planned = *plan;
   decide_and_count(
       *session, state, planned, state->metrics_for(planned.route), now, 1,
@@ -433,7 +434,7 @@ void FrontDoor::handle_gateway(const std::shared_ptr<Session>& session) {
   exchange->plan = state->policy.plan(info);
   if (exchange->plan.bad_path) return respond_bad_path(*session);
   if (exchange->plan.access_denied) return respond_access_denied(*session);
-  if (exchange->plan.consumer_rejected) return session->respond(unknown_consumer_reply());
+  if (exchange->plan.consumer_rejected) return respond_unknown_consumer(*session);
   const policy::Plan& plan = exchange->plan;
   decide_and_count(
       *session, state, plan, state->metrics_for(plan.route), now, 1,

@@ -272,6 +272,8 @@ Server::Server(policy::Config config, std::shared_ptr<Store> store, ServerOption
   m.rejected_body_too_large = r.counter(rejected, rejected_help, {{"reason", "body_too_large"}});
   m.rejected_timeout = r.counter(rejected, rejected_help, {{"reason", "timeout"}});
   m.rejected_access_denied = r.counter(rejected, rejected_help, {{"reason", "access_denied"}});
+  m.rejected_unknown_consumer =
+      r.counter(rejected, rejected_help, {{"reason", "unknown_consumer"}});
   m.connections_refused =
       r.counter("sluice_connections_refused_total",
                 "Connections closed at accept because server.max_connections were open.", {});

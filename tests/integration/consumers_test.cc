@@ -115,6 +115,7 @@ TEST_F(Consumers, UnknownRejectAnswers401Json) {
                                           {{"Content-Type", "application/json"}});
   EXPECT_EQ(check.status, 401);
   EXPECT_EQ(check.body, body);
+  EXPECT_EQ(server->metric(R"(sluice_http_rejected_total{reason="unknown_consumer"})"), 4);
   EXPECT_EQ(server->get("/health").status, 200);  // no `plan` there
   EXPECT_EQ(count_allowed(*server, "GET", "/api/orders", 3, api_key("key-free")), 2);
 }
