@@ -258,7 +258,11 @@ void Client::append_limit(Call* c, const ScriptLimit& limit, const std::string& 
     ++c->key_count;
   }
   if (c->is_refund) {
-    append_bulk(c->args, "-" + std::string(limit.algorithm));  // a refund's name
+    // A refund's name. Built by appending: GCC 12 reports a false
+    // -Wrestrict on `"-" + std::string` in Release builds.
+    std::string name(1, '-');
+    name.append(limit.algorithm);
+    append_bulk(c->args, name);
   } else {
     append_bulk(c->args, limit.algorithm);
   }
