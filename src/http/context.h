@@ -33,6 +33,8 @@ struct ServerMetrics {
   observe::Counter* rejected_unknown_consumer = nullptr;  // 401: consumers.unknown is reject
   // sluice_connections_refused_total: closed at accept, server.max_connections reached.
   observe::Counter* connections_refused = nullptr;
+  // sluice_tls_handshake_failures_total: TLS connections closed before a request.
+  observe::Counter* tls_handshake_failed = nullptr;
 };
 
 // One open client connection, counted (in ServerContext::public_connections

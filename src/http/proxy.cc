@@ -192,7 +192,7 @@ class ProxyExchange : public std::enable_shared_from_this<ProxyExchange> {
   enum class Waiting { kNothing, kConnect, kUpstream, kClient };
 
   Session& session() { return *ex_->session; }
-  beast::tcp_stream& client() { return ex_->session->stream(); }
+  ClientStream& client() { return ex_->session->stream(); }
 
   void build_request_head();
   void acquire();
@@ -672,7 +672,7 @@ void ProxyExchange::start_tunnel() {
         std::string to_upstream = leftover(self->session().buffer());
         std::string to_client = leftover(self->conn_->buffer);
         auto tunnel =
-            std::make_shared<Tunnel>(self->client().socket(), std::move(self->conn_->socket),
+            std::make_shared<Tunnel>(self->client(), std::move(self->conn_->socket),
                                      self->ex_->state->policy.config().server.idle_timeout,
                                      [self](uint64_t to_client_bytes, uint64_t) {
                                        self->session().log_access(101, to_client_bytes);

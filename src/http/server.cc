@@ -277,6 +277,9 @@ Server::Server(policy::Config config, std::shared_ptr<Store> store, ServerOption
   m.connections_refused =
       r.counter("sluice_connections_refused_total",
                 "Connections closed at accept because server.max_connections were open.", {});
+  m.tls_handshake_failed = r.counter(
+      "sluice_tls_handshake_failures_total",
+      "TLS connections closed because their handshake failed or timed out (no request read).", {});
   Store* s = store_.get();
   r.gauge("sluice_keys_held", "Limit states held by the store.", {},
           [s] { return static_cast<double>(s->observed_size()); });
@@ -328,25 +331,28 @@ Status Server::start() {
     return accept_worker_->io_context;
   };
   // The session starts on its worker's thread and lives there.
-  const auto serve_on_worker = [this](std::unique_ptr<FrontDoor> Worker::*door) {
-    return [this, door](tcp::socket socket, ConnectionTicket ticket) {
+  // `tls`: the port speaks TLS when the State in force at the accept has a
+  // TLS context (`listen` only; the decision API's own port stays plain).
+  const auto serve_on_worker = [this](std::unique_ptr<FrontDoor> Worker::*door, bool tls) {
+    return [this, door, tls](tcp::socket socket, ConnectionTicket ticket) {
       Worker* worker = accept_worker_;
       asio::post(worker->io_context,
-                 [this, worker, door, s = std::move(socket), t = std::move(ticket)]() mutable {
+                 [this, worker, door, tls, s = std::move(socket), t = std::move(ticket)]() mutable {
                    std::make_shared<Session>(std::move(s), std::move(t), context_, *(worker->*door),
-                                             worker->registry, false)
+                                             worker->registry, false,
+                                             tls ? context_.state.load()->tls : nullptr)
                        ->start();
                  });
     };
   };
-  front_listener_ =
-      std::make_unique<Listener>(control_, "listen", context_, context_.public_connections,
-                                 max_connections_, place, serve_on_worker(&Worker::front_door));
+  front_listener_ = std::make_unique<Listener>(control_, "listen", context_,
+                                               context_.public_connections, max_connections_, place,
+                                               serve_on_worker(&Worker::front_door, true));
   if (Status st = front_listener_->bind(cfg.listen); !st.ok()) return st;
   if (cfg.decision_api.listen) {
-    decision_listener_ = std::make_unique<Listener>(control_, "decision_api", context_,
-                                                    context_.public_connections, max_connections_,
-                                                    place, serve_on_worker(&Worker::decision_door));
+    decision_listener_ = std::make_unique<Listener>(
+        control_, "decision_api", context_, context_.public_connections, max_connections_, place,
+        serve_on_worker(&Worker::decision_door, false));
     if (Status st = decision_listener_->bind(*cfg.decision_api.listen); !st.ok()) return st;
   }
   admin_listener_ = std::make_unique<Listener>(
@@ -406,17 +412,18 @@ void Server::log_startup() const {
   const std::shared_ptr<const State> state = context_.state.load();
   const policy::Config& c = state->policy.config();
   spdlog::info("sluice {} serving, config {}", kVersion, c.source);
-  const std::string listen = endpoint_text(front_listener_->local_endpoint());
+  const std::string listen = std::string(c.tls ? "https://" : "http://") +
+                             endpoint_text(front_listener_->local_endpoint());
   if (c.upstream) {
-    spdlog::info("listening on http://{} (gateway to {})", listen, c.upstream->url);
+    spdlog::info("listening on {} (gateway to {})", listen, c.upstream->url);
   } else if (c.decision_api.listen) {
     spdlog::info(
-        "listening on http://{} (decision-only: every path answers {{\"allowed\":true}} "
+        "listening on {} (decision-only: every path answers {{\"allowed\":true}} "
         "or 429)",
         listen);
   } else {
     spdlog::info(
-        "listening on http://{} (decision API: /v1/check, /v1/auth; other paths "
+        "listening on {} (decision API: /v1/check, /v1/auth; other paths "
         "answer {{\"allowed\":true}} or 429)",
         listen);
   }
@@ -527,8 +534,17 @@ ReloadOutcome Server::reload() {
     restart_needed("store", store_text(before.store),
                    store_text(after.store) + " (or its options)");
   }
-  std::shared_ptr<const State> next =
-      build_state(std::move(*loaded.config), generation_ + 1, context_.registry);
+  std::shared_ptr<const State> next;
+  try {
+    next = build_state(std::move(*loaded.config), generation_ + 1, context_.registry);
+  } catch (const std::exception& e) {
+    outcome.errors.emplace_back(e.what());
+    spdlog::error("reload: {}", e.what());
+    context_.metrics.reload_failure->add();
+    outcome.generation = generation_;
+    spdlog::error("reload refused; generation {} stays in force", generation_);
+    return outcome;
+  }
   ++generation_;
   context_.state.store(next);
   if (options_.companion != nullptr) options_.companion->commit_reload();

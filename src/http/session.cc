@@ -96,8 +96,9 @@ bool parse_buffered(Parser& parser, beast::flat_buffer& buffer, bool header_only
 }  // namespace
 
 Session::Session(tcp::socket socket, ConnectionTicket ticket, ServerContext& context,
-                 RequestHandler& handler, SessionRegistry& registry, bool admin)
-    : stream_(std::move(socket)),
+                 RequestHandler& handler, SessionRegistry& registry, bool admin,
+                 std::shared_ptr<asio::ssl::context> tls)
+    : stream_(std::move(socket), std::move(tls)),
       timer_(stream_.get_executor()),
       context_(context),
       handler_(handler),
@@ -126,7 +127,24 @@ void Session::start() {
   set_limits();
   state_.reset();  // held only while a request is in progress
   if (context_.draining.load(std::memory_order_relaxed)) draining_ = true;
+  if (stream_.is_tls()) return do_handshake();
   do_wait();
+}
+
+// The handshake counts against the first header's deadline (header_timeout
+// from the accept), so a client that connects and stalls in the handshake
+// holds the connection no longer than one that stalls in its header.
+void Session::do_handshake() {
+  set_deadline(Wait::kIdle, accepted_ + limits_.header_timeout);
+  stream_.async_handshake([self = shared_from_this()](beast::error_code ec) {
+    self->wait_ = Wait::kNone;
+    if (ec) {
+      self->context_.metrics.tls_handshake_failed->add();
+      spdlog::debug("TLS handshake with {} failed: {}", self->peer_text_, ec.message());
+      return self->close_now();
+    }
+    self->do_wait();
+  });
 }
 
 void Session::set_limits() {
@@ -168,7 +186,7 @@ void Session::do_wait() {
                                                ? accepted_ + limits_.header_timeout
                                                : SteadyClock::now() + limits_.idle_timeout;
   set_deadline(Wait::kIdle, deadline);
-  stream_.socket().async_read_some(
+  stream_.async_read_some(
       buffer_.prepare(kFirstReadBytes),
       [self = shared_from_this()](beast::error_code ec, size_t n) { self->on_first_bytes(ec, n); });
 }
@@ -219,7 +237,7 @@ void Session::continue_header() {
   set_deadline(Wait::kRead, header_deadline_);
   // One byte past the limit is enough to know it is exceeded.
   const size_t room = limits_.max_header_bytes + 1 - header_bytes_ - pending;
-  stream_.socket().async_read_some(
+  stream_.async_read_some(
       buffer_.prepare(std::min(room, kHeaderReadBytes)),
       [self = shared_from_this()](beast::error_code e, size_t n) { self->on_header_bytes(e, n); });
 }
@@ -292,7 +310,7 @@ void Session::read_body(std::function<void(std::string body)> then) {
   if (expect != header_parser_->get().end() && beast::iequals(expect->value(), "100-continue")) {
     set_deadline(Wait::kWrite, SteadyClock::now() + limits_.header_timeout);
     asio::async_write(
-        stream_.socket(), asio::buffer(kContinue.data(), kContinue.size()),
+        stream_, asio::buffer(kContinue.data(), kContinue.size()),
         [self = shared_from_this(), then = std::move(then)](beast::error_code ec, size_t) mutable {
           self->wait_ = Wait::kNone;
           if (ec) return self->close_now();
@@ -313,7 +331,7 @@ void Session::do_read_body(std::function<void(std::string body)> then) {
   if (parse_buffered(*body_parser_, buffer_, false, ec)) return on_body(ec, std::move(then));
   set_deadline(Wait::kRead, SteadyClock::now() + limits_.header_timeout);
   bhttp::async_read(
-      stream_.socket(), buffer_, *body_parser_,
+      stream_, buffer_, *body_parser_,
       [self = shared_from_this(), then = std::move(then)](beast::error_code ec, size_t) mutable {
         self->on_body(ec, std::move(then));
       });
@@ -468,7 +486,7 @@ void Session::do_write() {
   written_keep_alive_ = keep_alive;
   set_deadline(Wait::kWrite, SteadyClock::now() + limits_.header_timeout);
   asio::async_write(
-      stream_.socket(), asio::buffer(out_),
+      stream_, asio::buffer(out_),
       [self = shared_from_this()](beast::error_code ec, size_t) { self->on_write(ec); });
 }
 
@@ -543,7 +561,7 @@ void Session::reject(HttpStatus status, std::string_view code, std::string_view 
   const bool header_read = body_parser_ || (header_parser_ && header_parser_->is_header_done());
   if (!header_read || header().method() != bhttp::verb::head) out_.append(body);
   set_deadline(Wait::kWrite, SteadyClock::now() + limits_.header_timeout);
-  asio::async_write(stream_.socket(), asio::buffer(out_),
+  asio::async_write(stream_, asio::buffer(out_),
                     [self = shared_from_this()](beast::error_code ec, size_t) {
                       self->wait_ = Wait::kNone;
                       if (ec) return self->close_now();
@@ -553,6 +571,12 @@ void Session::reject(HttpStatus status, std::string_view code, std::string_view 
 
 void Session::linger_close() {
   phase_ = Phase::kClosing;
+  if (stream_.is_tls()) {
+    // close_notify, then the peer's (or the linger time, or an error).
+    set_deadline(Wait::kLinger, SteadyClock::now() + kLingerTime);
+    return stream_.async_shutdown(
+        [self = shared_from_this()](beast::error_code) { self->close_now(); });
+  }
   beast::error_code ec;
   stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
   if (ec) return close_now();

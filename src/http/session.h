@@ -30,6 +30,10 @@
 // write side is shut down and unread input is drained for a moment, so the
 // client reads the error instead of a reset.
 //
+// TLS (a connection on `listen` when `tls:` is set): the handshake comes
+// first, within the first header's header_timeout; a connection that closes
+// sends close_notify (lingering bounds the wait for the peer's).
+//
 // Draining (graceful shutdown): an idle connection closes at once; a request
 // whose header has been read is finished and answered with Connection: close.
 #pragma once
@@ -46,11 +50,11 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 
+#include "http/client_stream.h"
 #include "http/context.h"
 #include "http/responses.h"
 #include "policy/ip.h"
@@ -89,9 +93,11 @@ struct SessionRegistry {
 class Session : public std::enable_shared_from_this<Session> {
  public:
   // `admin`: the admin port (fixed limits, no access log); otherwise limits
-  // come from the current State's `server` section.
+  // come from the current State's `server` section. `tls`: the connection
+  // speaks TLS with this context (the handshake is the session's first step).
   Session(boost::asio::ip::tcp::socket socket, ConnectionTicket ticket, ServerContext& context,
-          RequestHandler& handler, SessionRegistry& registry, bool admin);
+          RequestHandler& handler, SessionRegistry& registry, bool admin,
+          std::shared_ptr<boost::asio::ssl::context> tls = nullptr);
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -129,7 +135,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void respond(const Reply& reply);
 
   // --- For a handler that takes the connection over (the gateway proxy) ---
-  boost::beast::tcp_stream& stream() { return stream_; }
+  ClientStream& stream() { return stream_; }
   boost::beast::flat_buffer& buffer() { return buffer_; }
   HeaderParser& header_parser() { return *header_parser_; }
   // The exchange is over; `keep_alive` reads the next request, else the
@@ -157,6 +163,7 @@ class Session : public std::enable_shared_from_this<Session> {
   enum class Pending { kNone, kText, kBeast };
   using SteadyClock = std::chrono::steady_clock;
 
+  void do_handshake();
   void do_wait();
   void on_first_bytes(boost::beast::error_code ec, size_t n);
   void do_read_header();
@@ -181,7 +188,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void close_now();
   void set_limits();
 
-  boost::beast::tcp_stream stream_;
+  ClientStream stream_;
   boost::beast::flat_buffer buffer_;
   boost::asio::steady_timer timer_;
   ServerContext& context_;

@@ -1,6 +1,7 @@
 #include "http/state.h"
 
 #include "http/responses.h"
+#include "http/tls_context.h"
 
 #include <algorithm>
 #include <string_view>
@@ -107,6 +108,7 @@ std::shared_ptr<const State> build_state(policy::Config config, uint64_t generat
   state->denial_log = std::make_unique<observe::DenialLogGate>(
       state->policy.config().logging.denial_log_per_second);
   const policy::Config& c = state->policy.config();
+  if (c.tls) state->tls = make_tls_context(*c.tls);
   auto plans_of = [&c](const policy::Route& route) { return route.plan_at ? &c.plans : nullptr; };
   for (const policy::Route& route : c.routes) {
     state->routes.push_back(

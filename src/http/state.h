@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include <boost/asio/ssl/context.hpp>
+
 #include "observe/denial_log.h"
 #include "observe/metrics.h"
 #include "policy/config.h"
@@ -70,6 +72,9 @@ struct State {
   // One per plan (config().plans order): /v1/check {"consumer": ...}
   // decisions, under route "plan:<name>".
   std::vector<RouteMetrics> plans;
+  // The `listen` port's TLS context (null: plain HTTP). New connections take
+  // it from the State in force when they are accepted.
+  std::shared_ptr<boost::asio::ssl::context> tls;
   // Denials are logged at most logging.denial_log_per_second (a fresh gate per
   // config; the pointer is const, the gate is not).
   std::unique_ptr<observe::DenialLogGate> denial_log;
@@ -82,7 +87,8 @@ struct State {
   const RouteMetrics& metrics_for_plan(const policy::ConsumerPlan* plan) const;
 };
 
-// Builds the State of `config`, registering its series in `registry`.
+// Builds the State of `config`, registering its series in `registry`. Throws
+// std::runtime_error when OpenSSL refuses its TLS certificate (make_tls_context).
 std::shared_ptr<const State> build_state(policy::Config config, uint64_t generation,
                                          observe::Registry& registry);
 

@@ -9,7 +9,8 @@ namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 using SteadyClock = std::chrono::steady_clock;
 
-Tunnel::Tunnel(tcp::socket& client, tcp::socket upstream, std::chrono::milliseconds idle, Done done)
+Tunnel::Tunnel(ClientStream& client, tcp::socket upstream, std::chrono::milliseconds idle,
+               Done done)
     : upstream_(std::move(upstream)),
       idle_timer_(upstream_.get_executor()),
       idle_(idle),
@@ -82,11 +83,11 @@ void Tunnel::close() {
   if (closed_) return;
   closed_ = true;
   boost::system::error_code ignored;
-  upstream_.shutdown(tcp::socket::shutdown_both, ignored);
-  upstream_.close(ignored);
+  upstream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  upstream_.socket().close(ignored);
   // The client socket is the session's: cancel what waits on it; the session
   // closes it once `done` has run.
-  up_.from->cancel(ignored);
+  up_.from->socket().cancel(ignored);
   idle_timer_.cancel();
 }
 

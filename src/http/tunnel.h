@@ -6,8 +6,8 @@
 // It ends when either side closes or fails (the other is closed too: a
 // WebSocket has ended by then, its close frames went through), or when no
 // byte has moved either way for `idle` (server.idle_timeout). `done` then runs
-// once, with the bytes relayed each way; the client socket stays the
-// session's to close.
+// once, with the bytes relayed each way; the client connection (TLS or not)
+// stays the session's to close.
 //
 // Thread-safety: everything runs on the io_context of the two sockets.
 #pragma once
@@ -22,6 +22,8 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "http/client_stream.h"
+
 namespace sluice::http {
 
 class Tunnel : public std::enable_shared_from_this<Tunnel> {
@@ -30,7 +32,7 @@ class Tunnel : public std::enable_shared_from_this<Tunnel> {
 
   // `client` belongs to the session and must outlive the tunnel (`done` is
   // where its owner may let go); `upstream` is the tunnel's.
-  Tunnel(boost::asio::ip::tcp::socket& client, boost::asio::ip::tcp::socket upstream,
+  Tunnel(ClientStream& client, boost::asio::ip::tcp::socket upstream,
          std::chrono::milliseconds idle, Done done);
 
   // `to_upstream`: bytes the client sent after its request; `to_client`:
@@ -40,8 +42,8 @@ class Tunnel : public std::enable_shared_from_this<Tunnel> {
  private:
   static constexpr size_t kBufferBytes = 16 * 1024;
   struct Direction {
-    boost::asio::ip::tcp::socket* from;
-    boost::asio::ip::tcp::socket* to;
+    ClientStream* from;
+    ClientStream* to;
     std::string pending;  // written before the first read
     std::unique_ptr<char[]> buffer{new char[kBufferBytes]};
     uint64_t bytes = 0;
@@ -53,9 +55,9 @@ class Tunnel : public std::enable_shared_from_this<Tunnel> {
   void close();
   void settle();  // runs `done` once nothing is pending
 
-  boost::asio::ip::tcp::socket upstream_;
-  Direction up_;    // client -> upstream
-  Direction down_;  // upstream -> client
+  ClientStream upstream_;  // plain: Sluice speaks HTTP to its upstream
+  Direction up_;           // client -> upstream
+  Direction down_;         // upstream -> client
   boost::asio::steady_timer idle_timer_;
   const std::chrono::milliseconds idle_;
   std::chrono::steady_clock::time_point last_activity_;

@@ -262,9 +262,23 @@ struct AdminAccess {
   friend bool operator==(const AdminAccess&, const AdminAccess&) = default;
 };
 
+// `tls:`: TLS on `listen` (and on `grpc` with grpc_tls). The files are read
+// (and checked: policy/tls_files.h) at load, so a reload swaps them as one
+// with the rest of the config.
+struct TlsSettings {
+  std::string cert_file;  // resolved paths
+  std::string key_file;
+  std::string cert_pem;  // their content
+  std::string key_pem;
+  bool min_tls13 = false;  // min_version "1.3" (else "1.2")
+  friend bool operator==(const TlsSettings&, const TlsSettings&) = default;
+};
+
 struct Config {
   std::string source;  // file path it was loaded from
   HostPort listen{"127.0.0.1", 8080};
+  std::optional<TlsSettings> tls;
+  bool grpc_tls = false;  // the gRPC port speaks TLS too (with `tls:`'s certificate)
   HostPort admin{"127.0.0.1", 9090};
   AdminAccess admin_access;
   DecisionApi decision_api;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <ctime>
 #include <map>
 #include <set>
 
@@ -15,6 +16,7 @@
 #include "policy/consumers_file.h"
 #include "policy/ip.h"
 #include "policy/route_syntax.h"
+#include "policy/tls_files.h"
 
 namespace sluice::policy {
 
@@ -37,6 +39,8 @@ using config::Walker;
 constexpr size_t kMaxConfigBytes = 16 * 1024 * 1024;
 
 const Keys kTopKeys = {"listen",
+                       "tls",
+                       "grpc_tls",
                        "admin",
                        "admin_token_file",
                        "admin_token_all",
@@ -69,6 +73,9 @@ const Keys kServerLimitKeys = {"algorithm", "capacity", "refill_rate", "limit",
 const Keys kDecisionApiKeys = {"listen", "token_file"};
 const Keys kDenyKeys = {"status", "body_file", "content_type"};
 const Keys kJwtKeys = {"jwks_file", "secret_file", "issuer", "audience"};
+const Keys kTlsKeys = {"cert", "key", "min_version"};
+// A certificate chain or a key is a few kilobytes.
+constexpr size_t kMaxPemBytes = 1024 * 1024;
 const Keys kPathsKeys = {"escaped_slashes", "backslash", "matrix_params", "forward"};
 // A JWKS is a handful of public keys.
 constexpr size_t kMaxJwksBytes = 1024 * 1024;
@@ -196,6 +203,15 @@ class Loader {
       const size_t errors_before = walker_.error_count();
       host_port(grpc_item, &hp);
       if (walker_.error_count() == errors_before) config_.grpc = hp;
+    }
+    if (const Item* t = m->get("tls")) tls(*t);
+    if (const Item* g = m->get("grpc_tls")) {
+      if (auto b = walker_.boolean(*g)) config_.grpc_tls = *b;
+      if (config_.grpc_tls && grpc_item == nullptr) {
+        walker_.error(*g, "needs `grpc:`, the address of the port to serve with TLS");
+      } else if (config_.grpc_tls && m->get("tls") == nullptr) {
+        walker_.error(*g, "needs `tls:` (cert and key), the certificate the gRPC port presents");
+      }
     }
     const Item* rls_item = m->get("rls");
     if (rls_item != nullptr) rls(*rls_item);
@@ -717,6 +733,46 @@ class Loader {
     if (const Item* f = m->get("forward")) {
       if (auto c = walker_.choice(*f, {"normalized", "original"})) p.forward_normalized = *c == 0;
     }
+  }
+
+  void tls(const Item& item) {
+    const std::optional<Mapping> m =
+        walker_.mapping(item, &kTlsKeys, "a mapping with cert: and key:");
+    if (!m) return;
+    const Item* cert = m->get("cert");
+    const Item* key = m->get("key");
+    if (cert == nullptr || key == nullptr) {
+      return walker_.error(item, cert == nullptr ? "needs `cert:`, the PEM certificate chain file"
+                                                 : "needs `key:`, the PEM private key file");
+    }
+    TlsSettings tls;
+    const auto read = [&](const Item& i, const char* what, std::string* path, std::string* text) {
+      std::optional<std::string> p = walker_.path(i);
+      if (!p) return false;
+      std::string reason;
+      std::optional<std::string> t =
+          config::read_small_file(*p, std::string(what) + " " + *p, kMaxPemBytes, &reason);
+      if (!t) {
+        walker_.error(i, reason);
+        return false;
+      }
+      *path = std::move(*p);
+      *text = std::move(*t);
+      return true;
+    };
+    const bool cert_read = read(*cert, "the certificate file", &tls.cert_file, &tls.cert_pem);
+    const bool key_read = read(*key, "the key file", &tls.key_file, &tls.key_pem);
+    if (const Item* v = m->get("min_version")) {
+      if (auto c = walker_.choice(*v, {"1.2", "1.3"})) tls.min_tls13 = *c == 1;
+    }
+    if (!cert_read || !key_read) return;
+    if (std::optional<TlsProblem> p =
+            check_certificate_and_key(tls.cert_pem, tls.key_pem, std::time(nullptr))) {
+      return walker_.error(p->in_key ? *key : *cert,
+                           std::string(p->in_key ? "the key file " : "the certificate file ") +
+                               (p->in_key ? tls.key_file : tls.cert_file) + " " + p->message);
+    }
+    config_.tls = std::move(tls);
   }
 
   void jwt(const Item& item) {

@@ -260,6 +260,19 @@ void paths(YAML::Emitter& out, const PathsConfig& p) {
 }
 
 // The key files by path: loading the text reads them again.
+void tls(YAML::Emitter& out, const Config& c) {
+  if (!c.tls) return;
+  out << YAML::Key << "tls" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "cert" << YAML::Value;
+  quoted(out, c.tls->cert_file);
+  out << YAML::Key << "key" << YAML::Value;
+  quoted(out, c.tls->key_file);
+  out << YAML::Key << "min_version" << YAML::Value;
+  quoted(out, c.tls->min_tls13 ? "1.3" : "1.2");
+  out << YAML::EndMap;
+  if (c.grpc_tls) out << YAML::Key << "grpc_tls" << YAML::Value << true;
+}
+
 void jwt(YAML::Emitter& out, const std::optional<JwtSettings>& jwt) {
   if (!jwt) return;
   out << YAML::Key << "jwt" << YAML::Value << YAML::BeginMap;
@@ -383,6 +396,7 @@ std::string to_yaml(const Config& c) {
   out.SetBoolFormat(YAML::TrueFalseBool);
   out << YAML::BeginMap;
   host_port(out, "listen", c.listen);
+  tls(out, c);
   host_port(out, "admin", c.admin);
   access(out, c);
   rls(out, c);

@@ -64,7 +64,7 @@ async function startServer(listen = '127.0.0.1:0', admin = '127.0.0.1:0',
   child.stderr.on('data', (text) => { server.log += text; });
   child.on('exit', () => { server.exited = true; });
   const portAfter = (prefix) => {
-    const m = server.log.match(new RegExp(`${prefix}http://127\\.0\\.0\\.1:(\\d+)`));
+    const m = server.log.match(new RegExp(`${prefix}https?://127\\.0\\.0\\.1:(\\d+)`));
     return m ? Number(m[1]) : 0;
   };
   await until('the server to name its ports', async () => {

@@ -37,6 +37,7 @@ inline void register_session_metrics(ServerContext& context) {
   m.rejected_header_too_large = r.counter("rejected", "", {{"reason", "header_too_large"}});
   m.rejected_body_too_large = r.counter("rejected", "", {{"reason", "body_too_large"}});
   m.rejected_timeout = r.counter("rejected", "", {{"reason", "timeout"}});
+  m.tls_handshake_failed = r.counter("tls_handshake_failures", "", {});
   m.rejected_access_denied = r.counter("rejected", "", {{"reason", "access_denied"}});
 }
 

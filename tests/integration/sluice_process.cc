@@ -45,9 +45,9 @@ void write_file(const std::string& path, const std::string& text) {
   std::rename(tmp.c_str(), path.c_str());
 }
 
-// The port at the end of the first "<prefix>http://HOST:PORT" in `log`; 0 if absent.
+// The port at the end of the first "<prefix>http[s]://HOST:PORT" in `log`; 0 if absent.
 uint16_t port_after(const std::string& log, const std::string& prefix) {
-  const size_t at = log.find(prefix + "http://");
+  const size_t at = log.find(prefix + "http");  // http:// or https://
   if (at == std::string::npos) return 0;
   size_t end = log.find_first_of(" \n", at + prefix.size());
   const std::string url = log.substr(at, end - at);

@@ -1,0 +1,61 @@
+#include "http/tls_context.h"
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include <boost/asio/buffer.hpp>
+
+namespace sluice::http {
+
+namespace asio = boost::asio;
+
+namespace {
+
+// ALPN: "http/1.1" when the client offers it; otherwise no ALPN in the answer.
+int select_http11(SSL*, const unsigned char** out, unsigned char* out_length,
+                  const unsigned char* offered, unsigned int offered_length, void*) {
+  static constexpr unsigned char kHttp11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+  unsigned char* selected = nullptr;
+  if (SSL_select_next_proto(&selected, out_length, kHttp11, sizeof kHttp11, offered,
+                            offered_length) != OPENSSL_NPN_NEGOTIATED) {
+    return SSL_TLSEXT_ERR_NOACK;
+  }
+  *out = selected;
+  return SSL_TLSEXT_ERR_OK;
+}
+
+}  // namespace
+
+std::shared_ptr<asio::ssl::context> make_tls_context(const policy::TlsSettings& tls) {
+  auto context = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_server);
+  SSL_CTX* native = context->native_handle();
+  SSL_CTX_set_min_proto_version(native, tls.min_tls13 ? TLS1_3_VERSION : TLS1_2_VERSION);
+  // The server's cipher order (OpenSSL's default list, forward secret first);
+  // no renegotiation (a client-driven CPU sink).
+  SSL_CTX_set_options(native, SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_RENEGOTIATION);
+  // Buffers are given back while a connection is idle: keep-alive
+  // connections waiting for their next request hold no read buffer.
+  SSL_CTX_set_mode(native, SSL_MODE_RELEASE_BUFFERS);
+  SSL_CTX_set_alpn_select_cb(native, select_http11, nullptr);
+  boost::system::error_code ec;
+  context->use_certificate_chain(asio::buffer(tls.cert_pem), ec);
+  if (!ec) context->use_private_key(asio::buffer(tls.key_pem), asio::ssl::context::pem, ec);
+  if (!ec && SSL_CTX_check_private_key(native) != 1) {
+    ec = boost::system::error_code(static_cast<int>(ERR_get_error()),
+                                   asio::error::get_ssl_category());
+  }
+  if (ec) {
+    ERR_clear_error();
+    std::string message = "TLS: ";
+    message.append(tls.cert_file).append(" / ").append(tls.key_file).append(": ");
+    message.append(ec.message());
+    throw std::runtime_error(message);
+  }
+  return context;
+}
+
+}  // namespace sluice::http

@@ -1,0 +1,182 @@
+// TLS on `listen` through the real sluice binary, with certificates the test
+// makes (openssl command line): curl and a verifying client get the same
+// decisions as over plain HTTP; a reload swaps the certificate for the next
+// handshake while open connections carry on; a certificate that is expired or
+// a key of another pair is refused at startup and on reload, with its position.
+#include <csignal>
+#include <memory>
+#include <string>
+
+#include "gateway_support.h"
+#include "test_support.h"
+#include "tls_support.h"
+
+namespace sluice::test {
+namespace {
+
+const std::string kHandshakeFailures = "sluice_tls_handshake_failures_total";
+const std::string kReloadFailures = R"(sluice_config_reloads_total{result="failure"})";
+const std::string kReloadSuccesses = R"(sluice_config_reloads_total{result="success"})";
+
+class Tls : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = make_temp_dir();
+    ASSERT_FALSE(dir_.empty());
+    files_ = make_tls_files(dir_);
+    ASSERT_EQ(files_.error, "");
+  }
+  void TearDown() override { remove_dir(dir_); }
+
+  // `tls:` (first in the file: line 3, after the harness's listen and admin)
+  // and a route allowing 2 a minute per client.
+  std::string yaml(const std::string& cert, const std::string& key,
+                   const std::string& extra = "") const {
+    return "tls: {cert: " + cert + ", key: " + key + extra + "}\n" + R"(server: {threads: 1}
+routes:
+  - match: GET /api/x
+    key: ip
+    limits: [{capacity: 2, refill_rate: 1/m}]
+)";
+  }
+
+  std::string dir_;
+  TlsFiles files_;
+};
+
+TEST_F(Tls, AVerifyingClientGetsTheDecisionsAndHeadersOverHttp11) {
+  auto server = SluiceProcess::start(yaml(files_.cert_a, files_.key));
+  ASSERT_NE(server, nullptr);
+  TlsClient c(server->port(), files_.ca);
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_EQ(c.certificate_cn(), "sluice a");
+  EXPECT_EQ(c.alpn(), "http/1.1");
+  EXPECT_EQ(c.protocol(), "TLSv1.3");
+  // Three requests on one connection (keep-alive over TLS).
+  const HttpResponse first = c.get("/api/x");
+  const HttpResponse second = c.get("/api/x");
+  const HttpResponse third = c.get("/api/x");
+  EXPECT_EQ(first.status, 200);
+  EXPECT_EQ(first.header("X-RateLimit-Limit"), "2");
+  EXPECT_EQ(first.header("X-RateLimit-Remaining"), "1");
+  EXPECT_EQ(first.body, R"({"allowed":true})");
+  EXPECT_EQ(second.status, 200);
+  EXPECT_EQ(second.header("X-RateLimit-Remaining"), "0");
+  EXPECT_EQ(third.status, 429);
+  EXPECT_EQ(third.header("Content-Type"), "application/json");
+  EXPECT_EQ(
+      third.body,
+      R"({"error":{"code":"RATE_LIMITED","message":"Too many requests. Please retry after the Retry-After period."}})");
+  EXPECT_EQ(server->metric(R"(sluice_requests_total{route="GET /api/x",result="denied"})"), 1);
+}
+
+TEST_F(Tls, CurlWithTheCaCertificate) {
+  auto server = SluiceProcess::start(yaml(files_.cert_a, files_.key));
+  ASSERT_NE(server, nullptr);
+  const std::string url = "https://localhost:" + std::to_string(server->port()) + "/api/x";
+  const std::string curl =
+      "curl -sS --cacert " + files_.ca + " -o /dev/null -w '%{http_code} %{http_version}' " + url;
+  EXPECT_EQ(run_command(curl).output, "200 1.1");
+  EXPECT_EQ(run_command(curl).output, "200 1.1");
+  EXPECT_EQ(run_command(curl).output, "429 1.1");
+  // Without the CA, curl refuses the server (the server sees a handshake fail).
+  const CommandResult unverified = run_command("curl -sS -o /dev/null " + url);
+  EXPECT_NE(unverified.status, 0);
+  EXPECT_TRUE(server->wait_for_metric(kHandshakeFailures, 1)) << server->metric(kHandshakeFailures);
+  // Plain HTTP on the TLS port is not a TLS handshake: closed, counted.
+  const CommandResult plain = run_command(
+      "curl -sS -o /dev/null http://127.0.0.1:" + std::to_string(server->port()) + "/api/x");
+  EXPECT_NE(plain.status, 0);
+  EXPECT_TRUE(server->wait_for_metric(kHandshakeFailures, 2)) << server->metric(kHandshakeFailures);
+  EXPECT_EQ(server->metric(R"(sluice_requests_total{route="GET /api/x",result="allowed"})"), 2);
+}
+
+TEST_F(Tls, MinVersion13RefusesATls12Client) {
+  auto server = SluiceProcess::start(yaml(files_.cert_a, files_.key, ", min_version: \"1.3\""));
+  ASSERT_NE(server, nullptr);
+  TlsClient old(server->port(), files_.ca, "localhost", false, /*tls12_only=*/true);
+  EXPECT_FALSE(old.ok());
+  EXPECT_TRUE(server->wait_for_metric(kHandshakeFailures, 1)) << server->metric(kHandshakeFailures);
+  TlsClient current(server->port(), files_.ca);
+  ASSERT_TRUE(current.ok()) << current.error();
+  EXPECT_EQ(current.get("/api/x").status, 200);
+}
+
+TEST_F(Tls, AReloadSwapsTheCertificateForTheNextHandshakeAndOpenConnectionsCarryOn) {
+  auto server = SluiceProcess::start(yaml(files_.cert_a, files_.key));
+  ASSERT_NE(server, nullptr);
+  TlsClient before(server->port(), files_.ca);
+  ASSERT_TRUE(before.ok()) << before.error();
+  EXPECT_EQ(before.get("/api/x").status, 200);
+  EXPECT_EQ(before.certificate_cn(), "sluice a");
+
+  server->rewrite_config(yaml(files_.cert_b, files_.key));
+  server->send_signal(SIGHUP);
+  ASSERT_TRUE(server->wait_for_metric(kReloadSuccesses, 1)) << server->log();
+
+  TlsClient after(server->port(), files_.ca);
+  ASSERT_TRUE(after.ok()) << after.error();
+  EXPECT_EQ(after.certificate_cn(), "sluice b");
+  // The connection opened before the reload is still served (the route is
+  // unchanged, so its count goes on: the second of 2).
+  const HttpResponse again = before.get("/api/x");
+  EXPECT_EQ(again.status, 200);
+  EXPECT_EQ(again.header("X-RateLimit-Remaining"), "0");
+  EXPECT_EQ(after.get("/api/x").status, 429);
+}
+
+TEST_F(Tls, AReloadWithAKeyOfAnotherPairIsRefusedAndTheOldCertificateStays) {
+  auto server = SluiceProcess::start(yaml(files_.cert_a, files_.key));
+  ASSERT_NE(server, nullptr);
+  server->rewrite_config(yaml(files_.cert_a, files_.other_key));
+  server->send_signal(SIGHUP);
+  ASSERT_TRUE(server->wait_for_metric(kReloadFailures, 1)) << server->log();
+  const std::string column =
+      std::to_string(std::string("tls: {cert: " + files_.cert_a + ", key: ").size() + 1);
+  EXPECT_TRUE(server->wait_for_log(server->config_path() + ":3:" + column +
+                                   ": tls.key: the key file " + files_.other_key +
+                                   " is not the key of the certificate"))
+      << server->log();
+  TlsClient c(server->port(), files_.ca);
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_EQ(c.certificate_cn(), "sluice a");
+  EXPECT_EQ(c.get("/api/x").status, 200);
+}
+
+TEST_F(Tls, AnExpiredCertificateOrAKeyOfAnotherPairIsRefusedAtStartup) {
+  std::string log;
+  EXPECT_EQ(SluiceProcess::run_and_capture(yaml(files_.expired, files_.key), &log), 1);
+  EXPECT_NE(log.find(":1:13: tls.cert: the certificate file " + files_.expired + " expired on "),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(SluiceProcess::run_and_capture(yaml(files_.cert_a, files_.other_key), &log), 1);
+  EXPECT_NE(log.find("tls.key: the key file " + files_.other_key +
+                     " is not the key of the certificate (their public keys differ)"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(SluiceProcess::run_and_capture(yaml(files_.key, files_.key), &log), 1);
+  EXPECT_NE(log.find("tls.cert: the certificate file " + files_.key +
+                     " holds no PEM certificate (-----BEGIN CERTIFICATE-----)"),
+            std::string::npos)
+      << log;
+}
+
+TEST_F(Tls, TheGatewayProxiesOverTls) {
+  DemoUpstream upstream(SLUICE_BINARY);
+  ASSERT_NE(upstream.port(), 0);
+  auto server =
+      SluiceProcess::start("upstream: " + upstream.url() + "\n" + yaml(files_.cert_a, files_.key));
+  ASSERT_NE(server, nullptr);
+  TlsClient c(server->port(), files_.ca);
+  ASSERT_TRUE(c.ok()) << c.error();
+  const HttpResponse r = c.get("/api/x");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body,
+            R"({"upstream":"demo","method":"GET","path":"/api/x","x_forwarded_for":"127.0.0.1"})"
+            "\n");
+  EXPECT_EQ(c.get("/api/x").status, 200);
+  EXPECT_EQ(c.get("/api/x").status, 429);
+}
+
+}  // namespace
+}  // namespace sluice::test
