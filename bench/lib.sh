@@ -40,3 +40,50 @@ wait_port() {
   echo "${BENCH_NAME:-bench}: nothing listens on port $1" >&2
   exit 1
 }
+
+# wrk_run NAME PID URL [wrk args...]: one wrk run (-t1, $connections
+# connections, $duration seconds, --latency) against URL, served by PID (and
+# its children). Prints and appends to $results one line: NAME (two words:
+# scenario and server), requests/s, p99, the server's CPU microseconds per
+# request (utime+stime over the run / requests) and the request counts.
+wrk_run() {
+  local name=$1 pid=$2 url=$3
+  shift 3
+  local before after out requests rps p99 non2xx us hz
+  hz=$(getconf CLK_TCK)
+  before=$(cpu_ticks "$pid")
+  out=$(wrk -t1 -c"$connections" -d"${duration}s" --latency "$@" "$url")
+  after=$(cpu_ticks "$pid")
+  requests=$(awk '/requests in/ {print $1}' <<<"$out")
+  rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
+  p99=$(awk '$1 == "99%" {print $2}' <<<"$out")
+  non2xx=$(awk '/Non-2xx or 3xx responses:/ {print $5}' <<<"$out")
+  us=$(awk -v t=$((after - before)) -v hz="$hz" -v n="$requests" \
+    'BEGIN { printf "%.1f", (n > 0 ? t * 1000000 / hz / n : 0) }')
+  printf '%-22s %10s req/s  p99 %8s  %7s us CPU/req  (%s requests, %s non-2xx)\n' \
+    "$name" "$rps" "$p99" "$us" "$requests" "${non2xx:-0}" | tee -a "$results"
+}
+
+# ratios RESULTS: for each scenario, every server but nginx against "nginx"
+# (means over the rounds). nginx+log rows are shown in the table, never
+# compared against.
+ratios() {
+  echo "Ratios against nginx, means over the rounds (req/s sluice/nginx; p99 nginx/sluice and CPU"
+  echo "per request nginx/sluice: > 1 = sluice better):"
+  awk '
+    function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
+    $2 != "" && $3 ~ /^[0-9.]+$/ {
+      key = $1; who = $2; rps[key, who] += $3; p99[key, who] += ms($6); cpu[key, who] += $7; n[key, who]++
+    }
+    END {
+      for (k in n) { split(k, parts, SUBSEP); if (parts[2] != "nginx" && parts[2] != "nginx+log") pairs[parts[1], parts[2]] = 1 }
+      for (k in pairs) {
+        split(k, parts, SUBSEP); s = parts[1]; w = parts[2]
+        if (!((s, "nginx") in n)) continue
+        printf "  %-9s %-7s throughput %.2fx   p99 %.2fx   CPU/req %.2fx\n", s, w,
+          (rps[s, w] / n[s, w]) / (rps[s, "nginx"] / n[s, "nginx"]),
+          (p99[s, "nginx"] / n[s, "nginx"]) / (p99[s, w] / n[s, w]),
+          (cpu[s, "nginx"] / n[s, "nginx"]) / (cpu[s, w] / n[s, w])
+      }
+    }' "$1" | sort
+}

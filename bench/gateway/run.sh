@@ -9,12 +9,17 @@
 # CONNECTIONS (default 50), THREADS (server worker threads / nginx workers,
 # default 1), ROUNDS (default 1: each comparison once; 2 alternates them twice),
 # BASELINE (optional: another build directory whose `sluice` runs beside the
-# first, same config, for before/after figures in the same run; named "base").
+# first, same config, for before/after figures in the same run; named "base"),
+# TLS=1 (both gateways terminate TLS with the same certificate, ECDSA P-256
+# made here by openssl; wrk speaks https; nginx has TLS 1.2 and 1.3 as Sluice
+# does and its shared session cache; adds the handshake scenario below).
 #
 # Scenarios, each with the same wrk command against Sluice and against nginx:
 #   pass   GET /pass   limit far above the offered load: every request is proxied
 #   deny   GET /deny   limit of 1 per hour: every request after the first gets 429
 #   auth   GET /v1/auth on Sluice alone (its decision API port, 204), allowed and denied
+#   handshake (TLS=1)  GET /deny with "Connection: close": a new connection and a
+#          TLS handshake per request
 # nginx runs at its best: rejections are logged below its error_log level (as
 # most production configs do; Sluice logs at most one denial a second), one
 # worker per Sluice worker. A second nginx, labelled "nginx+log", writes a
@@ -32,6 +37,7 @@ duration=${DURATION:-10}
 connections=${CONNECTIONS:-50}
 threads=${THREADS:-1}
 rounds=${ROUNDS:-1}
+tls=${TLS:-0}
 ((duration > 10)) && duration=10
 
 sluice="$build_dir/sluice"
@@ -55,6 +61,21 @@ trap cleanup EXIT
 source bench/lib.sh
 BENCH_NAME="gateway bench"
 
+scheme=http
+sluice_tls=""
+nginx_ssl=""
+nginx_tls=""
+if [[ $tls == 1 ]]; then
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$work/key.pem" \
+    -out "$work/cert.pem" -days 2 -subj /CN=localhost \
+    -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" 2>/dev/null
+  scheme=https
+  sluice_tls="tls: {cert: $work/cert.pem, key: $work/key.pem}"
+  nginx_ssl=" ssl"
+  nginx_tls="ssl_protocols TLSv1.2 TLSv1.3; ssl_session_cache shared:SSL:10m;
+  ssl_certificate $work/cert.pem; ssl_certificate_key $work/key.pem;"
+fi
+
 up_port=$(free_port)
 sl_port=$(free_port)
 admin_port=$(free_port)
@@ -70,6 +91,7 @@ cat >"$work/sluice.yaml" <<EOF
 listen: 127.0.0.1:$sl_port
 admin: 127.0.0.1:$admin_port
 upstream: http://127.0.0.1:$up_port
+$sluice_tls
 decision_api:
   listen: 127.0.0.1:$dec_port
 headers: [legacy]
@@ -129,12 +151,13 @@ http {
   limit_req_zone \$binary_remote_addr zone=deny:10m rate=1r/m;
   limit_req_status 429;
   limit_req_log_level $level;
+  $nginx_tls
   upstream app {
     server 127.0.0.1:$up_port;
     keepalive 64;
   }
   server {
-    listen 127.0.0.1:$port;
+    listen 127.0.0.1:$port$nginx_ssl;
     location /pass {
       limit_req zone=pass burst=1000 nodelay;
       proxy_pass http://app;
@@ -172,76 +195,44 @@ wait_port "$dec_port"
 [[ -n $base_pid ]] && wait_port "$base_port"
 sleep 0.5
 
-hz=$(getconf CLK_TCK)
-
 results="$work/results.txt"
 : >"$results"
-# run NAME PID URL [wrk header args...]
-run() {
-  local name=$1 pid=$2 url=$3
-  shift 3
-  local before after out requests rps p99 non2xx
-  before=$(cpu_ticks "$pid")
-  out=$(wrk -t1 -c"$connections" -d"${duration}s" --latency "$@" "$url")
-  after=$(cpu_ticks "$pid")
-  requests=$(awk '/requests in/ {print $1}' <<<"$out")
-  rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
-  p99=$(awk '$1 == "99%" {print $2}' <<<"$out")
-  non2xx=$(awk '/Non-2xx or 3xx responses:/ {print $5}' <<<"$out")
-  local us
-  us=$(awk -v t=$((after - before)) -v hz="$hz" -v n="$requests" \
-    'BEGIN { printf "%.1f", (n > 0 ? t * 1000000 / hz / n : 0) }')
-  printf '%-22s %10s req/s  p99 %8s  %7s us CPU/req  (%s requests, %s non-2xx)\n' \
-    "$name" "$rps" "$p99" "$us" "$requests" "${non2xx:-0}" | tee -a "$results"
-}
 
-echo "Gateway benchmark: wrk -t1 -c$connections -d${duration}s --latency; $threads server thread(s)/worker(s);"
+echo "Gateway benchmark ($scheme): wrk -t1 -c$connections -d${duration}s --latency; $threads server thread(s)/worker(s);"
 echo "$(nproc) cores shared by wrk, the server under test and the upstream; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "sluice $("$sluice" --version 2>/dev/null | head -1), $(nginx -v 2>&1)"
 echo
 # Warm both paths (pools, caches) and spend /deny's single token.
-urls=("http://127.0.0.1:$sl_port" "http://127.0.0.1:$ng_port" "http://127.0.0.1:$nglog_port")
-[[ -n $base_pid ]] && urls+=("http://127.0.0.1:$base_port")
+urls=("$scheme://127.0.0.1:$sl_port" "$scheme://127.0.0.1:$ng_port" "$scheme://127.0.0.1:$nglog_port")
+[[ -n $base_pid ]] && urls+=("$scheme://127.0.0.1:$base_port")
 for u in "${urls[@]}"; do
   wrk -t1 -c10 -d1s "$u/pass" >/dev/null
   wrk -t1 -c1 -d1s "$u/deny" >/dev/null
 done
 for ((r = 1; r <= rounds; r++)); do
-  run "pass  sluice" "$sluice_pid" "http://127.0.0.1:$sl_port/pass"
-  run "pass  nginx" "$nginx_pid" "http://127.0.0.1:$ng_port/pass"
-  [[ -n $base_pid ]] && run "pass  base" "$base_pid" "http://127.0.0.1:$base_port/pass"
-  run "deny  sluice" "$sluice_pid" "http://127.0.0.1:$sl_port/deny"
-  run "deny  nginx" "$nginx_pid" "http://127.0.0.1:$ng_port/deny"
-  run "deny  nginx+log" "$nginxlog_pid" "http://127.0.0.1:$nglog_port/deny"
-  [[ -n $base_pid ]] && run "deny  base" "$base_pid" "http://127.0.0.1:$base_port/deny"
-  run "auth allowed sluice" "$sluice_pid" "http://127.0.0.1:$dec_port/v1/auth" \
+  wrk_run "pass  sluice" "$sluice_pid" "$scheme://127.0.0.1:$sl_port/pass"
+  wrk_run "pass  nginx" "$nginx_pid" "$scheme://127.0.0.1:$ng_port/pass"
+  [[ -n $base_pid ]] && wrk_run "pass  base" "$base_pid" "$scheme://127.0.0.1:$base_port/pass"
+  wrk_run "deny  sluice" "$sluice_pid" "$scheme://127.0.0.1:$sl_port/deny"
+  wrk_run "deny  nginx" "$nginx_pid" "$scheme://127.0.0.1:$ng_port/deny"
+  wrk_run "deny  nginx+log" "$nginxlog_pid" "$scheme://127.0.0.1:$nglog_port/deny"
+  [[ -n $base_pid ]] && wrk_run "deny  base" "$base_pid" "$scheme://127.0.0.1:$base_port/deny"
+  if [[ $tls == 1 ]]; then
+    wrk_run "handshake sluice" "$sluice_pid" "$scheme://127.0.0.1:$sl_port/deny" -H "Connection: close"
+    wrk_run "handshake nginx" "$nginx_pid" "$scheme://127.0.0.1:$ng_port/deny" -H "Connection: close"
+    [[ -n $base_pid ]] && wrk_run "handshake base" "$base_pid" "$scheme://127.0.0.1:$base_port/deny" \
+      -H "Connection: close"
+  fi
+  wrk_run "auth allowed sluice" "$sluice_pid" "http://127.0.0.1:$dec_port/v1/auth" \
     -H "X-Original-Method: GET" -H "X-Original-URI: /pass"
-  run "auth denied sluice" "$sluice_pid" "http://127.0.0.1:$dec_port/v1/auth" \
+  wrk_run "auth denied sluice" "$sluice_pid" "http://127.0.0.1:$dec_port/v1/auth" \
     -H "X-Original-Method: GET" -H "X-Original-URI: /deny"
   if [[ -n $base_pid ]]; then
-    run "auth allowed base" "$base_pid" "http://127.0.0.1:$base_dec_port/v1/auth" \
+    wrk_run "auth allowed base" "$base_pid" "http://127.0.0.1:$base_dec_port/v1/auth" \
       -H "X-Original-Method: GET" -H "X-Original-URI: /pass"
-    run "auth denied base" "$base_pid" "http://127.0.0.1:$base_dec_port/v1/auth" \
+    wrk_run "auth denied base" "$base_pid" "http://127.0.0.1:$base_dec_port/v1/auth" \
       -H "X-Original-Method: GET" -H "X-Original-URI: /deny"
   fi
 done
 echo
-echo "Ratios against nginx, means over the rounds (req/s sluice/nginx; p99 nginx/sluice and CPU"
-echo "per request nginx/sluice: > 1 = sluice better):"
-awk '
-  function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
-  $1 == "pass" || $1 == "deny" {
-    key = $1; who = $2; rps[key, who] += $3; p99[key, who] += ms($6); cpu[key, who] += $7; n[key, who]++
-  }
-  END {
-    # nginx+log is in the table above for reference, never compared against.
-    for (k in n) { split(k, parts, SUBSEP); if (parts[2] != "nginx" && parts[2] != "nginx+log") pairs[parts[1], parts[2]] = 1 }
-    for (k in pairs) {
-      split(k, parts, SUBSEP); s = parts[1]; w = parts[2]
-      if (!((s, "nginx") in n)) continue
-      printf "  %-5s %-7s throughput %.2fx   p99 %.2fx   CPU/req %.2fx\n", s, w,
-        (rps[s, w] / n[s, w]) / (rps[s, "nginx"] / n[s, "nginx"]),
-        (p99[s, "nginx"] / n[s, "nginx"]) / (p99[s, w] / n[s, w]),
-        (cpu[s, "nginx"] / n[s, "nginx"]) / (cpu[s, w] / n[s, w])
-    }
-  }' "$results" | sort
+ratios "$results"

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli/args.h"
+#include "config/files.h"
 #include "config/values.h"
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 #include "rls/units.h"
@@ -23,7 +24,7 @@ using DescriptorPb = ::envoy::extensions::common::ratelimit::v3::RateLimitDescri
 
 constexpr const char* kRlsUsage =
     R"(Usage: sluice rls query --address HOST:PORT --domain DOMAIN --descriptor KEY=VALUE[,KEY=VALUE...]
-                        [--descriptor ...] [--hits N] [--timeout DURATION]
+                        [--descriptor ...] [--hits N] [--timeout DURATION] [--cacert FILE]
 
 Sends one ShouldRateLimit call (Envoy RLS v3,
 envoy.service.ratelimit.v3.RateLimitService) to the server at HOST:PORT, as
@@ -39,6 +40,9 @@ Options:
   --descriptor KEY=VALUE,... one descriptor, its entries in order; repeat for more (one required)
   --hits N                   the request's hits_addend (default 1)
   --timeout DURATION         how long to wait for the server (default 5s)
+  --cacert FILE              speak TLS (a server with `grpc_tls: true`), verifying its
+                             certificate against the PEM CA certificates in FILE and the
+                             host of --address
   -h, --help                 this text
 
 Exit status:
@@ -50,8 +54,10 @@ Example:
   sluice rls query --address 127.0.0.1:8081 --domain edge --descriptor remote_address=192.0.2.7
 )";
 
-constexpr OptionSpec kOptions[] = {
-    {"--address", ""}, {"--domain", ""}, {"--descriptor", ""}, {"--hits", ""}, {"--timeout", ""}};
+constexpr OptionSpec kOptions[] = {{"--address", ""}, {"--domain", ""},  {"--descriptor", ""},
+                                   {"--hits", ""},    {"--timeout", ""}, {"--cacert", ""}};
+// A CA bundle is at most a few hundred kilobytes.
+constexpr size_t kMaxCaBytes = 4 * 1024 * 1024;
 
 int usage_error(const std::string& message) {
   std::fprintf(stderr, "sluice rls query: %s\n\nRun `sluice rls query --help` for the options.\n",
@@ -188,9 +194,18 @@ int query(std::span<const std::string_view> args) {
     return usage_error("--timeout '" + timeout_text + "': " + timeout.error().message);
   }
 
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  if (const std::optional<std::string> ca_file = parsed.get("--cacert")) {
+    std::string reason;
+    std::optional<std::string> ca =
+        config::read_small_file(*ca_file, "the CA file " + *ca_file, kMaxCaBytes, &reason);
+    if (!ca) return usage_error("--cacert: " + reason);
+    grpc::SslCredentialsOptions tls;
+    tls.pem_root_certs = std::move(*ca);
+    credentials = grpc::SslCredentials(tls);
+  }
   const auto deadline = std::chrono::system_clock::now() + timeout.value();
-  const std::shared_ptr<grpc::Channel> channel =
-      grpc::CreateChannel(*address, grpc::InsecureChannelCredentials());
+  const std::shared_ptr<grpc::Channel> channel = grpc::CreateChannel(*address, credentials);
   bool timed_out = false;
   if (!connect(*channel, deadline, &timed_out)) {
     std::fprintf(stderr, "sluice rls query: cannot connect to %s%s\n", address->c_str(),

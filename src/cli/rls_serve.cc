@@ -134,16 +134,22 @@ void RlsRuntime::load(const Deployment& deployment) {
 Status RlsRuntime::listen(const policy::Config& config) {
   if (service_ == nullptr || !config.grpc) return {};
   grpc::Service* services[] = {service_.get()};
+  rls::GrpcServerOptions options;
+  if (config.grpc_tls && config.tls) {
+    tls_ = std::make_shared<rls::GrpcTlsIdentity>(config.tls->cert_pem, config.tls->key_pem);
+    options.tls = tls_;
+  }
   Result<std::unique_ptr<rls::GrpcServer>> server =
-      rls::GrpcServer::start(config.grpc->text(), services);
+      rls::GrpcServer::start(config.grpc->text(), services, options);
   if (!server.ok()) return server.error();
   server_ = std::move(server).value();
   policy::HostPort bound = *config.grpc;
   bound.port = static_cast<uint16_t>(server_->port());
   spdlog::info(
-      "grpc on {} (Envoy RLS v3 envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit; "
+      "grpc on {}{} (Envoy RLS v3 envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit; "
       "descriptors from {}; response_headers {}{})",
-      bound.text(), settings_.config_dir, headers_name(settings_.response_headers),
+      bound.text(), tls_ ? " with TLS" : "", settings_.config_dir,
+      headers_name(settings_.response_headers),
       settings_.shadow_mode ? "; shadow_mode: every call answered OK" : "");
   log_domains(*service_->config(), settings_.config_dir);
   return {};
@@ -223,9 +229,18 @@ void RlsRuntime::stage(const Deployment& next) {
   }
   pending_ = next.rls;
   pending_settings_ = *config.rls;
+  pending_tls_.reset();
+  if (service_ != nullptr && (tls_ != nullptr) != config.grpc_tls) {
+    spdlog::warn("reload: grpc_tls changed to {}; this takes effect only after a restart",
+                 config.grpc_tls ? "true" : "false");
+  }
+  if (config.grpc_tls) pending_tls_ = config.tls;
 }
 
 void RlsRuntime::commit_reload() {
+  // The gRPC port's next handshake uses the reloaded certificate.
+  if (tls_ != nullptr && pending_tls_) tls_->set(pending_tls_->cert_pem, pending_tls_->key_pem);
+  pending_tls_.reset();
   if (pending_ == nullptr) return;
   std::shared_ptr<const rls::RlsConfig> config = std::move(pending_);
   pending_.reset();

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "observe/open_family.h"
 #include "policy/config.h"
 #include "rls/grpc_server.h"
+#include "rls/grpc_tls.h"
 #include "rls/service.h"
 #include "sluice/store.h"
 
@@ -72,6 +74,9 @@ class RlsRuntime final : public http::Companion {
   policy::RlsSettings pending_settings_;
   bool pending_on_failure_allow_ = true;
   std::thread stopper_;  // runs GrpcServer::stop(grace) once shutdown begins
+  // grpc_tls: the port's certificate, swapped by commit_reload() (null: plaintext).
+  std::shared_ptr<rls::GrpcTlsIdentity> tls_;
+  std::optional<policy::TlsSettings> pending_tls_;
 };
 
 }  // namespace sluice::cli

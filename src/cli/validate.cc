@@ -58,6 +58,7 @@ std::string summary(const Deployment& d) {
                        ? (c.store.redis.cluster ? "redis cluster store" : "redis store")
                        : "memory store") +
                   ", listen " + c.listen.text();
+  if (c.tls) s += c.tls->min_tls13 ? " with TLS 1.3" : " with TLS 1.2+";
   s += c.upstream ? ", gateway to " + c.upstream->url : ", decision API only (no upstream)";
   if (c.consumers && c.consumers->table) {
     s += ", " + plural(c.plans.size(), "plan", "plans") + " for " +
@@ -65,7 +66,7 @@ std::string summary(const Deployment& d) {
          c.consumers->key.text;
   }
   if (d.rls) {
-    s += ", Envoy RLS on " + c.grpc->text() + " with " +
+    s += ", Envoy RLS on " + c.grpc->text() + (c.grpc_tls ? " (TLS)" : "") + " with " +
          plural(d.rls->domains.size(), "domain", "domains") + " from " + c.rls->config_dir;
   }
   return s;

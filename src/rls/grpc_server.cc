@@ -10,10 +10,13 @@
 #include <mutex>
 #include <thread>
 
+#include "rls/grpc_tls.h"
+
 namespace sluice::rls {
 
-GrpcServer::GrpcServer(std::unique_ptr<grpc::Server> server, int port)
-    : server_(std::move(server)), port_(port) {}
+GrpcServer::GrpcServer(std::unique_ptr<grpc::Server> server, int port,
+                       std::shared_ptr<GrpcTlsIdentity> tls)
+    : tls_(std::move(tls)), server_(std::move(server)), port_(port) {}
 
 GrpcServer::~GrpcServer() {
   stop();
@@ -39,7 +42,8 @@ Result<std::unique_ptr<GrpcServer>> GrpcServer::start(const std::string& address
   });
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(
+      address, options.tls ? options.tls->credentials() : grpc::InsecureServerCredentials(), &port);
   builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
   for (grpc::Service* service : services) builder.RegisterService(service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
@@ -47,7 +51,7 @@ Result<std::unique_ptr<GrpcServer>> GrpcServer::start(const std::string& address
     if (server != nullptr) server->Shutdown();
     return Error{ErrorCode::kInvalidArgument, "gRPC: cannot listen on " + address};
   }
-  return std::unique_ptr<GrpcServer>(new GrpcServer(std::move(server), port));
+  return std::unique_ptr<GrpcServer>(new GrpcServer(std::move(server), port, options.tls));
 }
 
 void GrpcServer::stop(std::chrono::milliseconds grace, const std::function<bool()>& idle) {

@@ -20,9 +20,13 @@ class Service;
 
 namespace sluice::rls {
 
+class GrpcTlsIdentity;
+
 struct GrpcServerOptions {
   // Largest request accepted; RLS requests are a few hundred bytes.
   int max_receive_message_bytes = 64 * 1024;
+  // TLS with this certificate (swappable while serving); null: plaintext.
+  std::shared_ptr<GrpcTlsIdentity> tls;
 };
 
 class GrpcServer {
@@ -52,7 +56,10 @@ class GrpcServer {
             const std::function<bool()>& idle = {});
 
  private:
-  GrpcServer(std::unique_ptr<grpc::Server> server, int port);
+  GrpcServer(std::unique_ptr<grpc::Server> server, int port, std::shared_ptr<GrpcTlsIdentity> tls);
+  // Declared before the server, so destroyed after it: gRPC asks it for the
+  // certificate on every handshake.
+  std::shared_ptr<GrpcTlsIdentity> tls_;
   std::unique_ptr<grpc::Server> server_;
   int port_;
 };

@@ -7,13 +7,16 @@
 #include <boost/beast/core/buffers_to_string.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/ssl.hpp>
 #include <boost/beast/websocket.hpp>
+#include <boost/beast/websocket/ssl.hpp>
 
 #include <memory>
 #include <string>
 
 #include "gateway_support.h"
 #include "test_support.h"
+#include "tls_support.h"
 
 namespace sluice::test {
 namespace {
@@ -160,6 +163,42 @@ TEST(WebSocket, TheUpgradeIsAskedOfTheUpstreamButH2cIsNot) {
       << heads[0];
   EXPECT_EQ(heads[1].find("Upgrade"), std::string::npos) << heads[1];
   EXPECT_EQ(heads[1].find("HTTP2-Settings"), std::string::npos) << heads[1];
+}
+
+TEST(WebSocket, FramesGoBothWaysOverTls) {
+  const std::string certs = make_temp_dir();
+  const TlsFiles files = make_tls_files(certs);
+  ASSERT_EQ(files.error, "");
+  DemoUpstream upstream(SLUICE_BINARY);
+  ASSERT_NE(upstream.port(), 0);
+  auto server = SluiceProcess::start("tls: {cert: " + files.cert_a + ", key: " + files.key + "}\n" +
+                                     ws_yaml(upstream.url()));
+  ASSERT_NE(server, nullptr);
+
+  asio::io_context io;
+  asio::ssl::context tls(asio::ssl::context::tls_client);
+  tls.load_verify_file(files.ca);
+  websocket::stream<beast::ssl_stream<beast::tcp_stream>> ws(io, tls);
+  beast::get_lowest_layer(ws).expires_after(std::chrono::seconds(10));
+  beast::get_lowest_layer(ws).connect(
+      tcp::endpoint(asio::ip::make_address("127.0.0.1"), server->port()));
+  ws.next_layer().set_verify_mode(asio::ssl::verify_peer);
+  ws.next_layer().set_verify_callback(asio::ssl::host_name_verification("localhost"));
+  SSL_set_tlsext_host_name(ws.next_layer().native_handle(), "localhost");
+  ws.next_layer().handshake(asio::ssl::stream_base::client);
+  websocket::response_type response;
+  ws.handshake(response, "localhost", "/ws");
+  EXPECT_EQ(response.result_int(), 101);
+  EXPECT_EQ(response["X-RateLimit-Remaining"], "1");
+  for (const std::string& message : {std::string("hello"), std::string(200 * 1024, 'x')}) {
+    ws.write(asio::buffer(message));
+    beast::flat_buffer buffer;
+    ws.read(buffer);
+    EXPECT_EQ(beast::buffers_to_string(buffer.data()), message);
+  }
+  ws.close(websocket::close_code::normal);
+  EXPECT_NE(server->wait_for_access_log({"status=101"}).find("path=/ws"), std::string::npos);
+  remove_dir(certs);
 }
 
 }  // namespace

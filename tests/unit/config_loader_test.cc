@@ -357,6 +357,21 @@ TEST(ConfigLoader, ASecondDocumentIsAnError) {
 // yaml-cpp 0.7 reads empty documents forever after a ',' outside [...] or
 // {...} at the top level: the load never returned (and kept allocating).
 // Found by fuzz/config.cc.
+TEST(ConfigLoader, TlsNeedsACertificateAndAKeyAndGrpcTlsNeedsBoth) {
+  EXPECT_EQ(errors_of("tls: {cert: c.pem}\n"),
+            (Errors{"t.yaml:1:6: tls: needs `key:`, the PEM private key file"}));
+  EXPECT_EQ(errors_of("tls: {key: k.pem, min_version: \"1.1\"}\n"),
+            (Errors{"t.yaml:1:6: tls: needs `cert:`, the PEM certificate chain file"}));
+  EXPECT_EQ(errors_of("tls: {cert: /nonexistent/c.pem, key: /nonexistent/k.pem}\n"),
+            (Errors{"t.yaml:1:13: tls.cert: cannot open the certificate file /nonexistent/c.pem: "
+                    "No such file or directory",
+                    "t.yaml:1:38: tls.key: cannot open the key file /nonexistent/k.pem: No such "
+                    "file or directory"}));
+  EXPECT_EQ(errors_of("grpc_tls: true\n"),
+            (Errors{"t.yaml:1:11: grpc_tls: needs `grpc:`, the address of the port to serve "
+                    "with TLS"}));
+}
+
 TEST(ConfigLoader, AStrayCommaIsASyntaxErrorNotAHang) {
   const Errors comma = {
       "t.yaml:1:1: YAML syntax error: a ',' outside a flow collection ([...] or "
@@ -719,7 +734,8 @@ unknown: 1
               "t.yaml:6:14: routes[1].limits[0]: unknown policy \"missing\" (defined: p)",
               "t.yaml:8:33: policies.p.refill_rate: must be a rate like 10/s, 100/m, "
               "1000/h, 5/d or 10/2s, got \"1/q\" (unknown unit \"q\"; use ms, s, m, h, d or w)",
-              "t.yaml:9:1: unknown: unknown key (known keys: listen, admin, admin_token_file, "
+              "t.yaml:9:1: unknown: unknown key (known keys: listen, tls, grpc_tls, admin, "
+              "admin_token_file, "
               "admin_token_all, admin_hosts, decision_api, grpc, rls, "
               "upstream, store, client_ip, access, headers, case_insensitive_paths, paths, "
               "auth_deny_status, deny, jwt, policies, plans, consumers, default, routes, server, "

@@ -28,6 +28,7 @@
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 #include "rls_serve_util.h"
 #include "sluice_process.h"
+#include "tls_support.h"
 
 namespace sluice::test {
 namespace {
@@ -826,6 +827,78 @@ TEST(RlsServe, SigtermStopsTheGrpcServerAndExitsZero) {
   EXPECT_NE(log.find("grpc stopped"), std::string::npos) << log;
   pb::RateLimitResponse ignored;
   EXPECT_FALSE(client.call(request("api", {{{"client", "z"}}}), &ignored).ok());
+}
+
+// ---------------------------------------------------------------- grpc_tls
+
+// The subject CN of the certificate a call's server presented.
+std::string peer_cn(const grpc::ClientContext& context) {
+  const std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
+  if (auth == nullptr) return "";
+  const std::vector<grpc::string_ref> cn = auth->FindPropertyValues("x509_common_name");
+  return cn.empty() ? "" : std::string(cn[0].data(), cn[0].size());
+}
+
+// A verifying TLS client for the gRPC port (the CA of `files`).
+std::unique_ptr<pb::RateLimitService::Stub> tls_stub(int port, const TlsFiles& files) {
+  grpc::SslCredentialsOptions options;
+  std::ifstream ca(files.ca);
+  options.pem_root_certs.assign(std::istreambuf_iterator<char>(ca), {});
+  // A channel of its own (not shared with earlier stubs), so it handshakes anew.
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  return pb::RateLimitService::NewStub(grpc::CreateCustomChannel(
+      "127.0.0.1:" + std::to_string(port), grpc::SslCredentials(options), args));
+}
+
+// One call; its answer's overall code and the server certificate's CN.
+std::pair<Code, std::string> tls_call(pb::RateLimitService::Stub& stub,
+                                      const pb::RateLimitRequest& r) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  pb::RateLimitResponse response;
+  const grpc::Status status = stub.ShouldRateLimit(&context, r, &response);
+  EXPECT_TRUE(status.ok()) << status.error_code() << ": " << status.error_message();
+  return {response.overall_code(), peer_cn(context)};
+}
+
+TEST(RlsTls, TheGrpcPortSpeaksTlsAndAReloadSwapsItsCertificate) {
+  const std::string certs = make_temp_dir();
+  const TlsFiles files = make_tls_files(certs);
+  ASSERT_EQ(files.error, "");
+  DescriptorDir dir;
+  auto tls_yaml = [&](const std::string& cert) {
+    return "tls: {cert: " + cert + ", key: " + files.key + "}\ngrpc_tls: true\n";
+  };
+  auto server = serve_file(dir, "try.yaml", kTryDescriptors, tls_yaml(files.cert_a));
+  ASSERT_NE(server, nullptr);
+  EXPECT_TRUE(server->wait_for_log(" with TLS (Envoy RLS v3")) << server->log();
+  const int port = grpc_port(server->log());
+  ASSERT_GT(port, 0) << server->log();
+  const pb::RateLimitRequest bob = request("try", {{{"user", "bob"}}});
+
+  auto before = tls_stub(port, files);
+  EXPECT_EQ(tls_call(*before, bob), std::make_pair(OK, std::string("sluice a")));
+  // A plaintext client gets no answer from a TLS port.
+  RlsClient plain(port);
+  pb::RateLimitResponse ignored;
+  EXPECT_FALSE(plain.call(bob, &ignored).ok());
+  // sluice rls query --cacert speaks TLS (capacity 3: the second of bob's 3).
+  Ran r = run_sluice("rls query --address 127.0.0.1:" + std::to_string(port) + " --cacert " +
+                     files.ca + " --domain try --descriptor user=bob");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.substr(0, r.out.find("  limit_remaining: 1\n")),
+            "overall: OK\ndescriptor 1 user=bob: OK\n  limit: 3 per hour (per_user)\n");
+
+  server->rewrite_config(rls_yaml(dir, tls_yaml(files.cert_b)));
+  server->send_signal(SIGHUP);
+  ASSERT_TRUE(server->wait_for_metric(R"(sluice_config_reloads_total{result="success"})", 1))
+      << server->log();
+  auto after = tls_stub(port, files);
+  EXPECT_EQ(tls_call(*after, bob), std::make_pair(OK, std::string("sluice b")));
+  // The connection opened before the reload carries on (bob's 4th: over).
+  EXPECT_EQ(tls_call(*before, bob), std::make_pair(OVER, std::string("sluice a")));
+  remove_dir(certs);
 }
 
 }  // namespace
