@@ -35,7 +35,8 @@
 //
 // Failure. A call that Redis does not answer within `timeout` completes with
 // kStoreUnavailable (its late reply is ignored); so does a call made while the
-// connection is down (reconnection runs in the background with backoff) or
+// connection is down (reconnection runs in the background with backoff; a
+// refused TLS handshake or AUTH counts as down, logged with the reason) or
 // while `max_in_flight` calls already wait on the connection (no unbounded
 // queue). The caller applies its on_failure policy to kStoreUnavailable.
 // A call that Redis receives after its timeout (a paused Redis meeting its
