@@ -70,7 +70,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const size_t calls = 1 + (data[0] & 3);
   redisReader* reader = redisReaderCreate();
-  bound_reply_arrays(reader);  // as Connection does for every context
+  bound_reply_arrays(reader);  // as Connection does for every connection
   if (redisReaderFeed(reader, reinterpret_cast<const char*>(data + 1), size - 1) == REDIS_OK) {
     void* reply = nullptr;
     while (redisReaderGetReply(reader, &reply) == REDIS_OK && reply != nullptr) {

@@ -18,7 +18,8 @@
 // the time the script decided at: the caller's `now` (time_source local, in
 // whole microseconds) or Redis TIME.
 //
-// Threads and event loops. The client is hiredis, async, driven by Asio:
+// Threads and event loops. The client is Sluice's own, on Asio sockets (TLS
+// through OpenSSL when asked), reading replies with hiredis's RESP reader:
 //   - A server gives every worker thread its own io_context (one per core).
 //     Each worker thread calls attach(io) once, on that thread, before its
 //     first acquire_async(). The store then keeps one connection per attached
@@ -34,7 +35,8 @@
 //
 // Failure. A call that Redis does not answer within `timeout` completes with
 // kStoreUnavailable (its late reply is ignored); so does a call made while the
-// connection is down (reconnection runs in the background with backoff) or
+// connection is down (reconnection runs in the background with backoff; a
+// refused TLS handshake or AUTH counts as down, logged with the reason) or
 // while `max_in_flight` calls already wait on the connection (no unbounded
 // queue). The caller applies its on_failure policy to kStoreUnavailable.
 // A call that Redis receives after its timeout (a paused Redis meeting its
@@ -82,8 +84,28 @@ enum class RedisTimeSource {
   kLocal,  // the caller's `now` is passed to the script (tests, simulations)
 };
 
+// TLS to Redis (every node of a cluster alike). The server's certificate is
+// always verified: against ca_file, and for the name it must carry.
+struct RedisTlsOptions {
+  // On also when an address is a rediss:// URL.
+  bool enabled = false;
+  // PEM CA certificates to verify the server with; "" = OpenSSL's default
+  // paths (the system's CAs).
+  std::string ca_file;
+  // A client certificate (PEM chain) and its private key, for servers that
+  // ask for one (tls-auth-clients): both or neither.
+  std::string cert_file;
+  std::string key_file;
+  // The name the server's certificate must carry (DNS name, or IP address),
+  // also sent as SNI; "" = the host of the address being connected to (a
+  // cluster node's: as the cluster announces it).
+  std::string server_name;
+  friend bool operator==(const RedisTlsOptions&, const RedisTlsOptions&) = default;
+};
+
 struct RedisStoreOptions {
-  // "host:port" or "redis://[[user]:password@]host[:port][/database]". With
+  // "host:port" or "redis[s]://[[user]:password@]host[:port][/database]"
+  // (rediss: TLS, see `tls`; all addresses alike). With
   // cluster == false the first address is used; with cluster == true these
   // are the seeds from which the slot map is read.
   std::vector<std::string> addresses{"127.0.0.1:6379"};
@@ -121,6 +143,7 @@ struct RedisStoreOptions {
   // Cluster: how often the slot map is re-read (it is also re-read after
   // MOVED and after a node's connection fails).
   std::chrono::milliseconds topology_refresh{5'000};
+  RedisTlsOptions tls;
 };
 
 // Error counters since the store was created.
@@ -144,9 +167,10 @@ struct RedisStoreStats {
 
 class RedisStore final : public Store {
  public:
-  // Parses the options and starts the internal I/O thread, which connects in
-  // the background: a store is returned even when Redis is down (ready() says
-  // so). Errors: kInvalidArgument for bad addresses or options.
+  // Parses the options, loads the TLS files, and starts the internal I/O
+  // thread, which connects in the background: a store is returned even when
+  // Redis is down (ready() says so). Errors: kInvalidArgument for bad
+  // addresses or options, or TLS files that cannot be loaded.
   static Result<std::shared_ptr<RedisStore>> create(RedisStoreOptions options);
   ~RedisStore() override;
   RedisStore(const RedisStore&) = delete;

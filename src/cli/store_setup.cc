@@ -66,6 +66,8 @@ RedisStoreOptions redis_store_options(const policy::RedisConfig& redis) {
   o.username = redis.username;
   o.password = redis.password;
   o.database = redis.database;
+  o.tls = {redis.tls.enabled, redis.tls.ca_file, redis.tls.cert_file, redis.tls.key_file,
+           redis.tls.server_name};
   if (redis.time_source_redis) {
     o.time_source = RedisTimeSource::kRedis;
   } else {

@@ -380,8 +380,9 @@ Result<RedisUrl> parse_redis_url(std::string_view text, bool url_only) {
   }
   const std::string scheme =
       scheme_end == std::string_view::npos ? std::string() : to_lower(text.substr(0, scheme_end));
-  if (scheme == "rediss") return bad(like + " (TLS (rediss://) is not supported)");
-  if (scheme != "redis") return bad(like + " (it must start with redis://)");
+  if (scheme != "redis" && scheme != "rediss")
+    return bad(like + " (it must start with redis:// or rediss://)");
+  url.tls = scheme == "rediss";
   std::string_view rest = text.substr(scheme_end + 3);
   const size_t at = rest.rfind('@');
   if (at != std::string_view::npos) {

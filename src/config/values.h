@@ -80,9 +80,11 @@ Result<HttpUrl> parse_http_url(std::string_view text);
 
 // A Redis server: "redis://[[user]:password@]host[:port][/db]" (port 6379 by
 // default; user and password may hold %XX escapes, so '@' and ':' can be
-// written), or, when `url_only` is false, a plain "host:port".
+// written; "rediss://" for TLS), or, when `url_only` is false, a plain
+// "host:port".
 struct RedisUrl {
   HostPort address;
+  bool tls = false;              // rediss://
   bool has_credentials = false;  // a user info part was given
   std::string username;          // "" = the default user
   std::string password;

@@ -44,6 +44,7 @@ std::string store_text(const policy::StoreConfig& s) {
     return cat({"memory (max_keys ", std::to_string(s.max_keys), ")"});
   }
   std::string out = s.redis.cluster ? "redis cluster" : "redis";
+  if (s.redis.tls.enabled) out += " over TLS";
   for (const policy::HostPort& a : s.redis.addresses) out += cat({" ", a.text()});
   out += cat({" (database ", std::to_string(s.redis.database), ", timeout ",
               std::to_string(s.redis.timeout.count()), " ms, time from ",
@@ -58,10 +59,12 @@ bool same_store(const policy::StoreConfig& a, const policy::StoreConfig& b) {
     if (a.redis.addresses[i].text() != b.redis.addresses[i].text()) return false;
   }
   // on_failure is read per request from the State: a reload changes it.
+  // TLS settings are compared as written (paths): new files at the same
+  // paths are read when the store is next made, not on this reload.
   return a.redis.cluster == b.redis.cluster && a.redis.username == b.redis.username &&
          a.redis.password == b.redis.password && a.redis.database == b.redis.database &&
          a.redis.timeout == b.redis.timeout &&
-         a.redis.time_source_redis == b.redis.time_source_redis;
+         a.redis.time_source_redis == b.redis.time_source_redis && a.redis.tls == b.redis.tls;
 }
 
 // Connections the admin port may hold, beside server.max_connections of the

@@ -35,6 +35,17 @@ struct Upstream {
   friend bool operator==(const Upstream&, const Upstream&) = default;
 };
 
+// store.redis.tls: TLS to Redis, on with a rediss:// url (or a `tls:` block
+// beside `addresses`). Paths are resolved against the config file's folder.
+struct RedisTlsConfig {
+  bool enabled = false;
+  std::string ca_file;  // "" = the system's CAs
+  std::string cert_file;
+  std::string key_file;
+  std::string server_name;  // "" = each node's host
+  friend bool operator==(const RedisTlsConfig&, const RedisTlsConfig&) = default;
+};
+
 struct RedisConfig {
   std::vector<HostPort> addresses{{"127.0.0.1", 6379}};
   bool cluster = false;
@@ -44,6 +55,7 @@ struct RedisConfig {
   std::string password;
   int database = 0;
   bool time_source_redis = true;  // time_source: redis | local
+  RedisTlsConfig tls;
   friend bool operator==(const RedisConfig&, const RedisConfig&) = default;
 };
 

@@ -11,6 +11,7 @@
 
 #include "config/files.h"
 #include "config/limit_block.h"
+#include "config/tls_files.h"
 #include "config/values.h"
 #include "config/walker.h"
 #include "policy/consumers_file.h"
@@ -85,8 +86,9 @@ const Keys kRlsKeys = {"config_dir",  "response_headers", "dynamic_metadata",
                        "shadow_mode", "merge_domains",    "near_limit_ratio"};
 const Keys kUpstreamKeys = {"url", "connect_timeout", "timeout", "max_idle_connections"};
 const Keys kStoreKeys = {"backend", "max_keys", "redis"};
-const Keys kRedisKeys = {"addresses",  "url",      "cluster",  "timeout",
-                         "on_failure", "password", "database", "time_source"};
+const Keys kRedisKeys = {"addresses", "url",      "cluster",     "timeout", "on_failure",
+                         "password",  "database", "time_source", "tls"};
+const Keys kRedisTlsKeys = {"ca_file", "cert_file", "key_file", "server_name"};
 const Keys kClientIpKeys = {"trusted_proxies", "ipv6_prefix"};
 const Keys kAccessKeys = {"allow", "deny"};
 const Keys kConsumersKeys = {"key", "file", "unknown"};
@@ -423,6 +425,7 @@ class Loader {
     if (!m) return;
     RedisConfig& redis = config_.store.redis;
     const Item* url = m->get("url");
+    bool plain_url = false;  // a redis:// url, read without error
     if (url != nullptr) {
       for (std::string_view other : {"addresses", "password", "database"}) {
         if (const Item* o = m->get(other))
@@ -434,6 +437,8 @@ class Loader {
         redis.username = u->username;
         redis.password = u->password;
         redis.database = u->database < 0 ? 0 : u->database;
+        redis.tls.enabled = u->tls;
+        plain_url = !u->tls;
       }
     }
     if (const Item* a = m->get("addresses"); a != nullptr && url == nullptr) {
@@ -469,6 +474,52 @@ class Loader {
     if (redis.cluster && redis.database != 0) {
       const Item* where = m->get("database") ? m->get("database") : url;
       walker_.error(where ? *where : item, "Redis Cluster has only database 0");
+    }
+    if (const Item* t = m->get("tls")) redis_tls(*t, plain_url, &redis.tls);
+  }
+
+  // store.redis.tls. With a redis:// url it is an error, not a warning: the
+  // settings would be ignored and the connection plain, which their author
+  // did not mean. The files are loaded as the store will load them, so a
+  // missing file or a key that does not match its certificate is reported here.
+  void redis_tls(const Item& item, bool plain_url, RedisTlsConfig* tls) {
+    const std::optional<Mapping> m = walker_.mapping(item, &kRedisTlsKeys, "a mapping");
+    if (!m) return;
+    if (plain_url) {
+      walker_.error(item, "needs a rediss:// url: with redis:// the connection is plain TCP");
+      return;
+    }
+    tls->enabled = true;  // with `addresses`, which have no scheme to say so
+    bool files_ok = true;
+    const auto file = [&](const char* key, std::string* out) -> const Item* {
+      const Item* i = m->get(key);
+      if (i == nullptr) return nullptr;
+      if (auto p = walker_.path(*i)) {
+        *out = *p;
+      } else {
+        files_ok = false;
+      }
+      return i;
+    };
+    const Item* ca = file("ca_file", &tls->ca_file);
+    const Item* cert = file("cert_file", &tls->cert_file);
+    const Item* key = file("key_file", &tls->key_file);
+    if ((cert == nullptr) != (key == nullptr)) {
+      walker_.error(cert != nullptr ? *cert : *key,
+                    "`cert_file` and `key_file` go together: give both or neither");
+      files_ok = false;
+    }
+    if (const Item* n = m->get("server_name")) {
+      if (auto s = walker_.scalar(*n, "a host name or IP address")) {
+        if (s->empty()) walker_.error(*n, "must not be empty");
+        tls->server_name = *s;
+      }
+    }
+    if (!files_ok) return;
+    if (auto e = config::check_tls_files({tls->ca_file, tls->cert_file, tls->key_file})) {
+      using Key = config::TlsFilesError::Key;
+      const Item* at = e->key == Key::kCaFile ? ca : e->key == Key::kCertFile ? cert : key;
+      walker_.error(at != nullptr ? *at : item, e->message);
     }
   }
 

@@ -18,6 +18,8 @@
 #include <fstream>
 #include <thread>
 
+#include "tls/test_certs.h"
+
 namespace sluice::testing {
 namespace {
 
@@ -137,18 +139,43 @@ bool RedisServer::hold_ports() {
     if (!cluster) {
       holders_ = {fd};
       port_ = port;
-      return true;
+      return hold_tls_port();
     }
     const int bus = port + kClusterBusOffset <= 65'535 ? bind_holder(port + kClusterBusOffset) : -1;
     if (bus >= 0) {
       holders_ = {fd, bus};
       port_ = port;
-      return true;
+      return hold_tls_port();
     }
     ::close(fd);  // no bus port above this one: another
   }
   std::fprintf(stderr, "no free loopback port to hold for redis-server\n");
   return false;
+}
+
+bool RedisServer::hold_tls_port() {
+  if (tls_.certs == nullptr) return true;
+  const int fd = bind_holder(0);
+  if (fd < 0) return false;
+  holders_.push_back(fd);
+  tls_port_ = bound_port(fd);
+  return true;
+}
+
+std::vector<std::string> RedisServer::tls_arguments() const {
+  if (tls_.certs == nullptr) return {};
+  const TestCerts& c = *tls_.certs;
+  std::vector<std::string> args = {"--tls-port",         std::to_string(tls_port_),
+                                   "--tls-cert-file",    c.server_cert(),
+                                   "--tls-key-file",     c.server_key(),
+                                   "--tls-ca-cert-file", c.ca(),
+                                   "--tls-auth-clients", tls_.auth_clients ? "yes" : "no"};
+  if (std::find(extra_.begin(), extra_.end(), "--cluster-enabled") != extra_.end()) {
+    // The bus and replication between nodes over TLS too; a node presents
+    // its server certificate as a client of another.
+    for (const char* a : {"--tls-cluster", "yes", "--tls-replication", "yes"}) args.push_back(a);
+  }
+  return args;
 }
 
 bool RedisServer::start() {
@@ -180,6 +207,7 @@ bool RedisServer::start() {
                                      "--protected-mode",
                                      "no"};
     for (const std::string& e : extra_) args.push_back(e);
+    for (std::string& t : tls_arguments()) args.push_back(std::move(t));
     pid_ = spawn(args, dir_ + "/redis.log");
     if (pid_ > 0 && wait_answering(std::chrono::seconds(5))) return true;
     kill();
@@ -317,6 +345,7 @@ RedisCluster::RedisCluster(RedisClusterOptions options) : options_(options) {
 
 bool RedisCluster::start() {
   for (auto& n : nodes_) {
+    n->use_tls(tls_);
     if (!n->start()) return false;
   }
   std::vector<std::string> args = {"redis-cli", "--cluster", "create"};
@@ -380,6 +409,12 @@ bool RedisCluster::converged() const {
 std::vector<std::string> RedisCluster::addresses() const {
   std::vector<std::string> out;
   for (const auto& n : nodes_) out.push_back(n->address());
+  return out;
+}
+
+std::vector<std::string> RedisCluster::tls_addresses() const {
+  std::vector<std::string> out;
+  for (const auto& n : nodes_) out.push_back("127.0.0.1:" + std::to_string(n->tls_port()));
   return out;
 }
 

@@ -8,6 +8,11 @@
 // listens), and no other test can take the port while this server is
 // stopped: the kernel hands a bound port neither to bind(port 0) nor to an
 // outgoing connection. So a restart after stop() or kill() finds its port free.
+//
+// With use_tls() a server also listens for TLS on a second held port
+// (tls_port()); its plain port stays, for the test's own inspection (hiredis
+// here has no TLS). A cluster with TLS runs its bus and replication over TLS
+// and announces its TLS ports to TLS clients.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -52,6 +57,14 @@ struct ReplyDeleter {
 };
 using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
 
+class TestCerts;
+
+// How a server speaks TLS.
+struct RedisTlsServer {
+  const TestCerts* certs = nullptr;  // its certificate and CA; null: no TLS
+  bool auth_clients = false;         // --tls-auth-clients: a client certificate is required
+};
+
 class RedisServer {
  public:
   // extra: more redis-server arguments (e.g. {"--cluster-enabled", "yes"}).
@@ -73,7 +86,11 @@ class RedisServer {
   // SIGCONT after pause(), and wait until the process runs again.
   bool resume();
 
+  // Before the first start(): also listen for TLS on tls_port().
+  void use_tls(RedisTlsServer tls) { tls_ = tls; }
+
   int port() const { return port_; }
+  int tls_port() const { return tls_port_; }
   pid_t pid() const { return pid_; }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
   const std::string& dir() const { return dir_; }
@@ -95,10 +112,15 @@ class RedisServer {
   Reply commands(const std::vector<std::vector<std::string>>& list) const;
   // Chooses the port and binds the holding sockets (port_, holders_).
   bool hold_ports();
+  // With use_tls(): one more held port, for TLS (tls_port_).
+  bool hold_tls_port();
+  std::vector<std::string> tls_arguments() const;
 
   std::vector<std::string> extra_;
+  RedisTlsServer tls_;
   std::string dir_;
   int port_ = 0;
+  int tls_port_ = 0;
   std::vector<int> holders_;  // the sockets holding port_ (and the bus port)
   pid_t pid_ = -1;
   bool paused_ = false;
@@ -118,6 +140,8 @@ struct RedisClusterOptions {
 class RedisCluster {
  public:
   explicit RedisCluster(RedisClusterOptions options = {});
+  // Before start(): TLS for clients, the cluster bus and replication.
+  void use_tls(RedisTlsServer tls) { tls_ = tls; }
   // Returns once every node says cluster_state:ok, knows every other node
   // and its role, and every replica has finished its first sync (so that it
   // may be elected).
@@ -125,6 +149,8 @@ class RedisCluster {
   RedisServer& node(size_t i) { return *nodes_[i]; }
   size_t size() const { return nodes_.size(); }
   std::vector<std::string> addresses() const;
+  // "127.0.0.1:<tls port>" of each node (with use_tls()).
+  std::vector<std::string> tls_addresses() const;
   // The node id (CLUSTER MYID) of node i.
   std::string id(size_t i) const;
   // The index of the node serving `slot`, from the CLUSTER SLOTS of the
@@ -139,6 +165,7 @@ class RedisCluster {
   bool converged() const;
 
   RedisClusterOptions options_;
+  RedisTlsServer tls_;
   std::vector<std::unique_ptr<RedisServer>> nodes_;
 };
 

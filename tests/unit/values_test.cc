@@ -181,15 +181,24 @@ TEST(Values, RedisUrlWithOptionalUserPasswordAndDatabase) {
   u = *parse_redis_url("127.0.0.1:7000", /*url_only=*/false);
   EXPECT_EQ(u.address.text(), "127.0.0.1:7000");
   EXPECT_FALSE(u.has_credentials);
+  EXPECT_FALSE(u.tls);
+  // rediss:// is TLS, with the same user info, port and database.
+  u = *parse_redis_url("rediss://alice:secret@redis.internal:6380/2");
+  EXPECT_TRUE(u.tls);
+  EXPECT_EQ(u.username, "alice");
+  EXPECT_EQ(u.password, "secret");
+  EXPECT_EQ(u.address.text(), "redis.internal:6380");
+  EXPECT_EQ(u.database, 2);
+  EXPECT_FALSE(parse_redis_url("redis://a")->tls);
 }
 
 TEST(Values, RedisUrlErrors) {
   const std::string like =
       "must be a Redis URL like redis://127.0.0.1:6379/0 or redis://user:password@host:6379, got ";
-  EXPECT_EQ(error_of(parse_redis_url("rediss://a")),
-            like + "\"rediss://a\" (TLS (rediss://) is not supported)");
+  EXPECT_EQ(error_of(parse_redis_url("http://a")),
+            like + "\"http://a\" (it must start with redis:// or rediss://)");
   EXPECT_EQ(error_of(parse_redis_url("127.0.0.1:6379")),
-            like + "\"127.0.0.1:6379\" (it must start with redis://)");
+            like + "\"127.0.0.1:6379\" (it must start with redis:// or rediss://)");
   EXPECT_EQ(error_of(parse_redis_url("redis://a:6379/x")),
             like + "\"redis://a:6379/x\" (the database after '/' must be a number)");
   EXPECT_EQ(error_of(parse_redis_url("redis://:%zz@a")),

@@ -51,6 +51,7 @@ Result<Endpoint> parse_address(std::string_view text) {
   Endpoint ep;
   ep.host = std::move(url->address.host);
   ep.port = url->address.port;
+  ep.tls = url->tls;
   ep.has_credentials = url->has_credentials;
   ep.username = std::move(url->username);
   ep.password = std::move(url->password);

@@ -1,5 +1,5 @@
 // Redis addresses: "host:port", "[v6]:port" or
-// "redis://[[user]:password@]host[:port][/database]", in the one grammar of
+// "redis[s]://[[user]:password@]host[:port][/database]", in the one grammar of
 // config/values.h (parse_redis_url), as the server config reads them.
 #pragma once
 
@@ -13,6 +13,7 @@ namespace sluice::redis {
 struct Endpoint {
   std::string host;
   int port = 6379;
+  bool tls = false;  // a rediss:// URL
   // Set only when the address carries them (a redis:// URL); the store's
   // options fill in the rest.
   bool has_credentials = false;

@@ -1,18 +1,12 @@
 #include "store/redis/connection.h"
 
-#include "store/redis/script_reply.h"
-
+#include <boost/asio/post.hpp>
 #include <charconv>
 #include <cstring>
 
+#include "store/redis/script_reply.h"
+
 namespace sluice::redis {
-namespace {
-
-Connection* owner(const redisAsyncContext* ac) {
-  return static_cast<Connection*>(ac->data);
-}
-
-}  // namespace
 
 void append_array_header(std::string& out, size_t count) {
   char buf[24];
@@ -65,12 +59,9 @@ Connection::~Connection() {
   alive_.reset();
   resolver_.cancel();
   timer_.cancel();
-  if (ac_ != nullptr) {
-    redisAsyncContext* ac = ac_;
-    ac_ = nullptr;
-    // Runs every pending callback with a NULL reply, then the cleanup hook.
-    redisAsyncFree(ac);
-  }
+  // Every command still waiting hears of the loss (reply nullptr).
+  std::deque<Pending> waiting = close_transport();
+  fail_waiting(waiting);
 }
 
 void Connection::ensure_connecting() {
@@ -113,157 +104,277 @@ void Connection::connect() {
 
 void Connection::connect_to(const std::string& ip) {
   state_ = State::kConnecting;
-  redisAsyncContext* ac = redisAsyncConnect(ip.c_str(), endpoint_.port);
-  if (ac == nullptr) {
-    lost("cannot allocate a connection to " + name_, true);
+  boost::system::error_code bad_ip;
+  const boost::asio::ip::address address = boost::asio::ip::make_address(ip, bad_ip);
+  if (bad_ip) {
+    lost("cannot connect to " + name_ + ": bad address " + ip, true);
     return;
   }
-  if (ac->err != 0) {
-    std::string why = "cannot connect to " + name_ + ": " + ac->errstr;
-    redisAsyncFree(ac);
-    lost(std::move(why), true);
-    return;
-  }
-  ac_ = ac;
-  ac->data = this;
+  auto transport = std::make_shared<Transport>(io_, shared_.tls.get());
+  transport_ = transport;
+  reader_ = redisReaderCreate();
   // A reply header may not make hiredis allocate gigabytes (script_reply.h).
-  bound_reply_arrays(ac->c.reader);
-  adapter_ = HiredisAsio::attach(io_, ac);
-  redisAsyncSetDisconnectCallback(ac, &Connection::on_disconnect_cb);
-  // Must follow attach(): it asks the adapter for the first write event.
-  redisAsyncSetConnectCallback(ac, &Connection::on_connect_cb);
+  bound_reply_arrays(reader_);
 
-  // The handshake goes first in the pipeline; calls may queue behind it.
+  // The handshake goes first in the pipeline; calls may queue behind it and
+  // leave with it once the transport is up.
   handshake_pending_ = 0;
   if (!endpoint_.password.empty()) {
     const std::string auth = endpoint_.username.empty()
                                  ? command({"AUTH", endpoint_.password})
                                  : command({"AUTH", endpoint_.username, endpoint_.password});
-    redisAsyncFormattedCommand(ac, &Connection::on_handshake_cb, nullptr, auth.data(), auth.size());
+    append(auth, nullptr, Pending::Kind::kHandshake);
     ++handshake_pending_;
   }
   if (endpoint_.database > 0) {
-    const std::string select = command({"SELECT", std::to_string(endpoint_.database)});
-    redisAsyncFormattedCommand(ac, &Connection::on_handshake_cb, nullptr, select.data(),
-                               select.size());
+    append(command({"SELECT", std::to_string(endpoint_.database)}), nullptr,
+           Pending::Kind::kHandshake);
     ++handshake_pending_;
   }
 
+  const auto alive = std::weak_ptr<bool>(alive_);
+  // Covers TCP connect, TLS handshake and AUTH/SELECT alike.
   timer_.expires_after(shared_.options.connect_timeout);
-  timer_.async_wait(
-      [this, ac, alive = std::weak_ptr<bool>(alive_)](const boost::system::error_code& ec) {
-        if (ec || alive.expired() || ac_ != ac || state_ != State::kConnecting) return;
-        drop("connecting to " + name_ + " timed out");
+  timer_.async_wait([this, alive, transport](const boost::system::error_code& ec) {
+    if (ec || alive.expired() || transport_ != transport || state_ != State::kConnecting) return;
+    lost("connecting to " + name_ + " timed out", true);
+  });
+  transport->socket().async_connect(
+      boost::asio::ip::tcp::endpoint(address, static_cast<uint16_t>(endpoint_.port)),
+      [this, alive, transport](const boost::system::error_code& ec) {
+        if (alive.expired() || transport_ != transport) return;
+        if (ec) {
+          // An error counts once every address of the name has failed.
+          lost("cannot connect to " + name_ + ": " + ec.message(),
+               next_address_ >= addresses_.size());
+          return;
+        }
+        connected(transport);
       });
 }
 
-void Connection::on_connect_cb(const redisAsyncContext* ac, int status) {
-  Connection* self = owner(ac);
-  if (self == nullptr || self->ac_ != ac) return;
-  if (status != REDIS_OK) {
-    // hiredis frees the context right after this callback. An error counts
-    // once every address of the name has failed.
-    self->lost("cannot connect to " + self->name_ + ": " + (ac->errstr ? ac->errstr : "error"),
-               self->next_address_ >= self->addresses_.size());
+void Connection::connected(const std::shared_ptr<Transport>& transport) {
+  boost::system::error_code ignored;
+  // Commands are small and pipelined: no waiting for more to fill a segment.
+  transport->socket().set_option(boost::asio::ip::tcp::no_delay(true), ignored);
+  TlsStream* tls = transport->tls();
+  if (tls == nullptr) {
+    transport_up();
     return;
   }
-  if (self->handshake_pending_ == 0) {
-    self->state_ = State::kUp;
-    self->timer_.cancel();
-    self->backoff_ = self->shared_.options.reconnect_min;
-    Counters::add(self->shared_.counters.reconnects);
-    self->listener_.on_state(*self, true);
+  const std::string& server_name =
+      shared_.options.tls.server_name.empty() ? endpoint_.host : shared_.options.tls.server_name;
+  if (!expect_server_name(*tls, server_name)) {
+    lost("TLS to " + name_ + ": cannot check the server's certificate for " + server_name, true);
+    return;
+  }
+  tls->async_handshake(
+      boost::asio::ssl::stream_base::client,
+      [this, alive = std::weak_ptr<bool>(alive_), transport](const boost::system::error_code& ec) {
+        if (alive.expired() || transport_ != transport) return;
+        if (ec) {
+          lost("TLS handshake with " + name_ + " failed: " + tls_failure(*transport->tls(), ec),
+               true);
+          return;
+        }
+        transport_up();
+      });
+}
+
+void Connection::transport_up() {
+  transport_up_ = true;
+  read();
+  flush();
+  if (handshake_pending_ == 0) became_up();
+}
+
+void Connection::became_up() {
+  state_ = State::kUp;
+  timer_.cancel();
+  backoff_ = shared_.options.reconnect_min;
+  Counters::add(shared_.counters.reconnects);
+  listener_.on_state(*this, true);
+}
+
+void Connection::append(std::string_view cmd, void* privdata, Pending::Kind kind) {
+  out_.append(cmd);
+  waiting_.push_back({privdata, kind});
+  schedule_flush();
+}
+
+void Connection::schedule_flush() {
+  if (!transport_up_ || writing_ || flush_scheduled_) return;
+  flush_scheduled_ = true;
+  // After every handler of this turn: what they send leaves together.
+  boost::asio::post(io_, [this, alive = std::weak_ptr<bool>(alive_), transport = transport_] {
+    if (alive.expired() || transport_ != transport) return;
+    flush_scheduled_ = false;
+    flush();
+  });
+}
+
+void Connection::flush() {
+  if (writing_ || out_.empty()) return;
+  writing_ = true;
+  // Swapped, not copied: both strings keep their capacity for the next turns.
+  transport_->writing.swap(out_);
+  out_.clear();
+  transport_->write([this, alive = std::weak_ptr<bool>(alive_), transport = transport_](
+                        const boost::system::error_code& ec, size_t /*bytes*/) {
+    if (alive.expired() || transport_ != transport) return;
+    writing_ = false;
+    if (ec) {
+      lost("writing to " + name_ + " failed: " + ec.message(), true);
+      return;
+    }
+    flush();
+  });
+}
+
+void Connection::read() {
+  transport_->read_some([this, alive = std::weak_ptr<bool>(alive_), transport = transport_](
+                            const boost::system::error_code& ec, size_t bytes) {
+    if (alive.expired() || transport_ != transport) return;
+    if (ec) {
+      std::string why = "connection to " + name_ + " closed";
+      if (ec != boost::asio::error::eof) {
+        why += ": ";
+        why += transport->tls() != nullptr ? tls_failure(*transport->tls(), ec) : ec.message();
+      }
+      lost(std::move(why), true);
+      return;
+    }
+    on_read(bytes);
+  });
+}
+
+void Connection::on_read(size_t bytes) {
+  const std::shared_ptr<Transport> transport = transport_;
+  const std::weak_ptr<bool> alive = alive_;
+  if (redisReaderFeed(reader_, transport->read_buffer.data(), bytes) != REDIS_OK) {
+    lost("protocol error from " + name_ + ": " + reader_->errstr, true);
+    return;
+  }
+  for (;;) {
+    void* reply = nullptr;
+    if (redisReaderGetReply(reader_, &reply) != REDIS_OK) {
+      lost("protocol error from " + name_ + ": " + reader_->errstr, true);
+      return;
+    }
+    if (reply == nullptr) break;
+    dispatch(static_cast<redisReply*>(reply));
+    freeReplyObject(reply);
+    // A listener may have ended this connection (or this transport).
+    if (alive.expired() || transport_ != transport) return;
+    if (closing_ && waiting_.empty()) {
+      lost("connection to " + name_ + " closed", true);
+      return;
+    }
+  }
+  read();
+}
+
+void Connection::dispatch(redisReply* reply) {
+  if (waiting_.empty()) {
+    // Nothing was asked: the stream is out of step (a server-side push).
+    closing_ = true;
+    return;
+  }
+  const Pending p = waiting_.front();
+  waiting_.pop_front();
+  switch (p.kind) {
+    case Pending::Kind::kDropped:
+      return;
+    case Pending::Kind::kHandshake:
+      on_handshake_reply(reply);
+      return;
+    case Pending::Kind::kReply:
+      --in_flight_;
+      progress_at_ = std::chrono::steady_clock::now();
+      listener_.on_reply(*this, reply, p.privdata);
+      return;
   }
 }
 
-void Connection::on_handshake_cb(redisAsyncContext* ac, void* r, void* /*privdata*/) {
-  Connection* self = owner(ac);
-  if (self == nullptr || self->ac_ != ac) return;
-  auto* reply = static_cast<redisReply*>(r);
-  if (reply == nullptr) return;  // lost: on_disconnect handles it
+void Connection::on_handshake_reply(const redisReply* reply) {
   if (reply->type == REDIS_REPLY_ERROR) {
-    std::string why =
-        "handshake with " + self->name_ + " failed: " + std::string(reply->str, reply->len);
-    Counters::add(self->shared_.counters.connection_errors);
-    self->shared_.log.log(ErrorKind::kConnection, why);
+    std::string why = "handshake with " + name_ + " failed: " + std::string(reply->str, reply->len);
+    Counters::add(shared_.counters.connection_errors);
+    shared_.log.log(ErrorKind::kConnection, why);
     // Closes once the replies already queued have come (they fail with NOAUTH).
-    redisAsyncDisconnect(ac);
+    closing_ = true;
     return;
   }
-  if (--self->handshake_pending_ == 0 && self->state_ == State::kConnecting) {
-    self->state_ = State::kUp;
-    self->timer_.cancel();
-    self->backoff_ = self->shared_.options.reconnect_min;
-    Counters::add(self->shared_.counters.reconnects);
-    self->listener_.on_state(*self, true);
-  }
-}
-
-void Connection::on_disconnect_cb(const redisAsyncContext* ac, int status) {
-  Connection* self = owner(ac);
-  if (self == nullptr || self->ac_ != ac) return;
-  std::string why = "connection to " + self->name_ + " closed";
-  if (status != REDIS_OK && ac->errstr != nullptr) why += std::string(": ") + ac->errstr;
-  self->lost(std::move(why), true);
-}
-
-void Connection::on_reply_cb(redisAsyncContext* ac, void* reply, void* privdata) {
-  Connection* self = owner(ac);
-  --self->in_flight_;
-  self->progress_at_ = std::chrono::steady_clock::now();
-  self->listener_.on_reply(*self, static_cast<redisReply*>(reply), privdata);
+  if (--handshake_pending_ == 0 && state_ == State::kConnecting) became_up();
 }
 
 bool Connection::send(std::string_view cmd, void* privdata) {
-  if (!usable() || ac_ == nullptr) return false;
-  if (redisAsyncFormattedCommand(ac_, &Connection::on_reply_cb, privdata, cmd.data(), cmd.size()) !=
-      REDIS_OK) {
-    return false;
-  }
+  if (!usable() || transport_ == nullptr || closing_) return false;
+  append(cmd, privdata, Pending::Kind::kReply);
   if (in_flight_++ == 0) progress_at_ = std::chrono::steady_clock::now();
   return true;
 }
 
 bool Connection::send_no_reply(std::string_view cmd) {
-  if (!usable() || ac_ == nullptr) return false;
-  return redisAsyncFormattedCommand(ac_, nullptr, nullptr, cmd.data(), cmd.size()) == REDIS_OK;
+  if (!usable() || transport_ == nullptr || closing_) return false;
+  append(cmd, nullptr, Pending::Kind::kDropped);
+  return true;
 }
 
 void Connection::check_stall(std::chrono::steady_clock::time_point now) {
-  if (in_flight_ == 0 || ac_ == nullptr) return;
+  if (in_flight_ == 0 || transport_ == nullptr) return;
   if (now - progress_at_ > shared_.options.stall_timeout)
-    drop("no reply from " + name_ + " for " +
-         std::to_string(shared_.options.stall_timeout.count()) + " ms; reconnecting");
+    lost("no reply from " + name_ + " for " +
+             std::to_string(shared_.options.stall_timeout.count()) + " ms; reconnecting",
+         true);
 }
 
-void Connection::drop(std::string why) {
-  redisAsyncContext* ac = ac_;
-  lost(std::move(why), true);
-  // Not inside a hiredis callback here: the free is immediate, and every
-  // pending command's callback runs now with a NULL reply.
-  if (ac != nullptr) redisAsyncFree(ac);
+std::deque<Connection::Pending> Connection::close_transport() {
+  if (transport_ != nullptr) transport_->close();
+  transport_.reset();
+  if (reader_ != nullptr) redisReaderFree(reader_);
+  reader_ = nullptr;
+  transport_up_ = false;
+  writing_ = false;
+  flush_scheduled_ = false;
+  closing_ = false;
+  out_.clear();
+  std::deque<Pending> waiting;
+  waiting.swap(waiting_);
+  return waiting;
+}
+
+void Connection::fail_waiting(std::deque<Pending>& waiting) {
+  for (const Pending& p : waiting) {
+    if (p.kind != Pending::Kind::kReply) continue;
+    --in_flight_;
+    listener_.on_reply(*this, nullptr, p.privdata);
+  }
 }
 
 void Connection::lost(std::string why, bool count_error) {
   const bool was_up = state_ == State::kUp;
   const bool was_connecting = state_ == State::kConnecting;
-  // adapter_ stays: hiredis may still call its cleanup hook while it frees
-  // the context; the next connect() replaces it.
-  ac_ = nullptr;
-  if (destroying_) return;
+  std::deque<Pending> waiting = close_transport();
+  if (destroying_) {
+    fail_waiting(waiting);
+    return;
+  }
   if (count_error) {
     Counters::add(shared_.counters.connection_errors);
     shared_.log.log(ErrorKind::kConnection, why);
   }
+  // Not usable from here on: a listener that sends again while hearing of
+  // the loss is refused at once.
   state_ = State::kBackoff;
   schedule_reconnect(was_connecting);
+  fail_waiting(waiting);
   if (was_up) listener_.on_state(*this, false);
 }
 
 void Connection::schedule_reconnect(bool was_connecting) {
   timer_.cancel();
-  // Not connect_to() right here: this may run inside a hiredis callback,
-  // and the context being freed still needs its adapter.
+  // Not connect_to() right here: this may run inside a listener's callback.
   const bool next_address = was_connecting && next_address_ < addresses_.size();
   if (next_address) {
     timer_.expires_after(std::chrono::milliseconds(0));

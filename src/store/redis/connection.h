@@ -1,30 +1,38 @@
 // One connection to one Redis node, on one io_context: connects in the
-// background (AUTH and SELECT pipelined ahead of the first command),
-// reconnects with exponential backoff, bounds the commands in flight, and
-// drops a connection that stopped answering (stall_timeout).
+// background (TLS handshake, then AUTH and SELECT pipelined ahead of the
+// first command), reconnects with exponential backoff, bounds the commands in
+// flight, and drops a connection that stopped answering (stall_timeout).
 //
-// Commands are complete RESP frames; send() appends them to hiredis's output
-// buffer and the adapter writes everything appended in one loop turn at once.
-// Every reply, or the loss of the connection (reply == nullptr), goes to the
-// Listener with the command's privdata, exactly once per sent command.
+// The socket is Asio's (transport.h), plain TCP or TLS (Shared::tls); the
+// replies are parsed by hiredis's RESP reader, which this file feeds.
+// Commands are complete RESP frames; send() appends them to an output buffer
+// and everything appended in one loop turn leaves in one write at the end of
+// the turn (pipelining). Every reply, or the loss of the connection (reply ==
+// nullptr), goes to the Listener with the command's privdata, exactly once
+// per sent command, in the order the commands were sent.
+//
+// A failed TLS handshake (unknown CA, certificate not for this host) is a
+// failed connect: counted, logged with OpenSSL's reason, retried after the
+// backoff.
 //
 // Thread-safety: none; use from the thread that runs the io_context.
 #pragma once
 
-#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
+#include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "store/redis/address.h"
-#include "store/redis/hiredis_asio.h"
 #include "store/redis/shared.h"
+#include "store/redis/transport.h"
 
 namespace sluice::redis {
 
@@ -66,23 +74,41 @@ class Connection {
   ClockOffset& clock() { return clock_; }
 
  private:
-  // kResolving: a host name is being looked up (asynchronously: getaddrinfo
-  // inside hiredis would block the whole event loop); not usable yet.
+  // kResolving: a host name is being looked up (asynchronously:
+  // getaddrinfo would block the whole event loop); not usable yet.
   enum class State { kIdle, kResolving, kConnecting, kUp, kBackoff };
 
-  static void on_connect_cb(const redisAsyncContext* ac, int status);
-  static void on_disconnect_cb(const redisAsyncContext* ac, int status);
-  static void on_reply_cb(redisAsyncContext* ac, void* reply, void* privdata);
-  static void on_handshake_cb(redisAsyncContext* ac, void* reply, void* privdata);
+  // What a sent command's reply is for, in send order.
+  struct Pending {
+    enum class Kind : uint8_t { kReply, kHandshake, kDropped };
+    void* privdata;
+    Kind kind;
+  };
 
   // Resolves the host if it is a name, then connect_to() its first address;
   // a failed connect tries the next one before backing off.
   void connect();
   void connect_to(const std::string& ip);
-  // The context is gone (or going): forget it and reconnect after a backoff.
+  // TCP is connected: the TLS handshake, if any, then transport_up().
+  void connected(const std::shared_ptr<Transport>& transport);
+  // Bytes can flow: reading starts and what was queued is written.
+  void transport_up();
+  void became_up();
+  void append(std::string_view cmd, void* privdata, Pending::Kind kind);
+  // Writes the output buffer at the end of this turn (once per turn).
+  void schedule_flush();
+  void flush();
+  void read();
+  void on_read(size_t bytes);
+  // One reply, to the oldest command waiting.
+  void dispatch(redisReply* reply);
+  void on_handshake_reply(const redisReply* reply);
+  // The connection is gone: close the transport, fail every command waiting
+  // (reply nullptr), and reconnect after a backoff.
   void lost(std::string why, bool count_error);
-  // Frees the context from outside hiredis callbacks.
-  void drop(std::string why);
+  // Closes the transport; returns the commands that were waiting.
+  std::deque<Pending> close_transport();
+  void fail_waiting(std::deque<Pending>& waiting);
   // After a backoff: connect() again. With addresses of this lookup still
   // untried (and the failure was in connecting): the next one, at once.
   void schedule_reconnect(bool was_connecting);
@@ -94,8 +120,16 @@ class Connection {
   Listener& listener_;
   ClockOffset& clock_;
   State state_ = State::kIdle;
-  redisAsyncContext* ac_ = nullptr;
-  std::shared_ptr<HiredisAsio> adapter_;
+  std::shared_ptr<Transport> transport_;  // null when not connected
+  redisReader* reader_ = nullptr;         // of transport_
+  bool transport_up_ = false;             // connected (and TLS handshake done)
+  bool writing_ = false;
+  bool flush_scheduled_ = false;
+  // A handshake command failed: nothing more is sent, and the connection
+  // closes once the commands already sent have their (error) replies.
+  bool closing_ = false;
+  std::string out_;              // appended, not yet being written
+  std::deque<Pending> waiting_;  // sent or appended, reply not yet read
   boost::asio::ip::tcp::resolver resolver_;
   std::vector<std::string> addresses_;  // of the last lookup, in resolver order
   size_t next_address_ = 0;

@@ -12,6 +12,7 @@
 #include "store/redis/client.h"
 #include "store/redis/script_limit.h"
 #include "store/redis/shared.h"
+#include "store/redis/tls.h"
 
 namespace sluice {
 namespace {
@@ -38,6 +39,23 @@ Client* bound_client(uint64_t store_id) {
 
 Error invalid(std::string message) {
   return Error{ErrorCode::kInvalidArgument, std::move(message)};
+}
+
+// Loads the TLS files into the context every connection uses. `plain_url`:
+// an address was written redis://, which must not quietly become TLS (nor
+// the other addresses plain).
+Status set_up_tls(const RedisTlsOptions& tls, bool plain_url, redis::Shared& shared) {
+  if (!tls.enabled) {
+    if (!(tls == RedisTlsOptions{}))
+      return invalid(
+          "redis store: tls settings are given but TLS is off (use rediss:// or tls.enabled)");
+    return {};
+  }
+  if (plain_url) return invalid("redis store: TLS is on, but an address is a plain redis:// URL");
+  Result<std::shared_ptr<boost::asio::ssl::context>> ctx = redis::make_tls_context(tls);
+  if (!ctx.ok()) return ctx.error();
+  shared.tls = std::move(ctx).value();
+  return {};
 }
 
 // Requests (AcquireRequest, RefundRequest) copied for a call that runs later
@@ -418,10 +436,13 @@ Result<std::shared_ptr<RedisStore>> RedisStore::create(RedisStoreOptions options
     return invalid("redis store: intervals and timeouts must be greater than 0");
 
   auto shared = std::make_shared<Shared>();
+  bool plain_url = false;
   for (const std::string& address : options.addresses) {
     Result<redis::Endpoint> ep = redis::parse_address(address);
     if (!ep.ok()) return ep.error();
     redis::Endpoint e = std::move(ep).value();
+    if (e.tls) options.tls.enabled = true;
+    if (!e.tls && address.find("://") != std::string::npos) plain_url = true;
     if (!e.has_credentials) {
       e.username = options.username;
       e.password = options.password;
@@ -432,6 +453,7 @@ Result<std::shared_ptr<RedisStore>> RedisStore::create(RedisStoreOptions options
                      std::to_string(e.database) + " for " + address + ")");
     shared->seeds.push_back(std::move(e));
   }
+  if (Status tls = set_up_tls(options.tls, plain_url, *shared); !tls.ok()) return tls.error();
   shared->options = std::move(options);
   auto impl = std::make_unique<Impl>(shared);
   impl->start();

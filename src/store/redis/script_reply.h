@@ -55,7 +55,7 @@ inline constexpr int kMaxReplyElements = 1 << 20;
 // Makes `reader` refuse an array header above kMaxReplyElements: hiredis
 // then reports an error ("Out of memory") and the connection is dropped, as
 // for any protocol error, instead of allocating for it. Call once per reader,
-// before it reads (Connection does, on every new context).
+// before it reads (Connection does, on every new connection).
 void bound_reply_arrays(redisReader* reader);
 
 // The decision of one limit from its five integers in a well-formed reply

@@ -21,6 +21,10 @@
 #include "store/redis/address.h"
 #include "store/redis/clock_offset.h"
 
+namespace boost::asio::ssl {
+class context;
+}
+
 namespace sluice::redis {
 
 enum class ErrorKind { kTimeout, kConnection, kScript, kServer, kOverloaded, kCount };
@@ -90,6 +94,9 @@ class Topology {
 struct Shared {
   RedisStoreOptions options;
   std::vector<Endpoint> seeds;  // with credentials and database filled in
+  // With options.tls.enabled: the files loaded (tls.h); every connection's
+  // TLS session is made from it. Null for plain TCP.
+  std::shared_ptr<boost::asio::ssl::context> tls;
   Counters counters;
   ErrorLog log;
   Topology topology;
