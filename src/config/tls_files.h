@@ -1,7 +1,11 @@
-// Loading a TLS client's files (CA bundle, certificate chain, private key)
-// into an OpenSSL context. The Redis store builds its context with this, and
-// the config loader runs it on a throwaway context, so a file the store would
-// refuse is a config error at its key rather than a failure at start-up.
+// Checking TLS files before a config that names them is accepted, so that a
+// bad file is a config error at its key rather than a failure at start-up
+// (or, on reload, a config refused while the old one stays in force).
+//
+// A client's files (CA bundle, certificate chain, private key) are loaded
+// into an OpenSSL context: the Redis store builds its context with this, and
+// the config loader runs it on a throwaway context. A server's pair (`tls:`
+// on `listen`) is checked as PEM text, the text the server then uses.
 //
 // Thread-safety: pure functions (they read the file system; OpenSSL's error
 // queue is per thread).
@@ -9,8 +13,10 @@
 
 #include <openssl/types.h>
 
+#include <ctime>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace sluice::config {
 
@@ -33,5 +39,14 @@ std::optional<TlsFilesError> load_tls_files(SSL_CTX* ctx, const TlsFiles& files)
 
 // The same on a fresh client context that is then freed: a check of the files.
 std::optional<TlsFilesError> check_tls_files(const TlsFiles& files);
+
+// A server's certificate chain and key, as PEM text: the chain's certificates
+// all parse; the key parses (unencrypted: a server restarted unattended cannot
+// type a passphrase) and is the first certificate's; that certificate is
+// within its validity period at `now`. The message starts after the file's
+// name ("expired on 2026-11-30 23:29:11 UTC"); kCertFile or kKeyFile says
+// which file it is about.
+std::optional<TlsFilesError> check_server_pair(std::string_view cert_pem, std::string_view key_pem,
+                                               std::time_t now);
 
 }  // namespace sluice::config

@@ -275,7 +275,7 @@ struct AdminAccess {
 };
 
 // `tls:`: TLS on `listen` (and on `grpc` with grpc_tls). The files are read
-// (and checked: policy/tls_files.h) at load, so a reload swaps them as one
+// (and checked: config/tls_files.h) at load, so a reload swaps them as one
 // with the rest of the config.
 struct TlsSettings {
   std::string cert_file;  // resolved paths

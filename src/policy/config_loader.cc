@@ -17,7 +17,6 @@
 #include "policy/consumers_file.h"
 #include "policy/ip.h"
 #include "policy/route_syntax.h"
-#include "policy/tls_files.h"
 
 namespace sluice::policy {
 
@@ -817,11 +816,12 @@ class Loader {
       if (auto c = walker_.choice(*v, {"1.2", "1.3"})) tls.min_tls13 = *c == 1;
     }
     if (!cert_read || !key_read) return;
-    if (std::optional<TlsProblem> p =
-            check_certificate_and_key(tls.cert_pem, tls.key_pem, std::time(nullptr))) {
-      return walker_.error(p->in_key ? *key : *cert,
-                           std::string(p->in_key ? "the key file " : "the certificate file ") +
-                               (p->in_key ? tls.key_file : tls.cert_file) + " " + p->message);
+    if (std::optional<config::TlsFilesError> p =
+            config::check_server_pair(tls.cert_pem, tls.key_pem, std::time(nullptr))) {
+      const bool in_key = p->key == config::TlsFilesError::Key::kKeyFile;
+      return walker_.error(in_key ? *key : *cert,
+                           std::string(in_key ? "the key file " : "the certificate file ") +
+                               (in_key ? tls.key_file : tls.cert_file) + " " + p->message);
     }
     config_.tls = std::move(tls);
   }

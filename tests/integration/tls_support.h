@@ -1,7 +1,6 @@
-// TLS for the integration tests: certificates made with the openssl command
-// line (a CA, server certificates for localhost / 127.0.0.1 signed by it, an
-// expired one, a key of another pair) and a small blocking HTTPS client that
-// verifies the server against that CA and says which certificate it got.
+// TLS for the integration tests (certificates: tests/tls/test_certs.h): a
+// small blocking HTTPS client that verifies the server against a CA and says
+// which certificate it got, and a shell command's status and output (curl).
 #pragma once
 
 #include <openssl/ssl.h>
@@ -10,7 +9,6 @@
 #include <cstdio>
 #include <memory>
 #include <string>
-#include <vector>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
@@ -40,52 +38,6 @@ inline CommandResult run_command(const std::string& command) {
   while ((n = std::fread(buffer, 1, sizeof buffer, p)) > 0) r.output.append(buffer, n);
   r.status = ::pclose(p);
   return r;
-}
-
-// The files, in `dir`: ca.pem; server certificates a.pem and b.pem (subject
-// CN "sluice a" / "sluice b", both for localhost and 127.0.0.1) with their key
-// key.pem; expired.pem (same key, valid until yesterday); other.key (a key of
-// no certificate here). Empty `error` when every command worked.
-struct TlsFiles {
-  std::string dir, ca, cert_a, cert_b, key, expired, other_key;
-  std::string error;
-};
-
-inline TlsFiles make_tls_files(const std::string& dir) {
-  TlsFiles f{dir,
-             dir + "/ca.pem",
-             dir + "/a.pem",
-             dir + "/b.pem",
-             dir + "/key.pem",
-             dir + "/expired.pem",
-             dir + "/other.key",
-             ""};
-  const std::string ec = " -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes";
-  const std::string ext = dir + "/san.cnf";
-  const std::vector<std::string> commands = {
-      "printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\n' > " + ext,
-      "openssl req -x509" + ec + " -keyout " + dir + "/ca.key -out " + f.ca +
-          " -days 2 -subj '/CN=Sluice test CA'",
-      "openssl req" + ec + " -keyout " + f.key + " -out " + dir + "/server.csr -subj /CN=server",
-      "openssl req" + ec + " -keyout " + f.other_key + " -out " + dir + "/other.csr -subj /CN=x",
-  };
-  auto sign = [&](const std::string& out, const std::string& cn, int days, int serial) {
-    return "openssl x509 -req -in " + dir + "/server.csr -CA " + f.ca + " -CAkey " + dir +
-           "/ca.key -set_serial " + std::to_string(serial) + " -subj '/CN=" + cn + "' -out " + out +
-           " -days " + std::to_string(days) + " -extfile " + ext;
-  };
-  std::vector<std::string> all = commands;
-  all.push_back(sign(f.cert_a, "sluice a", 2, 1001));
-  all.push_back(sign(f.cert_b, "sluice b", 2, 1002));
-  all.push_back(sign(f.expired, "sluice expired", -1, 1003));
-  for (const std::string& c : all) {
-    const CommandResult r = run_command(c);
-    if (r.status != 0) {
-      f.error = c + ": " + r.output;
-      break;
-    }
-  }
-  return f;
 }
 
 // One HTTPS connection, verified against a CA for a host name, kept open for

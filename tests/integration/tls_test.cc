@@ -9,6 +9,7 @@
 
 #include "gateway_support.h"
 #include "test_support.h"
+#include "tls/test_certs.h"
 #include "tls_support.h"
 
 namespace sluice::test {
@@ -20,13 +21,7 @@ const std::string kReloadSuccesses = R"(sluice_config_reloads_total{result="succ
 
 class Tls : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = make_temp_dir();
-    ASSERT_FALSE(dir_.empty());
-    files_ = make_tls_files(dir_);
-    ASSERT_EQ(files_.error, "");
-  }
-  void TearDown() override { remove_dir(dir_); }
+  void SetUp() override { ASSERT_TRUE(certs_.ok()) << certs_.error(); }
 
   // `tls:` (first in the file: line 3, after the harness's listen and admin)
   // and a route allowing 2 a minute per client.
@@ -40,16 +35,15 @@ routes:
 )";
   }
 
-  std::string dir_;
-  TlsFiles files_;
+  testing::TestCerts certs_;
 };
 
 TEST_F(Tls, AVerifyingClientGetsTheDecisionsAndHeadersOverHttp11) {
-  auto server = SluiceProcess::start(yaml(files_.cert_a, files_.key));
+  auto server = SluiceProcess::start(yaml(certs_.server_cert(), certs_.server_key()));
   ASSERT_NE(server, nullptr);
-  TlsClient c(server->port(), files_.ca);
+  TlsClient c(server->port(), certs_.ca());
   ASSERT_TRUE(c.ok()) << c.error();
-  EXPECT_EQ(c.certificate_cn(), "sluice a");
+  EXPECT_EQ(c.certificate_cn(), "server");
   EXPECT_EQ(c.alpn(), "http/1.1");
   EXPECT_EQ(c.protocol(), "TLSv1.3");
   // Three requests on one connection (keep-alive over TLS).
@@ -71,11 +65,11 @@ TEST_F(Tls, AVerifyingClientGetsTheDecisionsAndHeadersOverHttp11) {
 }
 
 TEST_F(Tls, CurlWithTheCaCertificate) {
-  auto server = SluiceProcess::start(yaml(files_.cert_a, files_.key));
+  auto server = SluiceProcess::start(yaml(certs_.server_cert(), certs_.server_key()));
   ASSERT_NE(server, nullptr);
   const std::string url = "https://localhost:" + std::to_string(server->port()) + "/api/x";
   const std::string curl =
-      "curl -sS --cacert " + files_.ca + " -o /dev/null -w '%{http_code} %{http_version}' " + url;
+      "curl -sS --cacert " + certs_.ca() + " -o /dev/null -w '%{http_code} %{http_version}' " + url;
   EXPECT_EQ(run_command(curl).output, "200 1.1");
   EXPECT_EQ(run_command(curl).output, "200 1.1");
   EXPECT_EQ(run_command(curl).output, "429 1.1");
@@ -92,31 +86,32 @@ TEST_F(Tls, CurlWithTheCaCertificate) {
 }
 
 TEST_F(Tls, MinVersion13RefusesATls12Client) {
-  auto server = SluiceProcess::start(yaml(files_.cert_a, files_.key, ", min_version: \"1.3\""));
+  auto server = SluiceProcess::start(
+      yaml(certs_.server_cert(), certs_.server_key(), ", min_version: \"1.3\""));
   ASSERT_NE(server, nullptr);
-  TlsClient old(server->port(), files_.ca, "localhost", false, /*tls12_only=*/true);
+  TlsClient old(server->port(), certs_.ca(), "localhost", false, /*tls12_only=*/true);
   EXPECT_FALSE(old.ok());
   EXPECT_TRUE(server->wait_for_metric(kHandshakeFailures, 1)) << server->metric(kHandshakeFailures);
-  TlsClient current(server->port(), files_.ca);
+  TlsClient current(server->port(), certs_.ca());
   ASSERT_TRUE(current.ok()) << current.error();
   EXPECT_EQ(current.get("/api/x").status, 200);
 }
 
 TEST_F(Tls, AReloadSwapsTheCertificateForTheNextHandshakeAndOpenConnectionsCarryOn) {
-  auto server = SluiceProcess::start(yaml(files_.cert_a, files_.key));
+  auto server = SluiceProcess::start(yaml(certs_.server_cert(), certs_.server_key()));
   ASSERT_NE(server, nullptr);
-  TlsClient before(server->port(), files_.ca);
+  TlsClient before(server->port(), certs_.ca());
   ASSERT_TRUE(before.ok()) << before.error();
   EXPECT_EQ(before.get("/api/x").status, 200);
-  EXPECT_EQ(before.certificate_cn(), "sluice a");
+  EXPECT_EQ(before.certificate_cn(), "server");
 
-  server->rewrite_config(yaml(files_.cert_b, files_.key));
+  server->rewrite_config(yaml(certs_.server_b_cert(), certs_.server_b_key()));
   server->send_signal(SIGHUP);
   ASSERT_TRUE(server->wait_for_metric(kReloadSuccesses, 1)) << server->log();
 
-  TlsClient after(server->port(), files_.ca);
+  TlsClient after(server->port(), certs_.ca());
   ASSERT_TRUE(after.ok()) << after.error();
-  EXPECT_EQ(after.certificate_cn(), "sluice b");
+  EXPECT_EQ(after.certificate_cn(), "server-b");
   // The connection opened before the reload is still served (the route is
   // unchanged, so its count goes on: the second of 2).
   const HttpResponse again = before.get("/api/x");
@@ -126,36 +121,40 @@ TEST_F(Tls, AReloadSwapsTheCertificateForTheNextHandshakeAndOpenConnectionsCarry
 }
 
 TEST_F(Tls, AReloadWithAKeyOfAnotherPairIsRefusedAndTheOldCertificateStays) {
-  auto server = SluiceProcess::start(yaml(files_.cert_a, files_.key));
+  auto server = SluiceProcess::start(yaml(certs_.server_cert(), certs_.server_key()));
   ASSERT_NE(server, nullptr);
-  server->rewrite_config(yaml(files_.cert_a, files_.other_key));
+  server->rewrite_config(yaml(certs_.server_cert(), certs_.client_key()));
   server->send_signal(SIGHUP);
   ASSERT_TRUE(server->wait_for_metric(kReloadFailures, 1)) << server->log();
   const std::string column =
-      std::to_string(std::string("tls: {cert: " + files_.cert_a + ", key: ").size() + 1);
+      std::to_string(std::string("tls: {cert: " + certs_.server_cert() + ", key: ").size() + 1);
   EXPECT_TRUE(server->wait_for_log(server->config_path() + ":3:" + column +
-                                   ": tls.key: the key file " + files_.other_key +
+                                   ": tls.key: the key file " + certs_.client_key() +
                                    " is not the key of the certificate"))
       << server->log();
-  TlsClient c(server->port(), files_.ca);
+  TlsClient c(server->port(), certs_.ca());
   ASSERT_TRUE(c.ok()) << c.error();
-  EXPECT_EQ(c.certificate_cn(), "sluice a");
+  EXPECT_EQ(c.certificate_cn(), "server");
   EXPECT_EQ(c.get("/api/x").status, 200);
 }
 
 TEST_F(Tls, AnExpiredCertificateOrAKeyOfAnotherPairIsRefusedAtStartup) {
   std::string log;
-  EXPECT_EQ(SluiceProcess::run_and_capture(yaml(files_.expired, files_.key), &log), 1);
-  EXPECT_NE(log.find(":1:13: tls.cert: the certificate file " + files_.expired + " expired on "),
-            std::string::npos)
+  EXPECT_EQ(SluiceProcess::run_and_capture(yaml(certs_.expired_cert(), certs_.expired_key()), &log),
+            1);
+  EXPECT_NE(
+      log.find(":1:13: tls.cert: the certificate file " + certs_.expired_cert() + " expired on "),
+      std::string::npos)
       << log;
-  EXPECT_EQ(SluiceProcess::run_and_capture(yaml(files_.cert_a, files_.other_key), &log), 1);
-  EXPECT_NE(log.find("tls.key: the key file " + files_.other_key +
+  EXPECT_EQ(SluiceProcess::run_and_capture(yaml(certs_.server_cert(), certs_.client_key()), &log),
+            1);
+  EXPECT_NE(log.find("tls.key: the key file " + certs_.client_key() +
                      " is not the key of the certificate (their public keys differ)"),
             std::string::npos)
       << log;
-  EXPECT_EQ(SluiceProcess::run_and_capture(yaml(files_.key, files_.key), &log), 1);
-  EXPECT_NE(log.find("tls.cert: the certificate file " + files_.key +
+  EXPECT_EQ(SluiceProcess::run_and_capture(yaml(certs_.server_key(), certs_.server_key()), &log),
+            1);
+  EXPECT_NE(log.find("tls.cert: the certificate file " + certs_.server_key() +
                      " holds no PEM certificate (-----BEGIN CERTIFICATE-----)"),
             std::string::npos)
       << log;
@@ -164,10 +163,10 @@ TEST_F(Tls, AnExpiredCertificateOrAKeyOfAnotherPairIsRefusedAtStartup) {
 TEST_F(Tls, TheGatewayProxiesOverTls) {
   DemoUpstream upstream(SLUICE_BINARY);
   ASSERT_NE(upstream.port(), 0);
-  auto server =
-      SluiceProcess::start("upstream: " + upstream.url() + "\n" + yaml(files_.cert_a, files_.key));
+  auto server = SluiceProcess::start("upstream: " + upstream.url() + "\n" +
+                                     yaml(certs_.server_cert(), certs_.server_key()));
   ASSERT_NE(server, nullptr);
-  TlsClient c(server->port(), files_.ca);
+  TlsClient c(server->port(), certs_.ca());
   ASSERT_TRUE(c.ok()) << c.error();
   const HttpResponse r = c.get("/api/x");
   EXPECT_EQ(r.status, 200);

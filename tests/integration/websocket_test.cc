@@ -4,6 +4,7 @@
 // client is Beast's WebSocket client.
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/core/buffers_to_string.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
@@ -16,7 +17,7 @@
 
 #include "gateway_support.h"
 #include "test_support.h"
-#include "tls_support.h"
+#include "tls/test_certs.h"
 
 namespace sluice::test {
 namespace {
@@ -166,18 +167,18 @@ TEST(WebSocket, TheUpgradeIsAskedOfTheUpstreamButH2cIsNot) {
 }
 
 TEST(WebSocket, FramesGoBothWaysOverTls) {
-  const std::string certs = make_temp_dir();
-  const TlsFiles files = make_tls_files(certs);
-  ASSERT_EQ(files.error, "");
+  const testing::TestCerts certs;
+  ASSERT_TRUE(certs.ok()) << certs.error();
   DemoUpstream upstream(SLUICE_BINARY);
   ASSERT_NE(upstream.port(), 0);
-  auto server = SluiceProcess::start("tls: {cert: " + files.cert_a + ", key: " + files.key + "}\n" +
-                                     ws_yaml(upstream.url()));
+  auto server =
+      SluiceProcess::start("tls: {cert: " + certs.server_cert() + ", key: " + certs.server_key() +
+                           "}\n" + ws_yaml(upstream.url()));
   ASSERT_NE(server, nullptr);
 
   asio::io_context io;
   asio::ssl::context tls(asio::ssl::context::tls_client);
-  tls.load_verify_file(files.ca);
+  tls.load_verify_file(certs.ca());
   websocket::stream<beast::ssl_stream<beast::tcp_stream>> ws(io, tls);
   beast::get_lowest_layer(ws).expires_after(std::chrono::seconds(10));
   beast::get_lowest_layer(ws).connect(
@@ -198,7 +199,6 @@ TEST(WebSocket, FramesGoBothWaysOverTls) {
   }
   ws.close(websocket::close_code::normal);
   EXPECT_NE(server->wait_for_access_log({"status=101"}).find("path=/ws"), std::string::npos);
-  remove_dir(certs);
 }
 
 }  // namespace

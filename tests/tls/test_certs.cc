@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <string>
 
 namespace sluice::testing {
 namespace {
@@ -23,8 +24,9 @@ TestCerts::TestCerts() {
   }
   dir_ = d;
   std::ofstream(dir_ + "/san.ext") << "subjectAltName=IP:127.0.0.1,DNS:localhost\n";
-  // A leaf: key and request, then signed by the CA `ca` (with the SAN).
-  const auto leaf = [&](const std::string& name, const std::string& ca) {
+  // A leaf: key and request, then signed by the CA `ca` (with the SAN), valid
+  // for `days` from now (-1: it expired yesterday).
+  const auto leaf = [&](const std::string& name, const std::string& ca, int days = 2) {
     std::string s = "openssl req";
     s.append(kNewKey)
         .append(" -keyout ")
@@ -33,7 +35,9 @@ TestCerts::TestCerts() {
         .append(name)
         .append(".csr -subj /CN=")
         .append(name)
-        .append(" && openssl x509 -req -days 2 -in ")
+        .append(" && openssl x509 -req -days ")
+        .append(std::to_string(days))
+        .append(" -in ")
         .append(name)
         .append(".csr -CA ")
         .append(ca)
@@ -65,6 +69,10 @@ TestCerts::TestCerts() {
       .append(leaf("server", "ca"))
       .append(" && ")
       .append(leaf("client", "ca"))
+      .append(" && ")
+      .append(leaf("server-b", "ca"))
+      .append(" && ")
+      .append(leaf("expired", "ca", -1))
       .append(") > openssl.log 2>&1");
   if (std::system(script.c_str()) != 0) {
     error_ = "openssl could not make the test certificates (is openssl on PATH?); see ";

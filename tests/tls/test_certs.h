@@ -1,7 +1,9 @@
 // Test support: TLS certificates made with the openssl command in a fresh
-// temporary folder (removed with the object): a CA, a server certificate
-// for 127.0.0.1 and localhost, a client certificate, both signed by that CA,
-// and a second CA that signed neither.
+// temporary folder (removed with the object): a CA; server certificates
+// for 127.0.0.1 and localhost (subject CN "server", and "server-b" for a
+// reload to another certificate), an expired one ("expired", valid until
+// yesterday) and a client certificate, each with its own key and signed by
+// that CA; and a second CA that signed none.
 #pragma once
 
 #include <string>
@@ -22,6 +24,10 @@ class TestCerts {
   std::string ca() const { return dir_ + "/ca.pem"; }
   std::string server_cert() const { return dir_ + "/server.pem"; }
   std::string server_key() const { return dir_ + "/server.key"; }
+  std::string server_b_cert() const { return dir_ + "/server-b.pem"; }
+  std::string server_b_key() const { return dir_ + "/server-b.key"; }
+  std::string expired_cert() const { return dir_ + "/expired.pem"; }
+  std::string expired_key() const { return dir_ + "/expired.key"; }
   std::string client_cert() const { return dir_ + "/client.pem"; }
   std::string client_key() const { return dir_ + "/client.key"; }
   std::string other_ca() const { return dir_ + "/other-ca.pem"; }

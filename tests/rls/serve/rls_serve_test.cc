@@ -28,7 +28,7 @@
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 #include "rls_serve_util.h"
 #include "sluice_process.h"
-#include "tls_support.h"
+#include "tls/test_certs.h"
 
 namespace sluice::test {
 namespace {
@@ -840,9 +840,9 @@ std::string peer_cn(const grpc::ClientContext& context) {
 }
 
 // A verifying TLS client for the gRPC port (the CA of `files`).
-std::unique_ptr<pb::RateLimitService::Stub> tls_stub(int port, const TlsFiles& files) {
+std::unique_ptr<pb::RateLimitService::Stub> tls_stub(int port, const testing::TestCerts& certs) {
   grpc::SslCredentialsOptions options;
-  std::ifstream ca(files.ca);
+  std::ifstream ca(certs.ca());
   options.pem_root_certs.assign(std::istreambuf_iterator<char>(ca), {});
   // A channel of its own (not shared with earlier stubs), so it handshakes anew.
   grpc::ChannelArguments args;
@@ -863,42 +863,41 @@ std::pair<Code, std::string> tls_call(pb::RateLimitService::Stub& stub,
 }
 
 TEST(RlsTls, TheGrpcPortSpeaksTlsAndAReloadSwapsItsCertificate) {
-  const std::string certs = make_temp_dir();
-  const TlsFiles files = make_tls_files(certs);
-  ASSERT_EQ(files.error, "");
+  const testing::TestCerts certs;
+  ASSERT_TRUE(certs.ok()) << certs.error();
   DescriptorDir dir;
-  auto tls_yaml = [&](const std::string& cert) {
-    return "tls: {cert: " + cert + ", key: " + files.key + "}\ngrpc_tls: true\n";
+  auto tls_yaml = [&](const std::string& cert, const std::string& key) {
+    return "tls: {cert: " + cert + ", key: " + key + "}\ngrpc_tls: true\n";
   };
-  auto server = serve_file(dir, "try.yaml", kTryDescriptors, tls_yaml(files.cert_a));
+  auto server = serve_file(dir, "try.yaml", kTryDescriptors,
+                           tls_yaml(certs.server_cert(), certs.server_key()));
   ASSERT_NE(server, nullptr);
   EXPECT_TRUE(server->wait_for_log(" with TLS (Envoy RLS v3")) << server->log();
   const int port = grpc_port(server->log());
   ASSERT_GT(port, 0) << server->log();
   const pb::RateLimitRequest bob = request("try", {{{"user", "bob"}}});
 
-  auto before = tls_stub(port, files);
-  EXPECT_EQ(tls_call(*before, bob), std::make_pair(OK, std::string("sluice a")));
+  auto before = tls_stub(port, certs);
+  EXPECT_EQ(tls_call(*before, bob), std::make_pair(OK, std::string("server")));
   // A plaintext client gets no answer from a TLS port.
   RlsClient plain(port);
   pb::RateLimitResponse ignored;
   EXPECT_FALSE(plain.call(bob, &ignored).ok());
   // sluice rls query --cacert speaks TLS (capacity 3: the second of bob's 3).
   Ran r = run_sluice("rls query --address 127.0.0.1:" + std::to_string(port) + " --cacert " +
-                     files.ca + " --domain try --descriptor user=bob");
+                     certs.ca() + " --domain try --descriptor user=bob");
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out.substr(0, r.out.find("  limit_remaining: 1\n")),
             "overall: OK\ndescriptor 1 user=bob: OK\n  limit: 3 per hour (per_user)\n");
 
-  server->rewrite_config(rls_yaml(dir, tls_yaml(files.cert_b)));
+  server->rewrite_config(rls_yaml(dir, tls_yaml(certs.server_b_cert(), certs.server_b_key())));
   server->send_signal(SIGHUP);
   ASSERT_TRUE(server->wait_for_metric(R"(sluice_config_reloads_total{result="success"})", 1))
       << server->log();
-  auto after = tls_stub(port, files);
-  EXPECT_EQ(tls_call(*after, bob), std::make_pair(OK, std::string("sluice b")));
+  auto after = tls_stub(port, certs);
+  EXPECT_EQ(tls_call(*after, bob), std::make_pair(OK, std::string("server-b")));
   // The connection opened before the reload carries on (bob's 4th: over).
-  EXPECT_EQ(tls_call(*before, bob), std::make_pair(OVER, std::string("sluice a")));
-  remove_dir(certs);
+  EXPECT_EQ(tls_call(*before, bob), std::make_pair(OVER, std::string("server")));
 }
 
 }  // namespace
