@@ -174,8 +174,9 @@ void redis(YAML::Emitter& out, const RedisConfig& r) {
       !r.username.empty() || util::invalid_utf8(r.password) != std::string_view::npos;
   if (needs_url && r.addresses.size() == 1) {
     out << YAML::Key << "url" << YAML::Value;
-    quoted(out, "redis://" + url_escape(r.username) + ":" + url_escape(r.password) + "@" +
-                    r.addresses.front().text() + "/" + std::to_string(r.database));
+    quoted(out, std::string(r.tls.enabled ? "rediss://" : "redis://") + url_escape(r.username) +
+                    ":" + url_escape(r.password) + "@" + r.addresses.front().text() + "/" +
+                    std::to_string(r.database));
   } else {
     out << YAML::Key << "addresses" << YAML::Value << YAML::BeginSeq;
     for (const HostPort& hp : r.addresses) quoted(out, hp.text());
@@ -190,6 +191,17 @@ void redis(YAML::Emitter& out, const RedisConfig& r) {
   out << YAML::Key << "timeout" << YAML::Value << millis_text(r.timeout);
   out << YAML::Key << "on_failure" << YAML::Value << (r.on_failure_allow ? "allow" : "deny");
   out << YAML::Key << "time_source" << YAML::Value << (r.time_source_redis ? "redis" : "local");
+  if (r.tls.enabled) {  // the block turns TLS on beside addresses, and goes with rediss://
+    out << YAML::Key << "tls" << YAML::Value << YAML::BeginMap;
+    for (const auto& [key, value] :
+         {std::pair{"ca_file", &r.tls.ca_file}, std::pair{"cert_file", &r.tls.cert_file},
+          std::pair{"key_file", &r.tls.key_file}, std::pair{"server_name", &r.tls.server_name}}) {
+      if (value->empty()) continue;
+      out << YAML::Key << key << YAML::Value;
+      quoted(out, *value);
+    }
+    out << YAML::EndMap;
+  }
   out << YAML::EndMap;
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "policy/config_loader.h"
+#include "tls/test_certs.h"
 
 namespace sluice::policy {
 namespace {
@@ -189,6 +190,31 @@ TEST(ConfigYaml, JwtSectionAndJwtKeysRoundTrip) {
   ASSERT_TRUE(c.jwt.has_value());
   expect_round_trip(c, "t.yaml");
   std::filesystem::remove(secret);
+}
+
+TEST(ConfigYaml, TlsOnListenAndToRedisRoundTrip) {
+  const testing::TestCerts certs;
+  ASSERT_TRUE(certs.ok()) << certs.error();
+  const Config c = valid("tls: {cert: " + certs.server_cert() + ", key: " + certs.server_key() +
+                         ", min_version: \"1.3\"}\n"
+                         "store:\n"
+                         "  backend: redis\n"
+                         "  redis:\n"
+                         "    url: rediss://alice:pw@127.0.0.1:6380\n"
+                         "    tls: {ca_file: " +
+                         certs.ca() + ", cert_file: " + certs.client_cert() +
+                         ", key_file: " + certs.client_key() + ", server_name: localhost}\n");
+  ASSERT_TRUE(c.tls.has_value());
+  EXPECT_TRUE(c.tls->min_tls13);
+  EXPECT_TRUE(c.store.redis.tls.enabled);
+  const std::string yaml = to_yaml(c);
+  EXPECT_NE(yaml.find(R"(url: "rediss://alice:pw@127.0.0.1:6380/0")"), std::string::npos) << yaml;
+  expect_round_trip(c, "t.yaml");
+  // Beside addresses, the block alone turns TLS on (the system's CAs).
+  const Config bare =
+      valid("store: {backend: redis, redis: {addresses: [127.0.0.1:6380], tls: {}}}\n");
+  EXPECT_TRUE(bare.store.redis.tls.enabled);
+  expect_round_trip(bare, "t.yaml");
 }
 
 TEST(ConfigYaml, PlansConsumersAndPlanInLimitsRoundTrip) {

@@ -38,6 +38,7 @@
 #include "http_client.h"
 #include "redis_server.h"
 #include "sluice_process.h"
+#include "tls/test_certs.h"
 
 namespace sluice::test {
 namespace {
@@ -219,6 +220,35 @@ void expect_one_lockout_for_all(const std::vector<std::string>& addresses, bool 
     }
   }
   for (const auto& s : servers) EXPECT_EQ(s->metric("sluice_store_errors_total"), 0) << s->log();
+}
+
+// rediss:// with an ACL user and the test CA, through `sluice serve`: two
+// servers share the limit exactly, and no decision came from on_failure.
+TEST(RedisServe, OverTlsWithAnAclUserTwoServersAllowExactlyTheCapacity) {
+  SLUICE_REQUIRE_REDIS();
+  const testing::TestCerts certs;
+  ASSERT_TRUE(certs.ok()) << certs.error();
+  RedisServer redis;
+  redis.use_tls({&certs, false});
+  ASSERT_TRUE(redis.start());
+  ASSERT_TRUE(redis.command({"ACL", "SETUSER", "alice", "on", ">s3cret", "~*", "&*", "+@all"}));
+  const std::string yaml =
+      "store:\n  backend: redis\n  redis:\n    url: rediss://alice:s3cret@127.0.0.1:" +
+      std::to_string(redis.tls_port()) + "\n    tls: {ca_file: " + certs.ca() +
+      "}\n    timeout: 2s\n    on_failure: deny\nserver:\n  threads: 2\n" + kExactPolicy;
+  std::vector<std::unique_ptr<SluiceProcess>> servers;
+  for (int i = 0; i < 2; ++i) {
+    servers.push_back(SluiceProcess::start(yaml));
+    ASSERT_NE(servers.back(), nullptr);
+    ASSERT_TRUE(wait_ready(*servers.back(), true, 10s)) << servers.back()->log();
+  }
+  EXPECT_TRUE(servers[0]->wait_for_log("store redis over TLS 127.0.0.1:")) << servers[0]->log();
+  std::atomic<int> others{0};
+  EXPECT_EQ(hammer_one_key(servers, 1'000, 2, &others), 100);
+  EXPECT_EQ(others.load(), 0);
+  for (const auto& server : servers) {
+    EXPECT_EQ(server->metric("sluice_store_errors_total"), 0) << server->log();
+  }
 }
 
 TEST(RedisServe, ALockoutOnOneRedisIsSharedByEveryServer) {
