@@ -65,10 +65,12 @@ class ClientStream {
     tls_->async_handshake(boost::asio::ssl::stream_base::server, std::forward<Handler>(handler));
   }
 
-  // TLS only: sends close_notify and waits for the peer's (bound it with a
-  // timer: a peer may never answer).
+  // TLS only: sends close_notify, and completes once it is written. The
+  // peer's close_notify is not waited for (nginx does not either): the
+  // connection is closing, and the caller drains what is left on the socket.
   template <class Handler>
   void async_shutdown(Handler&& handler) {
+    SSL_set_shutdown(tls_->native_handle(), SSL_RECEIVED_SHUTDOWN);
     tls_->async_shutdown(std::forward<Handler>(handler));
   }
 

@@ -542,6 +542,14 @@ void Session::finish_request(bool keep_alive) {
   if (reply_body_.capacity() > kKeepBufferBytes) reply_body_ = std::string();
   if (buffer_.size() == 0 && buffer_.capacity() > kKeepBufferBytes) buffer_.shrink_to_fit();
   if (keep_alive && !draining_) return do_wait();
+  // Plain TCP with nothing unread, here or in the socket: close at once (as
+  // nginx does). Unread input would make the close a reset that can destroy
+  // the response in flight: then linger. A TLS peer answers our close_notify
+  // with its own, which is such input: TLS always lingers.
+  beast::error_code ec;
+  if (!stream_.is_tls() && buffer_.size() == 0 && stream_.socket().available(ec) == 0 && !ec) {
+    return close_now();
+  }
   linger_close();
 }
 
@@ -571,18 +579,24 @@ void Session::reject(HttpStatus status, std::string_view code, std::string_view 
 
 void Session::linger_close() {
   phase_ = Phase::kClosing;
+  set_deadline(Wait::kLinger, SteadyClock::now() + kLingerTime);
   if (stream_.is_tls()) {
-    // close_notify, then the peer's (or the linger time, or an error).
-    set_deadline(Wait::kLinger, SteadyClock::now() + kLingerTime);
-    return stream_.async_shutdown(
-        [self = shared_from_this()](beast::error_code) { self->close_now(); });
+    // close_notify first, so the client knows the response is whole; then
+    // the same as over plain TCP.
+    return stream_.async_shutdown([self = shared_from_this()](beast::error_code ec) {
+      if (ec) return self->close_now();
+      self->linger_tcp();
+    });
   }
+  linger_tcp();
+}
+
+void Session::linger_tcp() {
   beast::error_code ec;
   stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
   if (ec) return close_now();
   if (!linger_buffer_) linger_buffer_ = std::make_unique<char[]>(kLingerChunk);
   lingered_bytes_ = 0;
-  set_deadline(Wait::kLinger, SteadyClock::now() + kLingerTime);
   do_linger();
 }
 

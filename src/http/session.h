@@ -32,7 +32,7 @@
 //
 // TLS (a connection on `listen` when `tls:` is set): the handshake comes
 // first, within the first header's header_timeout; a connection that closes
-// sends close_notify (lingering bounds the wait for the peer's).
+// sends close_notify, then lingers as a plain one does.
 //
 // Draining (graceful shutdown): an idle connection closes at once; a request
 // whose header has been read is finished and answered with Connection: close.
@@ -184,6 +184,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // Answers a protocol error and closes.
   void reject(HttpStatus status, std::string_view code, std::string_view message);
   void linger_close();
+  void linger_tcp();
   void do_linger();
   void close_now();
   void set_limits();
