@@ -24,14 +24,16 @@ constexpr const char* kServeUsage =
 
 Runs the Sluice server described by FILE (docs/CONFIG.md):
   listen         the gateway (when `upstream` is set), or the decision service
-                 (POST /v1/check, GET /v1/auth) when it is not
+                 (POST /v1/check, GET /v1/auth) when it is not; HTTPS with
+                 `tls: {cert, key}`
   decision_api   POST /v1/check, GET /v1/auth for your own programs
   admin          /dashboard (live page) /healthz /readyz /metrics /admin/stats,
                  /admin/rls, POST /admin/reload, POST /admin/reset (127.0.0.1
                  by default)
   grpc           the Envoy RLS v3 API, with the descriptor files of
                  rls.config_dir (docs/ENVOY.md), gRPC health checks and
-                 server reflection (`sluice rls query`, grpcurl)
+                 server reflection (`sluice rls query`, grpcurl); TLS with
+                 `grpc_tls: true`
 
 Options:
   -c, --config FILE     the config file (required)
@@ -42,8 +44,8 @@ Options:
 
 Every endpoint, its requests and answers: docs/API.md.
 
-Signals: SIGHUP reloads FILE and the RLS descriptor files together (if either
-is bad, both are refused and the old ones stay);
+Signals: SIGHUP reloads FILE, the RLS descriptor files and the TLS
+certificate together (if one is bad, all are refused and the old ones stay);
 SIGTERM or SIGINT stops accepting, finishes requests in flight (up to
 server.shutdown_grace) and exits 0.
 
