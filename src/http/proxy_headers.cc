@@ -159,7 +159,9 @@ void append_forwarding_fields(const bhttp::fields& from, const Forwarding& who, 
   out.append(who.peer);
   out.append(v6 ? "]\"\r\n" : "\r\n");
 
-  if (from.find("X-Forwarded-Proto") == from.end()) out.append("X-Forwarded-Proto: http\r\n");
+  if (from.find("X-Forwarded-Proto") == from.end()) {
+    out.append(who.tls ? "X-Forwarded-Proto: https\r\n" : "X-Forwarded-Proto: http\r\n");
+  }
   if (from.find("X-Forwarded-Host") == from.end()) {
     const auto host = from.find(bhttp::field::host);
     if (host != from.end() && !host->value().empty()) {

@@ -52,6 +52,7 @@ struct Forwarding {
   std::string_view client;    // the client address Sluice resolved (the peer
                               // unless the peer is a trusted proxy)
   bool peer_trusted = false;  // the peer is in client_ip.trusted_proxies
+  bool tls = false;           // the client's connection is TLS (`tls:` on listen)
 };
 
 // Appends the forwarding fields of the upstream request, from what the client
@@ -63,8 +64,9 @@ struct Forwarding {
 //     upstream reads it as the truth);
 //   Forwarded: "for=<peer>", after the client's Forwarded values only when
 //     the peer is a trusted proxy (RFC 7239 node syntax: IPv6 quoted in brackets);
-//   X-Forwarded-Proto: http, unless the client sent one (a trusted proxy in
-//     front of Sluice knows better; the upstream decides whom to believe);
+//   X-Forwarded-Proto: https over TLS, else http, unless the client sent one
+//     (a trusted proxy in front of Sluice knows better; the upstream decides
+//     whom to believe);
 //   X-Forwarded-Host: the client's Host, unless the client sent one.
 void append_forwarding_fields(const boost::beast::http::fields& from, const Forwarding& who,
                               std::string& out);

@@ -98,6 +98,10 @@ TEST(ProxyHeaders, XForwardedForGetsThePeerAppendedAndTheOthersAreSetOnce) {
   EXPECT_EQ(out,
             "X-Forwarded-For: 192.0.2.7\r\nX-Real-IP: 192.0.2.7\r\nForwarded: for=192.0.2.7\r\n"
             "X-Forwarded-Proto: http\r\nX-Forwarded-Host: api.test\r\n");
+  // Over TLS (`tls:` on listen) the scheme Sluice was reached by is https.
+  out.clear();
+  append_forwarding_fields(plain, Forwarding{"192.0.2.7", "192.0.2.7", false, true}, out);
+  EXPECT_NE(out.find("\r\nX-Forwarded-Proto: https\r\n"), std::string::npos) << out;
 
   bhttp::fields proxied;
   proxied.insert("Host", "api.test");

@@ -177,5 +177,20 @@ TEST_F(Tls, TheGatewayProxiesOverTls) {
   EXPECT_EQ(c.get("/api/x").status, 429);
 }
 
+TEST_F(Tls, TheUpstreamLearnsTheClientCameOverTls) {
+  TestUpstream upstream;
+  ASSERT_NE(upstream.port(), 0);
+  auto server = SluiceProcess::start("upstream: " + upstream.url() + "\n" +
+                                     yaml(certs_.server_cert(), certs_.server_key()));
+  ASSERT_NE(server, nullptr);
+  TlsClient c(server->port(), certs_.ca());
+  ASSERT_TRUE(c.ok()) << c.error();
+  ASSERT_EQ(c.get("/api/x").status, 200);
+  ASSERT_EQ(upstream.request_heads().size(), 1u);
+  const std::string head = upstream.request_heads()[0];
+  EXPECT_NE(head.find("\r\nX-Forwarded-Proto: https\r\n"), std::string::npos) << head;
+  EXPECT_NE(head.find("\r\nX-Forwarded-For: 127.0.0.1\r\n"), std::string::npos) << head;
+}
+
 }  // namespace
 }  // namespace sluice::test
