@@ -1,7 +1,10 @@
 #include "http/server.h"
 
 #include <sys/resource.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <exception>
 #include <functional>
 #include <string>
@@ -123,24 +126,24 @@ struct Server::Worker {
 
 // ---------------------------------------------------------------- Listener
 
-// One acceptor on the control io_context. `place` picks the io_context an
-// accepted socket belongs to and `serve` starts its session (on that
-// io_context). Above `max_open` open connections (all ports), a new one is
-// answered 503 and closed at once, counted and logged at most once a second.
+// One acceptor, accepting on the thread of `io` and starting each session
+// there (`serve`). A public port has one Listener per worker, each on a
+// duplicate of the one listening socket (share()): a connection is accepted
+// and served by the same thread, with no hand-off between threads. Above
+// `max_open` open connections (all ports), a new one is answered 503 and
+// closed at once, counted and logged at most once a second (per Listener).
 class Server::Listener {
  public:
-  using Place = std::function<asio::io_context&()>;
   using Serve = std::function<void(tcp::socket, ConnectionTicket)>;
 
-  Listener(asio::io_context& control, std::string name, ServerContext& context,
-           std::atomic<size_t>& open, size_t max_open, Place place, Serve serve)
-      : acceptor_(control),
-        retry_timer_(control),
+  Listener(asio::io_context& io, std::string name, ServerContext& context,
+           std::atomic<size_t>& open, size_t max_open, Serve serve)
+      : acceptor_(io),
+        retry_timer_(io),
         name_(std::move(name)),
         context_(context),
         open_(open),
         max_open_(max_open),
-        place_(std::move(place)),
         serve_(std::move(serve)) {}
 
   Status bind(const policy::HostPort& where) {
@@ -170,22 +173,42 @@ class Server::Listener {
     return {};
   }
 
+  // Accepts on the socket `first` listens on (a duplicate descriptor), from
+  // this Listener's thread. Whichever thread is free first takes a connection.
+  Status share(const Listener& first) {
+    boost::system::error_code ec;
+    tcp::acceptor& from = const_cast<tcp::acceptor&>(first.acceptor_);
+    const int fd = ::dup(from.native_handle());
+    if (fd >= 0) acceptor_.assign(from.local_endpoint().protocol(), fd, ec);
+    if (fd < 0 || ec) {
+      if (fd >= 0 && ec) ::close(fd);
+      return Error{ErrorCode::kInvalidArgument,
+                   cat({"cannot share the ", name_, " socket with a worker: ",
+                        fd < 0 ? std::string(std::strerror(errno)) : ec.message()})};
+    }
+    return {};
+  }
+
   tcp::endpoint local_endpoint() const {
     boost::system::error_code ec;
     return acceptor_.local_endpoint(ec);
   }
 
-  void start() { do_accept(); }
-
+  // Both on the acceptor's own thread (a worker's, or the control thread).
+  void start() {
+    asio::post(acceptor_.get_executor(), [this] { do_accept(); });
+  }
   void stop() {
-    boost::system::error_code ec;
-    acceptor_.close(ec);
-    retry_timer_.cancel();
+    asio::post(acceptor_.get_executor(), [this] {
+      boost::system::error_code ec;
+      acceptor_.close(ec);
+      retry_timer_.cancel();
+    });
   }
 
  private:
   void do_accept() {
-    acceptor_.async_accept(place_(), [this](boost::system::error_code ec, tcp::socket socket) {
+    acceptor_.async_accept([this](boost::system::error_code ec, tcp::socket socket) {
       if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
       if (ec) {
         // Out of descriptors or memory: back off instead of spinning; the
@@ -237,7 +260,6 @@ class Server::Listener {
   std::atomic<size_t>& open_;  // the connections of the ports max_open_ bounds
   const size_t max_open_;
   observe::DenialLogGate refusal_log_{1.0};
-  Place place_;
   Serve serve_;
 };
 
@@ -326,41 +348,42 @@ Server::~Server() {
 
 Status Server::start() {
   const policy::Config& cfg = context_.state.load()->policy.config();
-  // Workers take connections round robin (from every public port). One
-  // accept is pending at a time per listener, all on the control thread, so
-  // accept_worker_ names the worker of the socket being accepted.
-  const auto place = [this]() -> asio::io_context& {
-    accept_worker_ = workers_[next_worker_++ % workers_.size()].get();
-    return accept_worker_->io_context;
+  // A public port: one Listener per worker on one listening socket. `tls`:
+  // the port speaks TLS when the State in force at the accept has a TLS
+  // context (`listen` only; the decision API's own port stays plain).
+  const auto listen_in_workers = [this](const char* name, const policy::HostPort& where,
+                                        std::unique_ptr<FrontDoor> Worker::*door, bool tls,
+                                        std::vector<std::unique_ptr<Listener>>* out) -> Status {
+    for (auto& w : workers_) {
+      Worker* worker = w.get();
+      auto listener = std::make_unique<Listener>(
+          worker->io_context, name, context_, context_.public_connections, max_connections_,
+          [this, worker, door, tls](tcp::socket socket, ConnectionTicket ticket) {
+            std::make_shared<Session>(std::move(socket), std::move(ticket), context_,
+                                      *(worker->*door), worker->registry, false,
+                                      tls ? context_.state.load()->tls : nullptr)
+                ->start();
+          });
+      Status st = out->empty() ? listener->bind(where) : listener->share(*out->front());
+      if (!st.ok()) return st;
+      out->push_back(std::move(listener));
+    }
+    return {};
   };
-  // The session starts on its worker's thread and lives there.
-  // `tls`: the port speaks TLS when the State in force at the accept has a
-  // TLS context (`listen` only; the decision API's own port stays plain).
-  const auto serve_on_worker = [this](std::unique_ptr<FrontDoor> Worker::*door, bool tls) {
-    return [this, door, tls](tcp::socket socket, ConnectionTicket ticket) {
-      Worker* worker = accept_worker_;
-      asio::post(worker->io_context,
-                 [this, worker, door, tls, s = std::move(socket), t = std::move(ticket)]() mutable {
-                   std::make_shared<Session>(std::move(s), std::move(t), context_, *(worker->*door),
-                                             worker->registry, false,
-                                             tls ? context_.state.load()->tls : nullptr)
-                       ->start();
-                 });
-    };
-  };
-  front_listener_ = std::make_unique<Listener>(control_, "listen", context_,
-                                               context_.public_connections, max_connections_, place,
-                                               serve_on_worker(&Worker::front_door, true));
-  if (Status st = front_listener_->bind(cfg.listen); !st.ok()) return st;
+  if (Status st =
+          listen_in_workers("listen", cfg.listen, &Worker::front_door, true, &front_listeners_);
+      !st.ok()) {
+    return st;
+  }
   if (cfg.decision_api.listen) {
-    decision_listener_ = std::make_unique<Listener>(
-        control_, "decision_api", context_, context_.public_connections, max_connections_, place,
-        serve_on_worker(&Worker::decision_door, false));
-    if (Status st = decision_listener_->bind(*cfg.decision_api.listen); !st.ok()) return st;
+    if (Status st = listen_in_workers("decision_api", *cfg.decision_api.listen,
+                                      &Worker::decision_door, false, &decision_listeners_);
+        !st.ok()) {
+      return st;
+    }
   }
   admin_listener_ = std::make_unique<Listener>(
       control_, "admin", context_, context_.admin_connections, kAdminConnections,
-      [this]() -> asio::io_context& { return control_; },
       [this](tcp::socket socket, ConnectionTicket ticket) {
         std::make_shared<Session>(std::move(socket), std::move(ticket), context_, admin_handler_,
                                   admin_sessions_, true)
@@ -391,8 +414,8 @@ int Server::run() {
       if (hooks->detach) hooks->detach();
     });
   }
-  front_listener_->start();
-  if (decision_listener_) decision_listener_->start();
+  for (auto& l : front_listeners_) l->start();
+  for (auto& l : decision_listeners_) l->start();
   admin_listener_->start();
   log_startup();
   for (;;) {
@@ -416,7 +439,7 @@ void Server::log_startup() const {
   const policy::Config& c = state->policy.config();
   spdlog::info("sluice {} serving, config {}", kVersion, c.source);
   const std::string listen = std::string(c.tls ? "https://" : "http://") +
-                             endpoint_text(front_listener_->local_endpoint());
+                             endpoint_text(front_listeners_.front()->local_endpoint());
   if (c.upstream) {
     spdlog::info("listening on {} (gateway to {})", listen, c.upstream->url);
   } else if (c.decision_api.listen) {
@@ -430,9 +453,9 @@ void Server::log_startup() const {
         "answer {{\"allowed\":true}} or 429)",
         listen);
   }
-  if (decision_listener_) {
+  if (!decision_listeners_.empty()) {
     spdlog::info("decision API on http://{} (/v1/check, /v1/auth{})",
-                 endpoint_text(decision_listener_->local_endpoint()),
+                 endpoint_text(decision_listeners_.front()->local_endpoint()),
                  c.decision_api.token.empty() ? "" : "; bearer token required");
   } else if (c.upstream) {
     spdlog::info(
@@ -574,8 +597,8 @@ void Server::begin_shutdown(const char* why) {
   const auto grace = context_.state.load()->policy.config().server.shutdown_grace;
   spdlog::info("{}: no longer accepting; draining {} connection(s) for up to {} ms", why,
                context_.open_connections(), grace.count());
-  if (front_listener_) front_listener_->stop();
-  if (decision_listener_) decision_listener_->stop();
+  for (auto& l : front_listeners_) l->stop();
+  for (auto& l : decision_listeners_) l->stop();
   if (admin_listener_) admin_listener_->stop();
   if (options_.companion != nullptr) options_.companion->begin_shutdown(grace);
   collect_timer_.cancel();

@@ -128,16 +128,14 @@ class Server {
   std::shared_ptr<Store> store_;
   ServerContext context_;
   SessionRegistry admin_sessions_;
-  // Workers are declared before the control io_context: the control context's
-  // pending accepts hold sockets of worker io_contexts, so it must go first.
+  // Declared before the listeners, which accept on their io_contexts (and so
+  // must go first).
   std::vector<std::unique_ptr<Worker>> workers_;
-  Worker* accept_worker_ = nullptr;  // the worker of the pending accept
-  size_t next_worker_ = 0;
   boost::asio::io_context control_{1};
   AdminHandler admin_handler_;
-  std::unique_ptr<Listener> front_listener_;
-  std::unique_ptr<Listener> decision_listener_;  // decision_api.listen, when set
-  std::unique_ptr<Listener> admin_listener_;
+  std::vector<std::unique_ptr<Listener>> front_listeners_;     // one per worker
+  std::vector<std::unique_ptr<Listener>> decision_listeners_;  // decision_api.listen, when set
+  std::unique_ptr<Listener> admin_listener_;                   // on the control thread
   size_t max_connections_ = 0;  // server.max_connections, or derived from the fd limit
   boost::asio::signal_set signals_;
   boost::asio::steady_timer collect_timer_;
