@@ -41,6 +41,9 @@ std::shared_ptr<asio::ssl::context> make_tls_context(const policy::TlsSettings& 
   // connections waiting for their next request hold no read buffer.
   SSL_CTX_set_mode(native, SSL_MODE_RELEASE_BUFFERS);
   SSL_CTX_set_alpn_select_cb(native, select_http11, nullptr);
+  // Resumption is by session tickets (stateless; TLS 1.2 and 1.3): no
+  // server-side session cache to fill, lock and sweep on every handshake.
+  SSL_CTX_set_session_cache_mode(native, SSL_SESS_CACHE_OFF);
   boost::system::error_code ec;
   context->use_certificate_chain(asio::buffer(tls.cert_pem), ec);
   if (!ec) context->use_private_key(asio::buffer(tls.key_pem), asio::ssl::context::pem, ec);
