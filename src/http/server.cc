@@ -1,6 +1,7 @@
 #include "http/server.h"
 
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -198,7 +199,11 @@ class Server::Listener {
   void start() {
     asio::post(acceptor_.get_executor(), [this] { do_accept(); });
   }
+  // The socket stops taking connections now (shutdown is safe from any
+  // thread, and reaches every duplicate); the acceptor closes on its thread.
   void stop() {
+    stopped_.store(true);
+    ::shutdown(acceptor_.native_handle(), SHUT_RDWR);
     asio::post(acceptor_.get_executor(), [this] {
       boost::system::error_code ec;
       acceptor_.close(ec);
@@ -209,7 +214,7 @@ class Server::Listener {
  private:
   void do_accept() {
     acceptor_.async_accept([this](boost::system::error_code ec, tcp::socket socket) {
-      if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
+      if (ec == asio::error::operation_aborted || stopped_.load() || !acceptor_.is_open()) return;
       if (ec) {
         // Out of descriptors or memory: back off instead of spinning; the
         // pending connections wait in the backlog.
@@ -261,6 +266,7 @@ class Server::Listener {
   const size_t max_open_;
   observe::DenialLogGate refusal_log_{1.0};
   Serve serve_;
+  std::atomic<bool> stopped_{false};
 };
 
 // ---------------------------------------------------------------- Server
