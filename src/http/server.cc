@@ -176,9 +176,9 @@ class Server::Listener {
 
   // Accepts on the socket `first` listens on (a duplicate descriptor), from
   // this Listener's thread. Whichever thread is free first takes a connection.
-  Status share(const Listener& first) {
+  Status share(Listener& first) {
     boost::system::error_code ec;
-    tcp::acceptor& from = const_cast<tcp::acceptor&>(first.acceptor_);
+    tcp::acceptor& from = first.acceptor_;
     const int fd = ::dup(from.native_handle());
     if (fd >= 0) acceptor_.assign(from.local_endpoint().protocol(), fd, ec);
     if (fd < 0 || ec) {
