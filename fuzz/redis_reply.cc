@@ -3,16 +3,14 @@
 // from the input, as the client gets them off the network.
 //
 // The reader is bounded as the client's connections are (bound_reply_arrays).
-// The first byte chooses how many calls a batch had (1 to 4); their limits
-// are spread so that the counts can match the reply's size, so well-formed
-// replies are reached. Each reply is read as the client reads it: an error
-// reply classified (read_error_reply), an array checked
-// (script_reply_well_formed) and, when well formed, every decision taken
-// from it (script_decision), as Client::deliver does.
+// The first byte chooses how many calls a batch had (1 to 4) and what each
+// was (an acquire of one or two limits, or a refund). Each reply is read as
+// the client reads it: an error reply classified (read_error_reply), an
+// array read (read_script_reply), as Client::deliver does.
 //
 // Asserts: a redirect names a slot in [0, 16384) and a non-empty node inside
-// the message; a well-formed reply's decisions have allowed exactly when its
-// integer is 1 and durations that are not negative.
+// the message; a reply read has one flag per call, one answer per applied
+// limit, durations that are not negative and no retry_after when allowed.
 #include <hiredis/hiredis.h>
 
 #include <vector>
@@ -35,32 +33,33 @@ void check_error(const redisReply* reply) {
              "node outside the message");
 }
 
-// `calls` calls whose limits add up so the reply's size can match.
-std::vector<size_t> limits_for(const redisReply* reply, size_t calls) {
-  std::vector<size_t> limits(calls, 0);
-  const size_t elements = reply->type == REDIS_REPLY_ARRAY ? reply->elements : 0;
-  if (elements < 1 + calls) return limits;
-  const size_t total = (elements - 1 - calls) / 5;
-  for (size_t i = 0; i < calls; ++i) limits[i] = total / calls + (i < total % calls ? 1 : 0);
-  return limits;
+// `calls` calls, acquires of one or two limits or refunds as the first
+// byte says, so that short replies can match.
+std::vector<CallShape> shapes_for(uint8_t selector, size_t calls) {
+  std::vector<CallShape> shapes;
+  for (size_t i = 0; i < calls; ++i) {
+    const unsigned bits = (selector >> (2 + 2 * i)) & 3;
+    shapes.push_back(CallShape{bits == 2 ? 2u : 1u, bits == 3});
+  }
+  return shapes;
 }
 
-void check_script_reply(const redisReply* reply, size_t calls) {
-  const std::vector<size_t> limits = limits_for(reply, calls);
-  if (!script_reply_well_formed(reply, limits)) return;
-  const redisReply* const* e = reply->element + 1;
-  for (const size_t n : limits) {
-    ++e;  // the call's time
-    const bool expired = n > 0 && e[0]->integer < 0;
-    for (size_t i = 0; i < n && !expired; ++i) {
-      const Decision d = script_decision(e + 5 * i);
-      FUZZ_CHECK(d.allowed == (e[5 * i]->integer == 1), "allowed");
-      FUZZ_CHECK(d.reset_after.count() >= 0 && d.retry_after.count() >= 0,
-                 "negative durations: reset %lld retry %lld",
-                 static_cast<long long>(d.reset_after.count()),
-                 static_cast<long long>(d.retry_after.count()));
-    }
-    e += 5 * n;
+void check_script_reply(const redisReply* reply, uint8_t selector, size_t calls) {
+  const std::vector<CallShape> shapes = shapes_for(selector, calls);
+  ScriptAnswer answer;
+  if (!read_script_reply(reply, shapes, &answer)) return;
+  FUZZ_CHECK(answer.expired.size() == calls, "one expired flag per call");
+  size_t applied = 0;
+  for (size_t i = 0; i < calls; ++i) {
+    if (!answer.expired[i] && !shapes[i].refund) applied += shapes[i].limits;
+  }
+  FUZZ_CHECK(answer.limits.size() == applied, "one answer per applied limit");
+  for (const LimitAnswer& a : answer.limits) {
+    FUZZ_CHECK(a.reset_after.count() >= 0 && a.retry_after.count() >= 0,
+               "negative durations: reset %lld retry %lld",
+               static_cast<long long>(a.reset_after.count()),
+               static_cast<long long>(a.retry_after.count()));
+    FUZZ_CHECK(!a.allowed || a.retry_after.count() == 0, "allowed with a retry_after");
   }
 }
 
@@ -78,7 +77,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (r->type == REDIS_REPLY_ERROR) {
         check_error(r);
       } else {
-        check_script_reply(r, calls);
+        check_script_reply(r, data[0], calls);
       }
       freeReplyObject(reply);
       reply = nullptr;

@@ -1,81 +1,220 @@
 #!/usr/bin/env bash
-# Redis store throughput against the seed's token bucket script, same Redis,
-# same run (docs/BENCHMARKS.md, "Redis store").
+# Redis CPU per decision and decisions/s of every way of deciding on Redis,
+# side by side on one redis-server in one run (docs/BENCHMARKS.md, "Redis store").
 #
-#   bench/redis/redis_bench.sh [build-dir] [rounds]
+#   BASELINE=<older build dir> bench/redis/redis_bench.sh [build-dir] [rounds]
 #
-# Starts its own redis-server on a free loopback port (no persistence), then
-# alternates, `rounds` times (default 3):
-#   - redis-benchmark -P 16 -c 50 running EVALSHA of bench/redis/seed_token_bucket.lua
-#     on 10,000 random keys (the pipelined ceiling of a one-script-call-per-decision
-#     client);
-#   - build/redis_throughput: RedisStore in process, token_bucket 100 + 20/s,
-#     10,000 keys, Redis TIME, 1,024 calls in flight per worker thread: 1 and 2
-#     threads with batching (max_batch 64), and 1 thread with max_batch 1 (one
-#     script call per decision, pipelined: the script's own cost).
-# Redis CPU per decision comes from /proc/<redis pid>/stat (utime + stime).
-# Prints one line per run and a summary with the medians.
+# Starts its own redis-server on a free loopback port (no persistence), then,
+# `rounds` times (default 3), every row below, all at 50 concurrent clients
+# on 10,000 random client keys:
+#   floor-*        redis-benchmark -P 16 -c 50 EVALSHA of a 16-key script that
+#                  decides nothing (bench/redis/floors/*.lua): per key
+#   seed           redis-benchmark -P 16 -c 50 EVALSHA of the seed's token
+#                  bucket script (bench/redis/seed_token_bucket.lua)
+#   incrby+expire  envoyproxy/ratelimit's Redis work per descriptor: INCRBY
+#                  and EXPIRE of one key, pipelined; measured as two
+#                  redis-benchmark -P 16 -c 50 runs on the same keys, the CPU
+#                  and time of both summed per descriptor
+#   inproc         <build>/bench/redis_throughput: RedisStore in process, 50 calls in
+#                  flight on one thread (batched), token_bucket 100 + 20/s
+#   inproc-batch1  the same with max_batch 1: one request per script call, as
+#                  a cluster's calls mostly are (a batch is per slot)
+#   serve          `sluice serve` on the Redis store, wrk -t2 -c50 POST /v1/check
+#                  (policy token_bucket 1,000,000 + 1,000,000/s: nothing denied)
+#   rls            the same server's Envoy RLS service (examples/envoy's
+#                  descriptors, minute limits), <build>/bench/rls/rls_load with
+#                  50 calls in flight
+# With BASELINE, inproc, serve and rls run again with that build's binaries
+# (rows "base-..."), in the same round, on the same Redis.
+# Rows of the deny cache and of cached mode go beside these when they exist.
+# Redis CPU: redis-server's utime + stime (/proc/<pid>/stat) over the run;
+# Sluice CPU: the sluice process's, likewise.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${1:-build}
 ROUNDS=${2:-3}
-DRIVER=$BUILD/redis_throughput
-SECONDS_PER_RUN=5
-SEED_REQUESTS=400000
-[ -x "$DRIVER" ] || { echo "missing $DRIVER: run make (Release build) first" >&2; exit 1; }
-command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null ||
-  { echo "redis-server/redis-benchmark missing: scripts/install-deps.sh" >&2; exit 1; }
+BASE=${BASELINE:-}
+SECS=${SECONDS_RUN:-5}
+CALLS=40000  # per redis-benchmark run of a 16-request script: 640,000 keys
+PAIRS=400000 # per INCRBY / EXPIRE run
+for tool in redis-server redis-cli redis-benchmark wrk curl; do
+  command -v "$tool" >/dev/null || { echo "$tool missing: scripts/install-deps.sh" >&2; exit 1; }
+done
+driver() { echo "$1/bench/redis_throughput"; }
+for b in "$BUILD" ${BASE:+"$BASE"}; do
+  [ -x "$(driver "$b")" ] || { echo "missing $(driver "$b"): a Release build first" >&2; exit 1; }
+  [ -x "$b/sluice" ] || echo "no $b/sluice: its serve and rls rows are left out" >&2
+done
 
 source bench/lib.sh
-port=$(free_port)
 dir=$(mktemp -d)
+port=$(free_port)
 redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" \
   --logfile "$dir/redis.log" --daemonize no &
 pid=$!
-trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; rm -rf "$dir"' EXIT
+sluice_pid=""
+cleanup() {
+  [ -n "$sluice_pid" ] && kill "$sluice_pid" 2>/dev/null && wait "$sluice_pid" 2>/dev/null
+  kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+  rm -rf "$dir"
+}
+trap cleanup EXIT
 for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.05; done
-
-cpu() { cpu_ticks "$pid"; }
 hz=$(getconf CLK_TCK)
-sha=$(redis-cli -p "$port" script load "$(cat bench/redis/seed_token_bucket.lua)")
+per() { awk -v t="$1" -v hz="$hz" -v n="$2" 'BEGIN {printf "%.2f", n ? t / hz * 1e6 / n : 0}'; }
+results="$dir/results"
 
-echo "# redis-server $(redis-server --version | awk '{print $3}') on 127.0.0.1:$port, $(nproc) cores, $(date -u +%F)"
-seed_rates=(); seed_cpu=(); one_rates=(); one_cpu=(); two_rates=(); two_cpu=(); solo_rates=(); solo_cpu=()
-for round in $(seq "$ROUNDS"); do
+# row NAME RATE REDIS_US [SLUICE_US]: one line per run, kept for the summary.
+row() {
+  printf '%-16s %10s decisions/s  redis %6s us/decision  sluice %6s us/decision\n' "$1" "$2" "$3" "${4:--}"
+  echo "$1 $2 $3 ${4:--}" >> "$results"
+}
+
+# redis-benchmark -P 16 -c 50; prints "<requests/s> <redis cpu ticks>".
+bench_redis() {
+  local n=$1 c0 c1 line
+  shift
   redis-cli -p "$port" flushall >/dev/null
-  c0=$(cpu)
-  line=$(redis-benchmark -p "$port" -P 16 -c 50 -n "$SEED_REQUESTS" -r 10000 -q \
-    EVALSHA "$sha" 1 bucket:__rand_int__ 100 20 "$(date +%s%3N)" 2>&1 | tr '\r' '\n' | grep 'requests per second' | tail -1)
-  c1=$(cpu)
-  rate=$(echo "$line" | sed -E 's/.*: ([0-9.]+) requests per second.*/\1/')
-  us=$(awk -v t=$((c1 - c0)) -v hz="$hz" -v n="$SEED_REQUESTS" 'BEGIN {printf "%.2f", t / hz * 1e6 / n}')
-  echo "round $round seed script (redis-benchmark -P 16 -c 50): $rate decisions/s, redis cpu $us us/decision"
-  seed_rates+=("$rate"); seed_cpu+=("$us")
-  for run in one two solo; do
-    threads=1; batch=64
-    [ "$run" = two ] && threads=2
-    [ "$run" = solo ] && batch=1
-    redis-cli -p "$port" flushall >/dev/null
-    out=$("$DRIVER" --address "127.0.0.1:$port" --seconds "$SECONDS_PER_RUN" --in-flight 1024 \
-      --keys 10000 --threads "$threads" --max-batch "$batch" --redis-pid "$pid")
-    rate=$(echo "$out" | sed -nE 's/.*decisions_per_s=([0-9]+).*/\1/p')
-    us=$(echo "$out" | sed -nE 's/.*redis_cpu_us_per_decision=([0-9.]+).*/\1/p')
-    echo "round $round RedisStore in process, $threads thread(s), max_batch $batch: $rate decisions/s, redis cpu $us us/decision"
-    case $run in
-      one) one_rates+=("$rate"); one_cpu+=("$us") ;;
-      two) two_rates+=("$rate"); two_cpu+=("$us") ;;
-      solo) solo_rates+=("$rate"); solo_cpu+=("$us") ;;
-    esac
+  c0=$(cpu_ticks "$pid")
+  line=$(redis-benchmark -p "$port" -P 16 -c 50 -n "$n" -r 10000 -q "$@" 2>&1 | tr '\r' '\n' |
+    grep 'requests per second' | tail -1)
+  c1=$(cpu_ticks "$pid")
+  echo "$(echo "$line" | sed -E 's/.*: ([0-9.]+) requests per second.*/\1/') $((c1 - c0))"
+}
+
+floor_keys=()
+for i in $(seq 16); do floor_keys+=("sluice:{__rand_int__}$i:k"); done
+floors() {
+  local f sha rate ticks
+  for f in get_set_px mget_set_px mget_set mget_mset; do
+    sha=$(redis-cli -p "$port" script load "$(cat "bench/redis/floors/$f.lua")")
+    read -r rate ticks < <(bench_redis "$CALLS" EVALSHA "$sha" 16 "${floor_keys[@]}")
+    row "floor-$f" "$(awk -v r="$rate" 'BEGIN {printf "%d", r * 16}')" "$(per "$ticks" $((CALLS * 16)))"
   done
+}
+
+seed() {
+  local sha rate ticks
+  sha=$(redis-cli -p "$port" script load "$(cat bench/redis/seed_token_bucket.lua)")
+  read -r rate ticks < <(bench_redis "$PAIRS" EVALSHA "$sha" 1 bucket:__rand_int__ 100 20 "$(date +%s%3N)")
+  row seed "${rate%.*}" "$(per "$ticks" "$PAIRS")"
+}
+
+incrby_expire() {
+  local r1 t1 r2 t2
+  read -r r1 t1 < <(bench_redis "$PAIRS" INCRBY rl:__rand_int__ 1)
+  # The keys INCRBY made, so EXPIRE finds them (no FLUSHALL in between).
+  local c0 c1 line
+  c0=$(cpu_ticks "$pid")
+  line=$(redis-benchmark -p "$port" -P 16 -c 50 -n "$PAIRS" -r 10000 -q EXPIRE rl:__rand_int__ 60 2>&1 |
+    tr '\r' '\n' | grep 'requests per second' | tail -1)
+  c1=$(cpu_ticks "$pid")
+  r2=$(echo "$line" | sed -E 's/.*: ([0-9.]+) requests per second.*/\1/')
+  t2=$((c1 - c0))
+  row incrby+expire "$(awk -v a="$r1" -v b="$r2" 'BEGIN {printf "%d", 1 / (1 / a + 1 / b)}')" \
+    "$(per $((t1 + t2)) "$PAIRS")"
+}
+
+inproc() {
+  local name=$1 build=$2 batch=${3:-64} out
+  redis-cli -p "$port" flushall >/dev/null
+  out=$("$(driver "$build")" --address "127.0.0.1:$port" --seconds "$SECS" --in-flight 50 \
+    --keys 10000 --threads 1 --max-batch "$batch" --redis-pid "$pid")
+  row "$name" "$(echo "$out" | sed -nE 's/.*decisions_per_s=([0-9]+).*/\1/p')" \
+    "$(echo "$out" | sed -nE 's/.*redis_cpu_us_per_decision=([0-9.]+).*/\1/p')"
+}
+
+# Starts `sluice serve` from BUILD on the Redis store, with the RLS service.
+start_serve() {
+  local build=$1
+  http=$(free_port); admin=$(free_port); grpc=$(free_port)
+  cat > "$dir/serve.yaml" <<YAML
+listen: 127.0.0.1:$http
+admin: 127.0.0.1:$admin
+grpc: 127.0.0.1:$grpc
+rls:
+  config_dir: $PWD/examples/envoy/ratelimit
+store:
+  backend: redis
+  redis:
+    addresses: [127.0.0.1:$port]
+    timeout: 50ms
+policies:
+  bench: {algorithm: token_bucket, capacity: 1000000, refill_rate: 1000000/s}
+YAML
+  "$build/sluice" serve --config "$dir/serve.yaml" 2> "$dir/serve.log" &
+  sluice_pid=$!
+  for _ in $(seq 200); do
+    [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$admin/readyz" || true)" = 200 ] && return
+    kill -0 "$sluice_pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  echo "sluice serve ($build) did not become ready; its log:" >&2
+  cat "$dir/serve.log" >&2
+  exit 1
+}
+
+stop_serve() {
+  curl -s "http://127.0.0.1:$admin/metrics" | grep -E '^sluice_(store_errors_total|redis_errors_total)' |
+    awk '$2 != 0 {print "  " $0}'
+  kill "$sluice_pid"; wait "$sluice_pid" 2>/dev/null || true
+  sluice_pid=""
+}
+
+serve() {
+  local name=$1 build=$2 c0 c1 s0 s1 out total
+  [ -x "$build/sluice" ] || return 0
+  start_serve "$build"
+  redis-cli -p "$port" flushall >/dev/null
+  c0=$(cpu_ticks "$pid"); s0=$(cpu_ticks "$sluice_pid")
+  out=$(wrk -t2 -c50 -d"${SECS}s" -s bench/redis/check_random_keys.lua "http://127.0.0.1:$http/v1/check")
+  c1=$(cpu_ticks "$pid"); s1=$(cpu_ticks "$sluice_pid")
+  total=$(echo "$out" | awk '/requests in/ {print $1}')
+  echo "$out" | grep -q "Non-2xx" && echo "  $name: $(echo "$out" | grep Non-2xx)" >&2
+  row "$name" "$(echo "$out" | awk '/Requests\/sec/ {printf "%d", $2}')" \
+    "$(per $((c1 - c0)) "$total")" "$(per $((s1 - s0)) "$total")"
+  if [ -x "$build/bench/rls/rls_load" ]; then
+    redis-cli -p "$port" flushall >/dev/null
+    c0=$(cpu_ticks "$pid"); s0=$(cpu_ticks "$sluice_pid")
+    out=$("$build/bench/rls/rls_load" --target "127.0.0.1:$grpc" --seconds "$SECS" --in-flight 50 \
+      --values 10000)
+    c1=$(cpu_ticks "$pid"); s1=$(cpu_ticks "$sluice_pid")
+    total=$(echo "$out" | sed -nE 's/^calls ([0-9]+) .*/\1/p')
+    row "${name/serve/rls}" "$(echo "$out" | sed -nE 's/.* calls_per_s ([0-9]+).*/\1/p')" \
+      "$(per $((c1 - c0)) "$total")" "$(per $((s1 - s0)) "$total")"
+  fi
+  stop_serve
+}
+
+echo "# redis-server $(redis-server --version | awk '{print $3}') on 127.0.0.1:$port, $(nproc) cores, $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
+for round in $(seq "$ROUNDS"); do
+  echo "## round $round"
+  floors
+  seed
+  incrby_expire
+  inproc inproc "$BUILD"
+  [ -n "$BASE" ] && inproc base-inproc "$BASE"
+  inproc inproc-batch1 "$BUILD" 1
+  [ -n "$BASE" ] && inproc base-inproc-batch1 "$BASE" 1
+  serve serve "$BUILD"
+  [ -n "$BASE" ] && serve base-serve "$BASE"
 done
 
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
-s=$(median "${seed_rates[@]}"); o=$(median "${one_rates[@]}"); t=$(median "${two_rates[@]}")
-u=$(median "${solo_rates[@]}")
+# Medians per row, and each row against the seed script and the MGET + SET PX floor.
 echo
-echo "| client | decisions/s (median of $ROUNDS) | vs seed script | Redis CPU per decision |"
-echo "|---|---|---|---|"
-echo "| redis-benchmark -P 16, seed token bucket script | $s | 1.00x | $(median "${seed_cpu[@]}") us |"
-awk -v o="$o" -v s="$s" -v c="$(median "${one_cpu[@]}")" 'BEGIN {printf "| RedisStore, 1 thread | %d | %.2fx | %s us |\n", o, o / s, c}'
-awk -v o="$t" -v s="$s" -v c="$(median "${two_cpu[@]}")" 'BEGIN {printf "| RedisStore, 2 threads | %d | %.2fx | %s us |\n", o, o / s, c}'
-awk -v o="$u" -v s="$s" -v c="$(median "${solo_cpu[@]}")" 'BEGIN {printf "| RedisStore, 1 thread, max_batch 1 (one script call per decision) | %d | %.2fx | %s us |\n", o, o / s, c}'
+echo "| row | decisions/s (median of $ROUNDS) | Redis CPU µs per decision | vs seed | vs floor-mget_set_px | Sluice CPU µs per decision |"
+echo "|---|---|---|---|---|---|"
+awk '
+  { rate[$1] = rate[$1] " " $2; cpu[$1] = cpu[$1] " " $3; sl[$1] = sl[$1] " " $4; if (!($1 in seen)) { seen[$1] = 1; order[++n] = $1 } }
+  function median(list,   a, k, i, j, t) {
+    k = split(list, a, " ")
+    for (i = 1; i <= k; ++i) for (j = i + 1; j <= k; ++j) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+    return a[int((k + 1) / 2)]
+  }
+  END {
+    seed = median(cpu["seed"]); floor = median(cpu["floor-mget_set_px"])
+    for (i = 1; i <= n; ++i) {
+      r = order[i]; c = median(cpu[r]); s = median(sl[r])
+      printf "| %s | %d | %.2f | %.2fx | %.2fx | %s |\n", r, median(rate[r]), c, c / seed, c / floor, s
+    }
+  }' "$results"

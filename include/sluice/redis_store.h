@@ -6,8 +6,10 @@
 // compute exactly the memory store's algorithms in integer microseconds: for
 // times that are whole microseconds the decisions (allowed, limit, remaining)
 // are identical, and reset_after / retry_after are the memory store's rounded
-// up to a whole microsecond. Keys expire (PEXPIRE) when their state is back to
-// "full", so idle keys disappear from Redis.
+// up to a whole microsecond. Keys expire after their state is back to "full"
+// (at most its time to full later: the TTL is set to twice what is needed
+// when a write needs a later expiry, and kept otherwise), so idle keys
+// disappear from Redis.
 //
 // Refunds and lockouts are the memory store's too. refund() is a script call
 // like acquire(), per cluster slot of its requests; a refund keeps the key's

@@ -45,7 +45,10 @@ TEST_F(RedisStoreTest, AHostNameIsResolvedAndConnectedTo) {
 // is allowed this much of a loaded machine's time in between.
 constexpr long long kPttlMarginMs = 10'000;
 
-TEST_F(RedisStoreTest, EveryWriteSetsTheTtlToTheTimeUntilFull) {
+// A state's TTL is set to twice its time until full (sliding_log: its time
+// until empty, exactly, with PEXPIRE), so that a busy key rewrites it about
+// once per time to full (entry.lua).
+TEST_F(RedisStoreTest, AFirstWriteSetsTheTtlToTwiceTheTimeUntilFull) {
   RedisStoreOptions o = local_options(server_.address());
   o.ttl_extra = 0ms;
   store_ = make_store(o);
@@ -63,9 +66,33 @@ TEST_F(RedisStoreTest, EveryWriteSetsTheTtlToTheTimeUntilFull) {
     // sliding_window keeps its count for one more window after this one.
     const long long expected = limit == &window ? 200'000 : 100'000;
     EXPECT_EQ(d->reset_after, std::chrono::milliseconds(expected)) << limit->describe();
-    EXPECT_GT(pttl, expected - kPttlMarginMs) << limit->describe();
-    EXPECT_LE(pttl, expected) << limit->describe();
+    const long long ttl = limit == &log ? expected : 2 * expected;
+    EXPECT_GT(pttl, ttl - kPttlMarginMs) << limit->describe();
+    EXPECT_LE(pttl, ttl) << limit->describe();
   }
+}
+
+TEST_F(RedisStoreTest, AWriteThatNeedsNoLaterExpiryKeepsTheTtlAndOneThatDoesDoublesIt) {
+  RedisStoreOptions o = local_options(server_.address());
+  o.ttl_extra = 0ms;
+  store_ = make_store(o);
+  const Limit bucket = must(Limit::token_bucket(10, 10, 1'000s));  // 100 s per token
+  const std::string key = store_->redis_key(bucket, "keep");
+  // 1 token taken: full in 100 s, TTL 200 s.
+  ASSERT_TRUE(acquire_one(*store_, bucket, "keep", us(kEpochUs))->allowed);
+  ASSERT_EQ(server_.integer({"PEXPIRE", key, "150000"}), 1);  // marks the TTL: 150 s left
+  // 2 taken: full in 200 s, beyond what the first write set (by its record,
+  // 200 s): a new TTL of 400 s.
+  ASSERT_TRUE(acquire_one(*store_, bucket, "keep", us(kEpochUs))->allowed);
+  long long pttl = server_.integer({"PTTL", key});
+  EXPECT_GT(pttl, 400'000 - kPttlMarginMs);
+  EXPECT_LE(pttl, 400'000);
+  ASSERT_EQ(server_.integer({"PEXPIRE", key, "390000"}), 1);  // marks it: 390 s left
+  // 3 taken: full in 300 s, within the 400 s recorded: the TTL is kept.
+  ASSERT_TRUE(acquire_one(*store_, bucket, "keep", us(kEpochUs))->allowed);
+  pttl = server_.integer({"PTTL", key});
+  EXPECT_GT(pttl, 390'000 - kPttlMarginMs);
+  EXPECT_LE(pttl, 390'000);
 }
 
 TEST_F(RedisStoreTest, TtlExtraIsAddedToEveryTtl) {
@@ -73,19 +100,20 @@ TEST_F(RedisStoreTest, TtlExtraIsAddedToEveryTtl) {
   o.ttl_extra = 60s;
   auto store = make_store(o);
   const Limit limit = must(Limit::token_bucket(10, 10, 1'000s));
-  // 100 s until full, plus 60 s.
+  // 100 s until full, plus 60 s, twice.
   ASSERT_TRUE(acquire_one(*store, limit, "extra", us(kEpochUs)).ok());
   const long long pttl = server_.integer({"PTTL", store->redis_key(limit, "extra")});
-  EXPECT_GT(pttl, 160'000 - kPttlMarginMs);
-  EXPECT_LE(pttl, 160'000);
+  EXPECT_GT(pttl, 320'000 - kPttlMarginMs);
+  EXPECT_LE(pttl, 320'000);
 }
 
 TEST_F(RedisStoreTest, IdleKeysDisappear) {
   RedisStoreOptions o = local_options(server_.address());
   o.ttl_extra = 0ms;
   store_ = make_store(o);
-  // Each request takes the whole limit, so each state is full again (and its
-  // key gone) 100 ms later; sliding_window keeps its count one window more.
+  // Each request takes the whole limit, so each state is full again 100 ms
+  // later (sliding_window: one window more), and its key gone at most that
+  // long again later.
   const Limit limits[] = {must(Limit::token_bucket(5, 5, 100ms)), must(Limit::gcra(5, 5, 100ms)),
                           must(Limit::fixed_window(5, 100ms)), must(Limit::sliding_log(5, 100ms)),
                           must(Limit::sliding_window(5, 100ms))};
@@ -94,9 +122,14 @@ TEST_F(RedisStoreTest, IdleKeysDisappear) {
     ASSERT_TRUE(acquire_one(*store_, l, "idle", us(aligned), 5)->allowed);
     EXPECT_EQ(server_.integer({"EXISTS", store_->redis_key(l, "idle")}), 1) << l.describe();
   }
-  std::this_thread::sleep_for(350ms);
   for (const Limit& l : limits) {
-    EXPECT_EQ(server_.integer({"EXISTS", store_->redis_key(l, "idle")}), 0) << l.describe();
+    const std::string key = store_->redis_key(l, "idle");
+    EXPECT_TRUE(wait_until(
+        [&] {
+          return server_.integer({"EXISTS", key}) == 0;
+        },
+        5s))
+        << l.describe();
   }
 }
 
@@ -184,12 +217,13 @@ TEST_F(RedisStoreTest, RedisTimeMakesSkewedCallersAgree) {
   EXPECT_GT(denied->retry_after, 3'599s);
   EXPECT_LE(denied->retry_after, 3'600s);
   // The state's time is Redis's own clock (whole microseconds since the
-  // epoch). A token_bucket state is two little-endian doubles: level, time.
+  // epoch). A token_bucket state is two little-endian doubles: level, time;
+  // the value then holds the Redis time its TTL runs to.
   Reply time = server_.command({"TIME"});
   const int64_t redis_us = std::stoll(time->element[0]->str) * 1'000'000;
   const std::string state = server_.text({"GET", a->redis_key(limit, "skew")});
-  ASSERT_EQ(state.size(), 2 * sizeof(double));
-  double fields[2];
+  ASSERT_EQ(state.size(), 3 * sizeof(double));
+  double fields[3];
   std::memcpy(fields, state.data(), sizeof fields);
   EXPECT_LT(fields[0], 3.6e9);  // under one token (3.6e9 units) left
   EXPECT_LE(std::llabs(static_cast<int64_t>(fields[1]) - redis_us), 5'000'000);

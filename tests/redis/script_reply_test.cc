@@ -82,53 +82,76 @@ TEST(ScriptReply, RedirectionsNameASlotAndANode) {
 }
 
 TEST(ScriptReply, TheScriptsReplyIsCheckedAgainstTheCalls) {
-  // TIME, then one call: its time and one limit (allowed, limit, remaining,
-  // reset_after and retry_after in microseconds).
+  // TIME, then an acquire of one limit (remaining 9 * 2 + allowed, reset_after
+  // in microseconds), then an acquire of two: the first denied (remaining 0,
+  // reset_after, retry_after), the second allowed; then a refund, then a call
+  // past its deadline.
   Reader reader;
-  ASSERT_EQ(reader.read("*7\r\n:100\r\n:100\r\n:1\r\n:10\r\n:9\r\n:1500\r\n:0\r\n"), REDIS_OK);
-  const std::vector<size_t> one{1};
-  const std::vector<size_t> two{2};
-  ASSERT_TRUE(script_reply_well_formed(reader.reply(), one));
-  EXPECT_FALSE(script_reply_well_formed(reader.reply(), two));
-  const Decision d = script_decision(reader.reply()->element + 2);
-  EXPECT_TRUE(d.allowed);
-  EXPECT_EQ(d.limit, 10u);
-  EXPECT_EQ(d.remaining, 9u);
-  EXPECT_EQ(d.reset_after, std::chrono::microseconds(1500));
-  EXPECT_EQ(d.retry_after, Nanos{0});
+  ASSERT_EQ(reader.read("*10\r\n:100\r\n:19\r\n:1500\r\n:0\r\n:700\r\n:300\r\n:5\r\n:9\r\n"
+                        ":1\r\n:-1\r\n"),
+            REDIS_OK);
+  const std::vector<CallShape> calls{{1, false}, {2, false}, {1, true}, {3, false}};
+  ScriptAnswer answer;
+  ASSERT_TRUE(read_script_reply(reader.reply(), calls, &answer));
+  EXPECT_EQ(answer.redis_time_us, 100);
+  EXPECT_EQ(answer.expired, (std::vector<uint8_t>{0, 0, 0, 1}));
+  ASSERT_EQ(answer.limits.size(), 3u);
+  EXPECT_TRUE(answer.limits[0].allowed);
+  EXPECT_EQ(answer.limits[0].remaining, 9u);
+  EXPECT_EQ(answer.limits[0].reset_after, std::chrono::microseconds(1500));
+  EXPECT_EQ(answer.limits[0].retry_after, Nanos{0});
+  EXPECT_FALSE(answer.limits[1].allowed);
+  EXPECT_EQ(answer.limits[1].remaining, 0u);
+  EXPECT_EQ(answer.limits[1].reset_after, std::chrono::microseconds(700));
+  EXPECT_EQ(answer.limits[1].retry_after, std::chrono::microseconds(300));
+  EXPECT_TRUE(answer.limits[2].allowed);
+  EXPECT_EQ(answer.limits[2].remaining, 2u);
+  EXPECT_EQ(answer.limits[2].reset_after, std::chrono::microseconds(9));
+
+  // The same reply read against other calls: too few or too many elements.
+  EXPECT_FALSE(read_script_reply(reader.reply(), std::vector<CallShape>{{1, false}}, &answer));
+  EXPECT_FALSE(read_script_reply(
+      reader.reply(), std::vector<CallShape>{{1, false}, {3, false}, {1, true}, {1, false}},
+      &answer));
+  // A refund answers 1, nothing else.
+  EXPECT_FALSE(read_script_reply(
+      reader.reply(), std::vector<CallShape>{{1, true}, {2, false}, {1, true}, {1, false}},
+      &answer));
 }
 
 // reset_after and retry_after are microseconds, read into nanoseconds: a
 // value above INT64_MAX / 1000 overflowed the multiplication (undefined
 // behaviour; UBSan in fuzz/redis_reply.cc). Such a reply is not the script's.
 TEST(ScriptReply, DurationsBeyondWhatNanosecondsHoldAreNotWellFormed) {
-  const std::vector<size_t> one{1};
-  for (const char* reply : {"*7\r\n:1\r\n:1\r\n:1\r\n:10\r\n:9\r\n:9223372036854775807\r\n:0\r\n",
-                            "*7\r\n:1\r\n:1\r\n:0\r\n:10\r\n:0\r\n:1\r\n:9223372036854776\r\n"}) {
+  const std::vector<CallShape> one{{1, false}};
+  ScriptAnswer answer;
+  for (const char* reply :
+       {"*3\r\n:1\r\n:19\r\n:9223372036854775807\r\n",
+        "*4\r\n:1\r\n:0\r\n:1\r\n:9223372036854776\r\n", "*3\r\n:1\r\n:19\r\n:-1\r\n"}) {
     Reader reader;
     ASSERT_EQ(reader.read(reply), REDIS_OK);
-    EXPECT_FALSE(script_reply_well_formed(reader.reply(), one)) << reply;
+    EXPECT_FALSE(read_script_reply(reader.reply(), one, &answer)) << reply;
   }
   Reader largest;
-  ASSERT_EQ(largest.read("*7\r\n:1\r\n:1\r\n:0\r\n:10\r\n:0\r\n:1\r\n:9223372036854775\r\n"),
-            REDIS_OK);
-  ASSERT_TRUE(script_reply_well_formed(largest.reply(), one));
-  EXPECT_EQ(script_decision(largest.reply()->element + 2).retry_after,
-            Nanos{9'223'372'036'854'775'000});
+  ASSERT_EQ(largest.read("*4\r\n:1\r\n:0\r\n:1\r\n:9223372036854775\r\n"), REDIS_OK);
+  ASSERT_TRUE(read_script_reply(largest.reply(), one, &answer));
+  EXPECT_EQ(answer.limits[0].retry_after, Nanos{9'223'372'036'854'775'000});
 }
 
-// A call's time becomes its decisions' decided_at, in nanoseconds: the same
-// bound holds.
-TEST(ScriptReply, ACallsTimeBeyondWhatNanosecondsHoldIsNotWellFormed) {
-  const std::vector<size_t> one{1};
-  Reader beyond;
-  ASSERT_EQ(beyond.read("*7\r\n:1\r\n:9223372036854776\r\n:1\r\n:10\r\n:9\r\n:1\r\n:0\r\n"),
-            REDIS_OK);
-  EXPECT_FALSE(script_reply_well_formed(beyond.reply(), one));
+// The call's Redis TIME becomes decisions' decided_at, in nanoseconds: the
+// same bound holds, and a TIME of 0 is not one Redis read.
+TEST(ScriptReply, ATimeBeyondWhatNanosecondsHoldIsNotWellFormed) {
+  const std::vector<CallShape> one{{1, false}};
+  ScriptAnswer answer;
+  for (const char* reply :
+       {"*3\r\n:9223372036854776\r\n:19\r\n:1\r\n", "*3\r\n:0\r\n:19\r\n:1\r\n"}) {
+    Reader reader;
+    ASSERT_EQ(reader.read(reply), REDIS_OK);
+    EXPECT_FALSE(read_script_reply(reader.reply(), one, &answer)) << reply;
+  }
   Reader largest;
-  ASSERT_EQ(largest.read("*7\r\n:1\r\n:9223372036854775\r\n:1\r\n:10\r\n:9\r\n:1\r\n:0\r\n"),
-            REDIS_OK);
-  EXPECT_TRUE(script_reply_well_formed(largest.reply(), one));
+  ASSERT_EQ(largest.read("*3\r\n:9223372036854775\r\n:19\r\n:1\r\n"), REDIS_OK);
+  EXPECT_TRUE(read_script_reply(largest.reply(), one, &answer));
 }
 
 }  // namespace

@@ -31,11 +31,12 @@ struct Client::Call {
   // acquire or refund: one request of the script (entry.lua)
   bool is_refund = false;
   std::span<Decision> out;  // acquire
-  size_t limits = 0;
   Store::Done done;
   std::string keys;  // RESP bulks of its keys: state keys, and acquire's lockout keys
   size_t key_count = 0;
-  std::string args;  // RESP bulks: now, n, 6 per limit (send() puts the deadline first)
+  int64_t now_us = 0;  // its time, sent with time_source local
+  // Its limits; send() names each distinct one once per batch (entry.lua).
+  std::vector<LimitRef> limits;
   // command
   CommandDone command_done;
   std::string frame;
@@ -99,10 +100,9 @@ Client::Call* Client::new_call() {
   }
   c->is_command = false;
   c->is_refund = false;
-  c->limits = 0;
   c->key_count = 0;
   c->keys.clear();
-  c->args.clear();
+  c->limits.clear();
   c->frame.clear();
   c->node.clear();
   c->slot = -1;
@@ -239,38 +239,22 @@ Connection& Client::route(int slot, const std::string& node) {
   return connection(seed_names_.front());
 }
 
-// The script's `now` for a call: microseconds, or "" for Redis TIME.
-void Client::append_now(Call* c, Nanos now) const {
-  if (shared_.options.time_source == RedisTimeSource::kLocal) {
-    append_bulk(c->args, static_cast<int64_t>(now.count() / 1'000));
-  } else {
-    append_bulk(c->args, std::string_view());  // the script reads Redis TIME
-  }
+// The script's `now` for a call, in microseconds (sent with time_source
+// local; otherwise the script reads Redis TIME).
+void Client::set_now(Call* c, Nanos now) const {
+  c->now_us = now.count() / 1'000;
 }
 
-// One limit of a call: its keys, then its 6 arguments (entry.lua).
+// One limit of a call: its keys, and what send() will say of it (entry.lua).
 void Client::append_limit(Call* c, const ScriptLimit& limit, const std::string& state,
-                          bool with_lockout, uint64_t cost, int64_t extra) {
+                          bool with_lockout, uint64_t cost, int64_t charged_at_us) {
   append_bulk(c->keys, state);
   ++c->key_count;
   if (with_lockout) {
     append_bulk(c->keys, lockout_key(state, shared_.options.key_prefix));
     ++c->key_count;
   }
-  if (c->is_refund) {
-    // A refund's name. Built by appending: GCC 12 reports a false
-    // -Wrestrict on `"-" + std::string` in Release builds.
-    std::string name(1, '-');
-    name.append(limit.algorithm);
-    append_bulk(c->args, name);
-  } else {
-    append_bulk(c->args, limit.algorithm);
-  }
-  append_bulk(c->args, static_cast<int64_t>(limit.p1));
-  append_bulk(c->args, static_cast<int64_t>(limit.p2));
-  append_bulk(c->args, static_cast<int64_t>(limit.p3));
-  append_bulk(c->args, static_cast<int64_t>(cost));
-  append_bulk(c->args, extra);
+  c->limits.push_back(LimitRef{limit, cost, charged_at_us});
 }
 
 // Sends a call whose keys and arguments are written.
@@ -310,8 +294,7 @@ void Client::acquire(std::span<const AcquireRequest> requests, Nanos now, std::s
   };
   if (keys_.size() < n) keys_.resize(n);
   int slot = -1;
-  append_now(c, now);
-  append_bulk(c->args, static_cast<int64_t>(n));
+  set_now(c, now);
   for (size_t i = 0; i < n; ++i) {
     const AcquireRequest& r = requests[i];
     if (r.limit == nullptr) return reject(invalid("acquire: null limit"));
@@ -334,10 +317,9 @@ void Client::acquire(std::span<const AcquireRequest> requests, Nanos now, std::s
       }
       slot = s;
     }
-    append_limit(c, *sl, keys_[i], sl->block_us > 0, r.cost, static_cast<int64_t>(sl->block_us));
+    append_limit(c, *sl, keys_[i], sl->block_us > 0, r.cost, 0);
   }
   c->out = out;
-  c->limits = n;
   start(c, std::move(done), slot);
 }
 
@@ -392,9 +374,7 @@ void Client::refund(std::span<const RefundRequest> requests, Nanos now, Store::D
   for (const int slot : slots) {
     Call* c = new_call();
     c->is_refund = true;
-    c->limits = static_cast<size_t>(std::count(slot_of.begin(), slot_of.end(), slot));
-    append_now(c, now);
-    append_bulk(c->args, static_cast<int64_t>(c->limits));
+    set_now(c, now);
     for (size_t i = 0; i < n; ++i) {
       if (slot_of[i] != slot) continue;
       append_limit(c, limits[i], keys[i], false, refund_cost(requests[i].cost),
@@ -511,12 +491,23 @@ void Client::send(Batch* b) {
   if (b->is_command) {
     frame = b->calls.front()->frame;
   } else {
+    // Each distinct limit of the batch once, then per call what refers to it.
+    defs_.clear();
+    def_of_.clear();
     size_t keys = 0;
-    size_t args = 1;  // ttl_extra
+    size_t args = 3;  // ttl_extra, whether calls carry their time, the definitions
+    const bool own_time = shared_.options.time_source == RedisTimeSource::kLocal;
     for (Call* c : b->calls) {
       keys += c->key_count;
-      args += 3 + 6 * c->limits;
+      args += (own_time ? 3 : 2) + (c->is_refund ? 3 : 2) * c->limits.size();
+      for (const LimitRef& r : c->limits) {
+        size_t d = 0;
+        while (d < defs_.size() && !(*defs_[d] == r.limit)) ++d;
+        if (d == defs_.size()) defs_.push_back(&r.limit);
+        def_of_.push_back(d + 1);
+      }
     }
+    args += 5 * defs_.size();
     frame_.clear();
     append_array_header(frame_, 3 + keys + args);
     if (b->use_eval) {
@@ -529,14 +520,31 @@ void Client::send(Batch* b) {
     append_bulk(frame_, static_cast<int64_t>(keys));
     for (Call* c : b->calls) frame_.append(c->keys);
     append_bulk(frame_, static_cast<int64_t>(shared_.options.ttl_extra.count()));
+    append_bulk(frame_, own_time ? std::string_view("1") : std::string_view("0"));
+    append_bulk(frame_, static_cast<int64_t>(defs_.size()));
+    for (const ScriptLimit* d : defs_) {
+      append_bulk(frame_, d->algorithm);
+      append_bulk(frame_, static_cast<int64_t>(d->p1));
+      append_bulk(frame_, static_cast<int64_t>(d->p2));
+      append_bulk(frame_, static_cast<int64_t>(d->p3));
+      append_bulk(frame_, static_cast<int64_t>(d->block_us));
+    }
     // Each call's deadline in this node's clock, converted at every send: a
     // batch that MOVED/ASK/TRYAGAIN resends keeps its calls' local deadlines,
     // and the node it goes to may have another clock.
     const ClockOffset& clock = conn.clock();
     const int64_t now_us = ClockOffset::floor_us(b->sent_at);
+    size_t next_def = 0;
     for (Call* c : b->calls) {
       append_bulk(frame_, clock.to_redis(ClockOffset::floor_us(c->deadline), now_us));
-      frame_.append(c->args);
+      if (own_time) append_bulk(frame_, c->now_us);
+      const int64_t n = static_cast<int64_t>(c->limits.size());
+      append_bulk(frame_, c->is_refund ? -n : n);
+      for (const LimitRef& r : c->limits) {
+        append_bulk(frame_, static_cast<int64_t>(def_of_[next_def++]));
+        append_bulk(frame_, static_cast<int64_t>(r.cost));
+        if (c->is_refund) append_bulk(frame_, r.charged_at_us);
+      }
     }
     frame = frame_;
   }
@@ -578,26 +586,22 @@ void Client::on_reply(Connection& connection, redisReply* reply, void* privdata)
 
 void Client::deliver(Connection& from, Batch* b, const redisReply* reply) {
   const auto received = std::chrono::steady_clock::now();
-  // The Redis TIME the call read, then per call: its time, 5 per limit
-  // (script_reply.h says what is checked).
-  limits_.clear();
-  for (Call* c : b->calls) limits_.push_back(c->limits);
-  if (!script_reply_well_formed(reply, limits_)) {
+  shapes_.clear();
+  for (Call* c : b->calls) shapes_.push_back(CallShape{c->limits.size(), c->is_refund});
+  if (!read_script_reply(reply, shapes_, &answer_)) {
     fail_all(b, ErrorKind::kScript, "unexpected reply to the rate limit script");
     return;
   }
-  redisReply** e = reply->element;
-  if (e[0]->integer > 0) {
-    from.clock().observe(e[0]->integer, ClockOffset::floor_us(b->sent_at),
-                         ClockOffset::ceil_us(received));
-  }
-  ++e;
-  for (Call* c : b->calls) {
-    // The time the script decided the request at: its decisions' decided_at.
-    const Nanos decided_at{e[0]->integer * 1'000};
-    ++e;
-    // The script marks every limit of a request past its deadline alike.
-    const bool expired = c->limits > 0 && e[0]->integer < 0;
+  from.clock().observe(answer_.redis_time_us, ClockOffset::floor_us(b->sent_at),
+                       ClockOffset::ceil_us(received));
+  const bool own_time = shared_.options.time_source == RedisTimeSource::kLocal;
+  const LimitAnswer* next = answer_.limits.data();
+  for (size_t k = 0; k < b->calls.size(); ++k) {
+    Call* c = b->calls[k];
+    const bool expired = answer_.expired[k] != 0;
+    // An applied acquire's limits, in order.
+    const LimitAnswer* answers = next;
+    if (!expired && !c->is_refund) next += c->limits.size();
     if (expired) Counters::add(shared_.counters.expired);
     if (c->completed) {
       // Its caller already had the on_failure answer (timeout). A reply that
@@ -608,7 +612,7 @@ void Client::deliver(Connection& from, Batch* b, const redisReply* reply) {
       Counters::add(shared_.counters.late_replies);
       // A late refund is not a charge: late_applied counts charges only.
       bool applied = !expired && !c->is_refund;
-      for (size_t i = 0; applied && i < c->limits; ++i) applied = e[5 * i]->integer == 1;
+      for (size_t i = 0; applied && i < c->limits.size(); ++i) applied = answers[i].allowed;
       if (applied) Counters::add(shared_.counters.late_applied);
     } else if (expired) {
       // Redis ran it past the deadline as converted to its clock, which lands
@@ -617,16 +621,23 @@ void Client::deliver(Connection& from, Batch* b, const redisReply* reply) {
            "Redis received the call after its deadline (" +
                std::to_string(shared_.options.timeout.count()) + " ms)");
     } else {
-      // A refund's limits answer nothing the caller needs.
+      // A refund's answer holds nothing the caller needs. An acquire's
+      // decisions are at the time it carried, or the call's Redis TIME.
       if (!c->is_refund) {
-        for (size_t i = 0; i < c->limits; ++i) {
-          c->out[i] = script_decision(e + 5 * i);
-          c->out[i].decided_at = decided_at;
+        const Nanos decided_at{(own_time ? c->now_us : answer_.redis_time_us) * 1'000};
+        for (size_t i = 0; i < c->limits.size(); ++i) {
+          Decision& d = c->out[i];
+          d = Decision{};
+          d.allowed = answers[i].allowed;
+          d.limit = c->limits[i].limit.p1;
+          d.remaining = answers[i].remaining;
+          d.reset_after = answers[i].reset_after;
+          d.retry_after = answers[i].retry_after;
+          d.decided_at = decided_at;
         }
       }
       complete(c, Status());
     }
-    e += 5 * c->limits;
   }
 }
 

@@ -47,6 +47,7 @@
 #include "sluice/store.h"
 #include "store/redis/connection.h"
 #include "store/redis/script_limit.h"
+#include "store/redis/script_reply.h"
 #include "store/redis/shared.h"
 
 namespace sluice::redis {
@@ -82,6 +83,12 @@ class Client final : public Connection::Listener {
   std::function<void(const std::string& node, bool up)> on_state_change;
 
  private:
+  // One limit of a call, as send() names it to the script.
+  struct LimitRef {
+    ScriptLimit limit;
+    uint64_t cost = 0;
+    int64_t charged_at_us = 0;  // a refund's charge time
+  };
   struct Call;
   struct Batch;
   struct TimeoutQueue {
@@ -95,9 +102,9 @@ class Client final : public Connection::Listener {
   void on_state(Connection& connection, bool up) override;
 
   Call* new_call();
-  void append_now(Call* call, Nanos now) const;
+  void set_now(Call* call, Nanos now) const;
   void append_limit(Call* call, const ScriptLimit& limit, const std::string& state_key,
-                    bool with_lockout, uint64_t cost, int64_t extra);
+                    bool with_lockout, uint64_t cost, int64_t charged_at_us);
   void start(Call* call, Store::Done done, int slot);
   void unref(Call* call);
   Batch* new_batch();
@@ -138,9 +145,12 @@ class Client final : public Connection::Listener {
   std::vector<Call*> free_calls_;
   std::vector<std::unique_ptr<Batch>> batch_pool_;
   std::vector<Batch*> free_batches_;
-  std::vector<std::string> keys_;  // scratch
-  std::string frame_;              // scratch
-  std::vector<size_t> limits_;     // scratch: limits per call of a batch
+  std::vector<std::string> keys_;         // scratch
+  std::string frame_;                     // scratch
+  std::vector<const ScriptLimit*> defs_;  // scratch: a batch's distinct limits
+  std::vector<size_t> def_of_;            // scratch: per limit of a batch, its definition
+  std::vector<CallShape> shapes_;         // scratch: what each call of a batch sent
+  ScriptAnswer answer_;                   // scratch: the script's reply, read
   bool closing_ = false;
   // Checked first by handlers that may run after the client is gone.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

@@ -23,6 +23,7 @@ struct ScriptLimit {
   uint64_t p2 = 0;
   uint64_t p3 = 0;
   uint64_t block_us = 0;  // Limit::block() in microseconds, 0 for none
+  friend bool operator==(const ScriptLimit&, const ScriptLimit&) = default;
 };
 
 // kInvalidArgument when the limit's arithmetic would not stay exact below

@@ -78,36 +78,54 @@ ErrorReply read_error_reply(std::string_view message) {
 
 // The most microseconds a duration of a reply may hold: the most a Nanos holds.
 constexpr long long kMaxMicros = std::numeric_limits<int64_t>::max() / 1'000;
+// remaining * 2 + allowed, for a remaining below 2^53 (what Lua holds exactly).
+constexpr long long kMaxCode = 1LL << 54;
 
-bool script_reply_well_formed(const redisReply* reply, std::span<const size_t> limits) {
-  size_t expected = 1;
-  for (size_t n : limits) expected += 1 + 5 * n;
-  bool ok = reply->type == REDIS_REPLY_ARRAY && reply->elements == expected;
-  for (size_t i = 0; ok && i < reply->elements; ++i) {
-    ok = reply->element[i]->type == REDIS_REPLY_INTEGER && reply->element[i]->integer >= -1;
+bool read_script_reply(const redisReply* reply, std::span<const CallShape> calls,
+                       ScriptAnswer* answer) {
+  answer->expired.clear();
+  answer->limits.clear();
+  if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 1 + calls.size()) return false;
+  const redisReply* const* e = reply->element;
+  const size_t size = reply->elements;
+  for (size_t i = 0; i < size; ++i) {
+    if (e[i]->type != REDIS_REPLY_INTEGER) return false;
   }
-  ok = ok && reply->element[0]->integer >= 0;
-  for (size_t call = 0, i = 1; ok && call < limits.size(); ++call) {
-    ok = reply->element[i]->integer >= 0 && reply->element[i]->integer <= kMaxMicros;
-    ++i;
-    for (size_t l = 0; ok && l < limits[call]; ++l, i += 5) {
-      ok = reply->element[i]->integer <= 1 && reply->element[i + 1]->integer >= 0 &&
-           reply->element[i + 2]->integer >= 0 && reply->element[i + 3]->integer >= 0 &&
-           reply->element[i + 4]->integer >= 0 && reply->element[i + 3]->integer <= kMaxMicros &&
-           reply->element[i + 4]->integer <= kMaxMicros;
+  const auto duration = [](long long us) { return us >= 0 && us <= kMaxMicros; };
+  if (e[0]->integer <= 0 || e[0]->integer > kMaxMicros) return false;
+  answer->redis_time_us = e[0]->integer;
+  size_t i = 1;
+  for (const CallShape& call : calls) {
+    if (i >= size) return false;
+    if (e[i]->integer == -1) {
+      answer->expired.push_back(1);
+      ++i;
+      continue;
+    }
+    answer->expired.push_back(0);
+    if (call.refund) {
+      if (e[i]->integer != 1) return false;
+      ++i;
+      continue;
+    }
+    for (size_t l = 0; l < call.limits; ++l) {
+      if (i + 2 > size) return false;
+      const long long code = e[i]->integer;
+      if (code < 0 || code >= kMaxCode || !duration(e[i + 1]->integer)) return false;
+      LimitAnswer a;
+      a.allowed = code % 2 == 1;
+      a.remaining = static_cast<uint64_t>(code / 2);
+      a.reset_after = Nanos{e[i + 1]->integer * 1'000};
+      i += 2;
+      if (!a.allowed) {
+        if (i >= size || !duration(e[i]->integer)) return false;
+        a.retry_after = Nanos{e[i]->integer * 1'000};
+        ++i;
+      }
+      answer->limits.push_back(a);
     }
   }
-  return ok;
-}
-
-Decision script_decision(const redisReply* const* limit) {
-  Decision d;
-  d.allowed = limit[0]->integer == 1;
-  d.limit = static_cast<uint64_t>(limit[1]->integer);
-  d.remaining = static_cast<uint64_t>(limit[2]->integer);
-  d.reset_after = Nanos{limit[3]->integer * 1'000};
-  d.retry_after = Nanos{limit[4]->integer * 1'000};
-  return d;
+  return i == size;
 }
 
 }  // namespace sluice::redis

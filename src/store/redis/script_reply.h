@@ -10,8 +10,10 @@
 #include <hiredis/hiredis.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "sluice/decision.h"
 
@@ -35,16 +37,39 @@ struct ErrorReply {
 
 ErrorReply read_error_reply(std::string_view message);
 
-// The rate limit script's reply to a batch of calls: an array of integers,
-// the Redis TIME it read (>= 0), then per call its time in microseconds (the
-// decisions' decided_at: >= 0, and few enough to hold in nanoseconds) and
-// five integers per limit: allowed (-1: past the call's deadline, nothing
-// applied; 0; 1), limit, remaining, reset_after and retry_after in
-// microseconds (>= 0, and few enough to hold in nanoseconds). A refund's
-// call has the same form (its limits' values mean nothing).
-// `limits[i]` is the number of limits of call i. False when `reply` is
-// anything else: the client then fails the batch ("unexpected reply").
-bool script_reply_well_formed(const redisReply* reply, std::span<const size_t> limits);
+// What the client sent of one call of a batch, for reading its answer.
+struct CallShape {
+  size_t limits = 0;
+  bool refund = false;
+};
+
+// One limit's answer (its `limit` is the limit's own: the client knows it).
+struct LimitAnswer {
+  bool allowed = false;
+  uint64_t remaining = 0;
+  Nanos reset_after{0};
+  Nanos retry_after{0};
+};
+
+// The rate limit script's reply to a batch (src/store/redis/scripts/entry.lua).
+struct ScriptAnswer {
+  int64_t redis_time_us = 0;  // the Redis TIME the call read
+  // Per call: whether Redis received it past its deadline (nothing applied).
+  std::vector<uint8_t> expired;
+  // The limits of the acquires that were applied, in call order.
+  std::vector<LimitAnswer> limits;
+};
+
+// Reads the script's reply to a batch of `calls`: an array of integers, the
+// Redis TIME it read (> 0, and few enough microseconds to hold in
+// nanoseconds), then per call -1 (past its deadline), or 1 for a refund, or
+// for an acquire, per limit, remaining * 2 + allowed (>= 0, remaining below
+// 2^53), reset_after and, when not allowed, retry_after in microseconds (>= 0,
+// and few enough to hold in nanoseconds), with nothing left over. False when
+// `reply` is anything else: the client then fails the batch ("unexpected
+// reply").
+bool read_script_reply(const redisReply* reply, std::span<const CallShape> calls,
+                       ScriptAnswer* answer);
 
 // The most elements a reply array may have: far more than any reply the
 // client asks for (a batch of max_batch calls, CLUSTER SLOTS), far less than
@@ -57,9 +82,5 @@ inline constexpr int kMaxReplyElements = 1 << 20;
 // for any protocol error, instead of allocating for it. Call once per reader,
 // before it reads (Connection does, on every new connection).
 void bound_reply_arrays(redisReader* reader);
-
-// The decision of one limit from its five integers in a well-formed reply
-// (`limit` points at the first), for a call that was not past its deadline.
-Decision script_decision(const redisReply* const* limit);
 
 }  // namespace sluice::redis

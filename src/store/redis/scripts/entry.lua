@@ -12,6 +12,14 @@
 --           atomic. Every key is declared, so that Redis routes by all of them
 --           (ASK, TRYAGAIN) during a slot migration.
 -- ARGV[1]   milliseconds added to every TTL (slack for time_source: local).
+-- ARGV[2]   "1" when each request carries its own time (time_source local),
+--           "0" when every request is decided at the Redis TIME of the call.
+-- ARGV[3]   D, the number of limit definitions, then 5 per definition:
+--           algorithm, p1, p2, p3, block, where (p1, p2, p3) is (capacity,
+--           unit, rate) for token_bucket and gcra, and (limit, window_us, 0)
+--           for the window algorithms, and block the lockout in microseconds
+--           (0 for none). A batch names each limit once, however many of its
+--           requests use it.
 -- Then, per request:
 --   deadline  microseconds since the epoch by Redis's clock, or 0 for none:
 --           from then on the client has given up on the request (timed out,
@@ -19,33 +27,31 @@
 --           The client converts its own deadline with a lower bound of the
 --           clock offset, so this one is never later than the true one
 --           (src/store/redis/clock_offset.h).
---   now     microseconds since the epoch, or "" to read Redis TIME
---           (time_source: redis, so instances with skewed clocks agree)
---   n       the number of limits of the request
---   6 per limit: algorithm, p1, p2, p3, cost, extra, where (p1, p2, p3) is
---           (capacity, unit, rate) for token_bucket and gcra, and
---           (limit, window_us, 0) for the window algorithms. An acquire names
---           the algorithm and extra is the lockout (block) in microseconds,
---           0 for none. A refund (Store::refund) names it with a '-' before
---           ("-token_bucket") and extra is the charge's time (its decided_at)
---           in microseconds. A request is all acquires or all refunds.
--- Redis TIME is read at most once per call, when a request needs it (now is
--- "" or a deadline is set), and serves every request of the call.
+--   now     (only when ARGV[2] is "1") microseconds since the epoch
+--   n       the number of limits of an acquire, or minus the number of
+--           limits of a refund (Store::refund)
+--   per limit: its definition (1 to D) and cost, and for a refund the
+--           charge's time (its decided_at) in microseconds.
+-- Redis TIME is read once per call: it is the decisions' time unless the
+-- requests carry theirs, the deadlines' clock, and the TTLs' (below).
 --
--- Returns the Redis TIME this call read (microseconds, 0 if it read none: the
--- client learns the clock offset from it), then per request: now_us (the
--- decisions' decided_at), then per limit allowed, limit, remaining,
--- reset_after_us, retry_after_us (all integers). A request past its deadline
--- is decided as nothing: it reads and writes no state, and each of its limits
--- returns allowed = -1 and zeros. A refund's limits return 1 and zeros.
+-- Returns the Redis TIME this call read (microseconds: the client learns the
+-- clock offset from it), then per request: -1 if it was past its deadline (it
+-- read and wrote no state); 1 for a refund; for an acquire, per limit
+-- remaining * 2 + allowed (1 or 0), reset_after_us and, when not allowed,
+-- retry_after_us. A limit's `limit` is its p1, which the client knows.
 --
 -- Atomic because Redis runs a script without interleaving other commands:
 -- every limit of a request is decided on the current state first, and only
--- if all allow is any state written. Each write sets the key's TTL in the
--- same step (SET PX or PEXPIRE): the time until the state is back to "full",
--- rounded up to a whole millisecond and at least 1 ms, so idle keys disappear.
--- A refund only brings that time closer, so it keeps the TTL (SET KEEPTTL,
--- ZREM): the key may then outlive its state's return to full, harmlessly.
+-- if all allow is any state written. Each write of an algorithm's state keeps
+-- the key alive at least until the state is back to "full" (rounded up to a
+-- whole millisecond, at least 1 ms, plus the slack), so idle keys disappear:
+-- the value carries, after the state, the Redis time its TTL runs to. A write
+-- that needs no later expiry keeps the TTL (SET KEEPTTL); one that does sets
+-- twice what it needs (SET PX), so a busy key pays for a TTL about once per
+-- its time to full rather than on every decision, and an idle key outlives
+-- its return to full by at most that time again. A refund only brings that
+-- time closer, so it keeps the TTL (SET KEEPTTL, ZREM).
 -- The deadline is checked in the same script that would charge the request,
 -- so nothing can apply it between the check and the charge.
 --
@@ -58,145 +64,176 @@
 -- millisecond, plus the slack), and it answers with the whole block. A
 -- refund leaves a lockout alone; a reset (DEL) lifts it.
 local extra_ms = tonumber(ARGV[1])
-local redis_now = nil
-local function redis_time()
-  if not redis_now then
-    local t = redis.call('TIME')
-    redis_now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  end
-  return redis_now
-end
+local own_time = ARGV[2] == '1'
+local t = redis.call('TIME')
+local redis_now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local function ttl_of(us)
   local ms = cdiv(us, 1000)
   if ms < 1 then ms = 1 end
   return ms + extra_ms
 end
-local out = {0}
+
+-- The limit definitions: what each request's limits refer to.
+local defs = tonumber(ARGV[3])
+local kind, p1, p2, p3, blocks = {}, {}, {}, {}, {}
+for d = 1, defs do
+  local a = 4 + 5 * (d - 1)
+  kind[d] = ARGV[a]
+  p1[d] = tonumber(ARGV[a + 1])
+  p2[d] = tonumber(ARGV[a + 2])
+  p3[d] = tonumber(ARGV[a + 3])
+  blocks[d] = tonumber(ARGV[a + 4])
+end
+
+-- Writes an algorithm's state, keeping the key until `reset_us` from now.
+local function put(key, state, reset_us)
+  local ttl_ms = ttl_of(reset_us)
+  local old = STATES[key]
+  local size = #state
+  local value
+  -- A millisecond less than the TTL set: Redis counts it from its own
+  -- millisecond clock, which may be up to 1 ms behind TIME.
+  if old and #old == size + 8 and sunpack('<d', old, size + 1) >= redis_now + ttl_ms * 1000 then
+    value = state .. string.sub(old, size + 1)
+    redis.call('SET', key, value, 'KEEPTTL')
+  else
+    ttl_ms = 2 * ttl_ms
+    value = state .. spack('<d', redis_now + (ttl_ms - 1) * 1000)
+    redis.call('SET', key, value, 'PX', ttl_ms)
+  end
+  STATES[key] = value
+end
+
+local out = {redis_now}
 local writes = {}
 local states = {}  -- per limit of the request: its state key
 local locks = {}   -- per limit: its lockout key, if it has a block
 local starts = {}  -- per limit: the block its denial starts, or false
+local resets = {}  -- per limit: its reset_after_us
 local key = 0
-local j = 2
+local j = 4 + 5 * defs
 while j <= #ARGV do
   local deadline = tonumber(ARGV[j])
-  local now = ARGV[j + 1]
-  if now == '' then
-    now = redis_time()
-  else
-    now = tonumber(now)
+  local now = redis_now
+  if own_time then
+    now = tonumber(ARGV[j + 1])
+    j = j + 1
   end
-  local n = tonumber(ARGV[j + 2])
-  j = j + 3
-  local first = #out + 1
-  out[first] = now
-  local refund = n > 0 and string.byte(ARGV[j], 1) == 45  -- '-'
-  if deadline > 0 and redis_time() >= deadline then
-    for i = 1, n do
-      local o = first + (i - 1) * 5
-      out[o + 1] = -1
-      out[o + 2] = 0
-      out[o + 3] = 0
-      out[o + 4] = 0
-      out[o + 5] = 0
-      -- Skip its keys: the state key, and an acquire's lockout key.
+  local n = tonumber(ARGV[j + 1])
+  j = j + 2
+  local refund = n < 0
+  if refund then n = -n end
+  if deadline > 0 and redis_now >= deadline then
+    out[#out + 1] = -1
+    -- Skip its keys: the state key, and an acquire's lockout key.
+    for _ = 1, n do
       key = key + 1
-      if not refund and tonumber(ARGV[j + 5]) > 0 then key = key + 1 end
-      j = j + 6
+      if refund then
+        j = j + 3
+      else
+        if blocks[tonumber(ARGV[j])] > 0 then key = key + 1 end
+        j = j + 2
+      end
     end
   elseif refund then
-    for i = 1, n do
-      local name = ARGV[j]
-      local give_back = nil
-      if string.byte(name, 1) == 45 then give_back = REFUNDS[string.sub(name, 2)] end
+    for _ = 1, n do
+      local d = tonumber(ARGV[j])
+      local give_back = REFUNDS[kind[d]]
       if not give_back then
-        return redis.error_reply('ERR sluice: unknown refund ' .. tostring(name))
+        return redis.error_reply('ERR sluice: unknown refund ' .. tostring(kind[d]))
       end
       key = key + 1
-      local write = give_back(KEYS[key], now, tonumber(ARGV[j + 1]), tonumber(ARGV[j + 2]),
-                              tonumber(ARGV[j + 3]), tonumber(ARGV[j + 4]), tonumber(ARGV[j + 5]))
-      if write then redis.call('SET', KEYS[key], write, 'KEEPTTL') end
-      local o = first + (i - 1) * 5
-      out[o + 1] = 1
-      out[o + 2] = 0
-      out[o + 3] = 0
-      out[o + 4] = 0
-      out[o + 5] = 0
-      j = j + 6
+      local k = KEYS[key]
+      local write = give_back(k, now, p1[d], p2[d], p3[d], tonumber(ARGV[j + 1]),
+                              tonumber(ARGV[j + 2]))
+      if write then
+        -- Keeps the expiry the value carries, if any, with its TTL.
+        local old = STATES[k]
+        if old and #old == #write + 8 then write = write .. string.sub(old, #write + 1) end
+        redis.call('SET', k, write, 'KEEPTTL')
+        STATES[k] = write
+      end
+      j = j + 3
     end
+    out[#out + 1] = 1
   else
     local all_allowed = true
+    local first = #out + 1
+    local o = first
     for i = 1, n do
-      local algorithm = ALGORITHMS[ARGV[j]]
+      local d = tonumber(ARGV[j])
+      local algorithm = ALGORITHMS[kind[d]]
       if not algorithm then
-        return redis.error_reply('ERR sluice: unknown algorithm ' .. tostring(ARGV[j]))
+        return redis.error_reply('ERR sluice: unknown algorithm ' .. tostring(kind[d]))
       end
-      local size = tonumber(ARGV[j + 1])
-      local block = tonumber(ARGV[j + 5])
+      local block = blocks[d]
       key = key + 1
       states[i] = KEYS[key]
       locks[i] = nil
       starts[i] = false
       writes[i] = nil
-      local o = first + (i - 1) * 5
       local left = 0  -- what is left of a lockout in force (us), 0 for none
       if block > 0 then
         key = key + 1
         locks[i] = KEYS[key]
-        local until_us = redis.call('GET', KEYS[key])
+        local until_us = STATES[KEYS[key]]
         if until_us then
           until_us = tonumber(until_us)
           if until_us > now then left = until_us - now end
         end
       end
       if left > 0 then
-        out[o + 1] = 0
-        out[o + 2] = size
-        out[o + 3] = 0
-        out[o + 4] = left
-        out[o + 5] = left
+        out[o] = 0
+        out[o + 1] = left
+        out[o + 2] = left
+        o = o + 3
         all_allowed = false
       else
-        local allowed, limit, remaining, reset, retry, write =
-            algorithm(states[i], now, size, tonumber(ARGV[j + 2]), tonumber(ARGV[j + 3]),
-                      tonumber(ARGV[j + 4]))
-        out[o + 1] = allowed
-        out[o + 2] = limit
-        out[o + 3] = remaining
-        out[o + 4] = reset
-        out[o + 5] = retry
+        local allowed, _, remaining, reset, retry, write =
+            algorithm(states[i], now, p1[d], p2[d], p3[d], tonumber(ARGV[j + 1]))
+        out[o] = remaining * 2 + allowed
+        out[o + 1] = reset
+        resets[i] = reset
         writes[i] = write
-        if allowed ~= 1 then
+        if allowed == 1 then
+          o = o + 2
+        else
+          out[o + 2] = retry
+          o = o + 3
           all_allowed = false
           if block > 0 then starts[i] = block end
         end
       end
-      j = j + 6
+      j = j + 2
     end
     if all_allowed then
       for i = 1, n do
-        local ttl_ms = ttl_of(out[first + (i - 1) * 5 + 4])
         local write = writes[i]
         if type(write) == 'string' then
-          redis.call('SET', states[i], write, 'PX', ttl_ms)
+          put(states[i], write, resets[i])
         else
-          write(ttl_ms)
+          write(ttl_of(resets[i]))
         end
       end
     else
-      -- Blocks start from the denials, whatever the request's other limits said.
+      -- Blocks start from the denials, whatever the request's other limits
+      -- said; they replace what those limits answered.
+      o = first
       for i = 1, n do
         local block = starts[i]
+        local step = 3
+        if out[o] % 2 == 1 then step = 2 end
         if block then
-          redis.call('SET', locks[i], string.format('%d', now + block), 'PX', ttl_of(block))
-          local o = first + (i - 1) * 5
-          out[o + 3] = 0
-          out[o + 4] = block
-          out[o + 5] = block
+          local until_us = now + block
+          redis.call('SET', locks[i], string.format('%d', until_us), 'PX', ttl_of(block))
+          STATES[locks[i]] = string.format('%d', until_us)
+          out[o] = 0
+          out[o + 1] = block
+          out[o + 2] = block
         end
+        o = o + step
       end
     end
   end
 end
-out[1] = redis_now or 0
 return out

@@ -10,7 +10,7 @@ if NEEDED('fixed_window') then
   ALGORITHMS['fixed_window'] = function(key, now, limit, window, _, cost)
     local index = idiv(now, window)
     local count = 0
-    local raw = redis.call('GET', key)
+    local raw = STATES[key]
     if raw then
       local state_index, state_count = sunpack('<dd', raw)
       -- A state from a later window (time ran backwards) keeps counting there.
@@ -30,7 +30,7 @@ if NEEDED('fixed_window') then
   end
 
   REFUNDS['fixed_window'] = function(key, _, _, window, _, cost, charged_at)
-    local raw = redis.call('GET', key)
+    local raw = STATES[key]
     if not raw then return nil end
     local index, count = sunpack('<dd', raw)
     if index ~= idiv(charged_at, window) or count == 0 then return nil end

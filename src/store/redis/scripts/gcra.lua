@@ -21,7 +21,7 @@ if NEEDED('gcra') then
     local full = capacity * unit
     local need = cost * unit
     local tat, frac = now, 0
-    local raw = redis.call('GET', key)
+    local raw = STATES[key]
     if raw then tat, frac = sunpack('<dd', raw) end
     local debt = debt_at(tat, frac, now, rate)
 
@@ -37,7 +37,7 @@ if NEEDED('gcra') then
   end
 
   REFUNDS['gcra'] = function(key, now, _, unit, rate, cost)
-    local raw = redis.call('GET', key)
+    local raw = STATES[key]
     if not raw then return nil end
     local tat, frac = sunpack('<dd', raw)
     local debt = debt_at(tat, frac, now, rate)

@@ -10,32 +10,36 @@
 -- calls, and defining a function costs about 0.1 us), so a call defines
 -- only the algorithms its limits use (NEEDED); states are packed doubles
 -- (struct.pack, exact below 2^53); and each algorithm returns its decision
--- as multiple values rather than a table.
+-- as multiple values rather than a table. What Redis charges per call
+-- element is as much as the algorithms' own work, so the call says each
+-- limit once (entry.lua), reads every state with one MGET, and answers in
+-- as few integers as the client needs.
 
 -- ALGORITHMS[name] decides one limit; REFUNDS[name] gives back one charge
 -- (token_bucket.lua says what they return).
 local ALGORITHMS = {}
 local REFUNDS = {}
+-- ARGV (see entry.lua): extra_ms, whether requests carry their time, the
+-- number of limit definitions, 5 per definition (the first its algorithm).
 local USED = {}
-do
-  -- ARGV (see entry.lua): extra_ms, then per request: deadline, now, n,
-  -- 6 per limit, the first the algorithm's name ('-' before it: a refund).
-  local j = 2
-  while j <= #ARGV do
-    local n = tonumber(ARGV[j + 2])
-    for i = 0, n - 1 do
-      local name = ARGV[j + 3 + 6 * i]
-      if string.byte(name, 1) == 45 then name = string.sub(name, 2) end  -- '-'
-      USED[name] = true
-    end
-    j = j + 3 + 6 * n
-  end
-end
+for d = 0, tonumber(ARGV[3]) - 1 do USED[ARGV[4 + 5 * d]] = true end
 local function NEEDED(name)
   return USED[name] ~= nil
 end
 local spack, sunpack = struct.pack, struct.unpack
 local fmod = math.fmod
+
+-- Every declared key's value as the call found it, false for none (MGET
+-- answers nil for a key of another type: sliding_log's sorted sets, which
+-- sliding_log.lua reads itself). entry.lua keeps it current as it writes, so
+-- a key that two requests of the call share is read as the first left it.
+local STATES = {}
+for from = 1, #KEYS, 512 do  -- unpack() is bounded by Lua's C stack
+  local to = from + 511
+  if to > #KEYS then to = #KEYS end
+  local values = redis.call('MGET', unpack(KEYS, from, to))
+  for i = from, to do STATES[KEYS[i]] = values[i - from + 1] end
+end
 
 -- floor(a / b) for integers a >= 0, b > 0.
 local function idiv(a, b)

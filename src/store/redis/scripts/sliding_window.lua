@@ -59,7 +59,7 @@ if NEEDED('sliding_window') then
   ALGORITHMS['sliding_window'] = function(key, now, limit, window, _, cost)
     local index = idiv(now, window)
     local current, previous = 0, 0
-    local raw = redis.call('GET', key)
+    local raw = STATES[key]
     if raw then
       local state_index, state_current, state_previous = sunpack('<ddd', raw)
       if state_index >= index then
@@ -127,7 +127,7 @@ if NEEDED('sliding_window') then
   end
 
   REFUNDS['sliding_window'] = function(key, _, _, window, _, cost, charged_at)
-    local raw = redis.call('GET', key)
+    local raw = STATES[key]
     if not raw then return nil end
     local index, current, previous = sunpack('<ddd', raw)
     local charged_index = idiv(charged_at, window)

@@ -31,7 +31,7 @@ if NEEDED('token_bucket') then
 
   ALGORITHMS['token_bucket'] = function(key, now, capacity, unit, rate, cost)
     local full = capacity * unit
-    local level, last = refill(redis.call('GET', key), now, full, rate)
+    local level, last = refill(STATES[key], now, full, rate)
     local need = cost * unit
     if level >= need then
       local left = level - need
@@ -41,7 +41,7 @@ if NEEDED('token_bucket') then
   end
 
   REFUNDS['token_bucket'] = function(key, now, capacity, unit, rate, cost)
-    local raw = redis.call('GET', key)
+    local raw = STATES[key]
     if not raw then return nil end
     local full = capacity * unit
     local level, last = refill(raw, now, full, rate)
