@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <boost/asio/post.hpp>
 
+#include "core/sliding_log.h"
 #include "core/step.h"
 #include "store/redis/clock_offset.h"
 #include "store/redis/script_limit.h"
@@ -32,6 +33,7 @@ struct Client::Call {
   bool is_refund = false;
   std::span<Decision> out;  // acquire
   size_t limits = 0;
+  std::vector<bool> concurrency;  // acquire: per limit, whether it is one (retry capped)
   Store::Done done;
   std::string keys;  // RESP bulks of its keys: state keys, and acquire's lockout keys
   size_t key_count = 0;
@@ -100,6 +102,7 @@ Client::Call* Client::new_call() {
   c->is_command = false;
   c->is_refund = false;
   c->limits = 0;
+  c->concurrency.clear();
   c->key_count = 0;
   c->keys.clear();
   c->args.clear();
@@ -335,6 +338,7 @@ void Client::acquire(std::span<const AcquireRequest> requests, Nanos now, std::s
       slot = s;
     }
     append_limit(c, *sl, keys_[i], sl->block_us > 0, r.cost, static_cast<int64_t>(sl->block_us));
+    c->concurrency.push_back(r.limit->algorithm() == Algorithm::kConcurrency);
   }
   c->out = out;
   c->limits = n;
@@ -622,6 +626,8 @@ void Client::deliver(Connection& from, Batch* b, const redisReply* reply) {
         for (size_t i = 0; i < c->limits; ++i) {
           c->out[i] = script_decision(e + 5 * i);
           c->out[i].decided_at = decided_at;
+          if (c->concurrency[i] && !c->out[i].allowed)
+            c->out[i].retry_after = core::concurrency_retry_after(c->out[i].retry_after);
         }
       }
       complete(c, Status());
