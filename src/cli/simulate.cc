@@ -46,7 +46,7 @@ Options:
     slow-upstream    half the limit's rate for 10 windows, each request held
                      W/2 by a slow upstream, against the five algorithms and a
                      concurrency limit of max(1, N/10) with lease W: one request
-                     every 1.2s, each answered after 30s; the rate limits let
+                     every 1200ms, each answered after 30s; the rate limits let
                      25 pile up at the upstream, concurrency max 10 holds it to
                      10 (the column is "max in flight")
   --trace FILE       replay a CSV file instead, one request per line:

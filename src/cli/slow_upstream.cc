@@ -130,7 +130,7 @@ std::string format_in_flight_report(ReportFormat format, const SlowUpstream& sce
   out += "\nmax in flight: the most requests waiting at the upstream at one instant.\n";
   out += "The traffic stays under every rate limit, so each lets all of it through and " +
          std::to_string(piled) +
-         " requests pile up at the slow upstream; concurrency holds it to " +
+         " requests pile up at the slow upstream;\nconcurrency holds it to " +
          std::to_string(scenario.max) + " and answers the rest 429 with Retry-After: 1.\n";
   return out;
 }
