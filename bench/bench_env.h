@@ -41,6 +41,9 @@ inline Limit bench_limit(Algorithm algorithm) {
     spec.capacity = 1000;
     spec.refill_tokens = 1000;
     spec.refill_period = 1s;
+  } else if (algorithm == Algorithm::kConcurrency) {
+    spec.limit = 1000;  // max 1000 in flight, lease 60s
+    spec.window = 60s;
   } else {
     spec.limit = 1000;
     spec.window = 1s;

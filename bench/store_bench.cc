@@ -50,6 +50,33 @@ void BM_StoreAcquire(benchmark::State& state, Algorithm algorithm, size_t key_co
   report(state, e, allowed);
 }
 
+// concurrency, a whole slot's life per iteration: acquire, then give it back
+// (Store::refund at its decided_at), as the gateway does per request. Beside
+// store/token_bucket's one acquire per decision on the same keys.
+void BM_StoreConcurrencySlot(benchmark::State& state, size_t key_count) {
+  Env& e = env(Algorithm::kConcurrency, key_count, ClockKind::kSimulated);
+  const std::vector<std::string>& keys = *e.keys;
+  size_t i = first_key(state, keys.size());
+  SimClock sim(e.now_ns);
+  int64_t allowed = 0;
+  AcquireRequest request{&e.limit, {}, 1};
+  RefundRequest back{&e.limit, {}, 1, Nanos{0}};
+  Decision out[1];
+  for (auto _ : state) {
+    request.key = keys[i];
+    if (++i == keys.size()) i = 0;
+    const Nanos now{sim.next()};
+    Status s = e.store->acquire({&request, 1}, now, out);
+    benchmark::DoNotOptimize(s);
+    allowed += out[0].allowed;
+    back.key = request.key;
+    back.charged_at = now;
+    Status r = e.store->refund({&back, 1}, now);
+    benchmark::DoNotOptimize(r);
+  }
+  report(state, e, allowed);
+}
+
 // A flood of new keys: max_keys 10,000, held from the start, and every
 // decision a key the store does not hold (1,000,000 keys in turn), so every
 // decision inserts and evicts. What choosing a victim costs; the rows above
@@ -108,6 +135,11 @@ const bool kRegistered = [] {
                                          ClockKind::kSystem, KeyMode::kShared),
             {1, 2});
   configure(benchmark::RegisterBenchmark("store/token_bucket/evicting", BM_StoreEvict), {1});
+  for (size_t key_count : kKeyCounts) {
+    const std::string name = "store/concurrency_slot/keys:" + std::to_string(key_count);
+    configure(benchmark::RegisterBenchmark(name.c_str(), BM_StoreConcurrencySlot, key_count),
+              {1, 2});
+  }
   return true;
 }();
 

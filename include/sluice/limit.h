@@ -20,9 +20,17 @@ enum class Algorithm : uint8_t {
   kFixedWindow,
   kSlidingLog,
   kSlidingWindow,
+  // In-flight requests per key: `limit` is the most held at once (max) and
+  // `window` the lease after which a slot not given back (Store::refund)
+  // frees itself. A slot is a sliding_log entry whose window is the lease,
+  // so every store applies it with sliding_log's arithmetic; only its
+  // denial differs: retry_after is at most 1 s (a slot frees when a request
+  // ends, which no store can foresee, so the wait is a polling hint).
+  kConcurrency,
 };
 
-// "token_bucket", "gcra", "fixed_window", "sliding_log", "sliding_window".
+// "token_bucket", "gcra", "fixed_window", "sliding_log", "sliding_window",
+// "concurrency".
 std::string_view algorithm_name(Algorithm algorithm);
 // The inverse of algorithm_name(); false if the name is unknown.
 bool parse_algorithm(std::string_view name, Algorithm* out);
@@ -59,13 +67,21 @@ class Limit {
   static Result<Limit> fixed_window(uint64_t limit, Nanos window);
   static Result<Limit> sliding_log(uint64_t limit, Nanos window);
   static Result<Limit> sliding_window(uint64_t limit, Nanos window);
+  // At most `max` (<= kMaxSlidingLogLimit) held at once; a slot not given
+  // back frees itself after `lease`.
+  static Result<Limit> concurrency(uint64_t max, Nanos lease);
 
   Algorithm algorithm() const { return spec_.algorithm; }
+  // Whether its state is a log of (time, cost) entries: sliding_log and
+  // concurrency (whose entries are the slots held).
+  bool keeps_log() const {
+    return spec_.algorithm == Algorithm::kSlidingLog || spec_.algorithm == Algorithm::kConcurrency;
+  }
   const LimitSpec& spec() const { return spec_; }
-  // capacity (buckets) or limit (windows).
+  // capacity (buckets), limit (windows) or max (concurrency).
   uint64_t size() const { return size_; }
   // The period over which `size()` is granted: the time to refill an empty
-  // bucket completely (rounded up), or the window.
+  // bucket completely (rounded up), the window, or the lease (concurrency).
   Nanos period() const { return period_; }
   // The lockout after a denial (LimitSpec::block); 0 when none.
   Nanos block() const { return spec_.block; }

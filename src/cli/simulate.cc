@@ -11,6 +11,7 @@
 #include "cli/args.h"
 #include "cli/simulate_report.h"
 #include "cli/simulation.h"
+#include "cli/slow_upstream.h"
 #include "cli/time_text.h"
 #include "cli/trace.h"
 #include "config/values.h"
@@ -42,6 +43,12 @@ Options:
     bursty           idle for 10 windows, then 5xN requests within W/12, then
                      60% of the limit's rate for 2 windows: 500 requests in 5s,
                      then one per second for 2 minutes
+    slow-upstream    half the limit's rate for 10 windows, each request held
+                     W/2 by a slow upstream, against the five algorithms and a
+                     concurrency limit of max(1, N/10) with lease W: one request
+                     every 1200ms, each answered after 30s; the rate limits let
+                     25 pile up at the upstream, concurrency max 10 holds it to
+                     10 (the column is "max in flight")
   --trace FILE       replay a CSV file instead, one request per line:
                        time_ms,key,cost
                      time_ms: milliseconds since the Unix epoch, lines sorted
@@ -151,6 +158,18 @@ int run_simulate(std::span<const std::string_view> args, std::ostream& out, std:
     return usage_error(err, "the limit " + std::to_string(options.limit.limit) + " per " +
                                 format_duration(options.limit.window) +
                                 " is refused: " + limits.error().message);
+  }
+
+  if (options.scenario == "slow-upstream") {
+    Result<SlowUpstream> scenario = make_slow_upstream(options.limit);
+    if (!scenario.ok()) return usage_error(err, scenario.error().message);
+    Result<std::vector<InFlightResult>> in_flight = replay_in_flight(*scenario, options.limit);
+    if (!in_flight.ok()) {
+      err << in_flight.error().message << "\n";
+      return 1;
+    }
+    out << format_in_flight_report(options.format, *scenario, options.limit, *in_flight);
+    return out.good() ? 0 : 1;
   }
 
   std::optional<Traffic> traffic;

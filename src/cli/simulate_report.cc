@@ -42,6 +42,7 @@ std::string_view overshoot_reason(Algorithm a) {
     case Algorithm::kSlidingWindow:
       return "it estimates the previous window's share and can overshoot (always under 2x)";
     case Algorithm::kSlidingLog:
+    case Algorithm::kConcurrency:
       break;
   }
   return "it never exceeds the limit";
@@ -58,23 +59,11 @@ std::string table(const Traffic& traffic, const SimLimit& limit,
     rows.push_back({std::string(algorithm_name(r.algorithm)), std::to_string(r.allowed),
                     std::to_string(r.denied), std::to_string(r.max_in_window)});
   }
-  std::vector<size_t> width(header.size());
-  for (size_t c = 0; c < header.size(); ++c) {
-    width[c] = header[c].size();
-    for (const auto& row : rows) width[c] = std::max(width[c], row[c].size());
-  }
-  const auto line = [&](const std::vector<std::string>& cells) {
-    std::string out = pad_right(cells[0], width[0]);
-    for (size_t c = 1; c < cells.size(); ++c) out += "  " + pad_left(cells[c], width[c]);
-    return out + "\n";
-  };
-
   std::string out =
       (traffic.source.empty() ? "Scenario " + traffic.name : "Trace " + traffic.source) +
       ", limit " + n + " per " + window + " for every algorithm\n" +
       "Traffic: " + traffic.description + "\n\n";
-  out += line(header);
-  for (const auto& row : rows) out += line(row);
+  out += aligned_table(header, rows);
 
   bool weighted = false;
   for (const SimRequest& r : traffic.requests) weighted = weighted || r.cost != 1;
@@ -150,6 +139,23 @@ std::string json(const Traffic& traffic, const SimLimit& limit,
 }
 
 }  // namespace
+
+std::string aligned_table(const std::vector<std::string>& header,
+                          const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width(header.size());
+  for (size_t c = 0; c < header.size(); ++c) {
+    width[c] = header[c].size();
+    for (const auto& row : rows) width[c] = std::max(width[c], row[c].size());
+  }
+  const auto line = [&](const std::vector<std::string>& cells) {
+    std::string out = pad_right(cells[0], width[0]);
+    for (size_t c = 1; c < cells.size(); ++c) out += "  " + pad_left(cells[c], width[c]);
+    return out + "\n";
+  };
+  std::string out = line(header);
+  for (const auto& row : rows) out += line(row);
+  return out;
+}
 
 std::optional<ReportFormat> parse_report_format(std::string_view name) {
   if (name == "table") return ReportFormat::kTable;

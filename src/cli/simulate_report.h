@@ -6,6 +6,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "cli/simulation.h"
 
@@ -15,6 +16,11 @@ enum class ReportFormat { kTable, kCsv, kJson };
 
 // "table", "csv", "json".
 std::optional<ReportFormat> parse_report_format(std::string_view name);
+
+// The header and rows as columns: the first left-aligned, the others
+// right-aligned, two spaces apart, one line each.
+std::string aligned_table(const std::vector<std::string>& header,
+                          const std::vector<std::vector<std::string>>& rows);
 
 std::string format_report(ReportFormat format, const Traffic& traffic, const SimLimit& limit,
                           std::span<const AlgorithmResult> results);

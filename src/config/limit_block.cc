@@ -1,17 +1,41 @@
 #include "config/limit_block.h"
 
+#include <iterator>
 #include <string>
+#include <utility>
 
 namespace sluice::config {
 
-const Keys kAlgorithmNames = {"token_bucket", "gcra", "fixed_window", "sliding_log",
-                              "sliding_window"};
-const Keys kLimitKeys = {"algorithm", "capacity", "refill_rate", "limit", "window", "block"};
+const Keys kAlgorithmNames = {"token_bucket", "gcra",           "fixed_window",
+                              "sliding_log",  "sliding_window", "concurrency"};
+const Keys kLimitKeys = {"algorithm", "capacity", "refill_rate", "limit",
+                         "window",    "max",      "lease",       "block"};
 
 LimitBlock LimitBlock::of(const Mapping& m) {
-  return LimitBlock{m.get("algorithm"), m.get("capacity"), m.get("refill_rate"),
-                    m.get("limit"),     m.get("window"),   m.get("block")};
+  return LimitBlock{m.get("algorithm"), m.get("capacity"), m.get("refill_rate"), m.get("limit"),
+                    m.get("window"),    m.get("max"),      m.get("lease"),       m.get("block")};
 }
+
+namespace {
+
+// The two fields each family of algorithms is written with.
+struct FieldPair {
+  const char* a;
+  const char* b;
+  const char* users;  // the algorithms that take them
+};
+constexpr FieldPair kBucketFields{"capacity", "refill_rate", "token_bucket and gcra"};
+constexpr FieldPair kWindowFields{"limit", "window",
+                                  "fixed_window, sliding_log and sliding_window"};
+constexpr FieldPair kConcurrencyFields{"max", "lease", "concurrency"};
+
+const FieldPair& fields_of(Algorithm a) {
+  if (a == Algorithm::kTokenBucket || a == Algorithm::kGcra) return kBucketFields;
+  if (a == Algorithm::kConcurrency) return kConcurrencyFields;
+  return kWindowFields;
+}
+
+}  // namespace
 
 std::optional<Algorithm> read_algorithm(Walker& walker, const LimitBlock& block) {
   Algorithm algorithm = Algorithm::kTokenBucket;
@@ -38,27 +62,28 @@ std::optional<Limit> read_limit(Walker& walker, const Item& where, const LimitBl
   if (algorithm) spec.algorithm = *algorithm;
   const bool bucket =
       spec.algorithm == Algorithm::kTokenBucket || spec.algorithm == Algorithm::kGcra;
+  const bool concurrency = spec.algorithm == Algorithm::kConcurrency;
   const std::string name(algorithm_name(spec.algorithm));
   const std::string or_else =
       alternative.empty() ? std::string() : " (or " + std::string(alternative) + ")";
-  const Item* own_a = bucket ? block.capacity : block.limit;
-  const Item* own_b = bucket ? block.refill_rate : block.window;
-  const char* own_a_name = bucket ? "capacity" : "limit";
-  const char* own_b_name = bucket ? "refill_rate" : "window";
-  const std::pair<const Item*, const char*> foreign[] = {
-      {bucket ? block.limit : block.capacity, bucket ? "limit" : "capacity"},
-      {bucket ? block.window : block.refill_rate, bucket ? "window" : "refill_rate"}};
-  for (const auto& [item, key] : foreign) {
-    if (item != nullptr && ok) {
-      walker.error(*item,
-                   name + " takes " + own_a_name + " and " + own_b_name + or_else + ", not " + key +
-                       (bucket ? " (limit and window are for fixed_window, sliding_log and "
-                                 "sliding_window)"
-                               : " (capacity and refill_rate are for token_bucket and gcra)"));
+  const FieldPair& own = fields_of(spec.algorithm);
+  const std::pair<const Item*, const FieldPair*> written[] = {
+      {block.capacity, &kBucketFields}, {block.refill_rate, &kBucketFields},
+      {block.limit, &kWindowFields},    {block.window, &kWindowFields},
+      {block.max, &kConcurrencyFields}, {block.lease, &kConcurrencyFields}};
+  const char* names[] = {"capacity", "refill_rate", "limit", "window", "max", "lease"};
+  for (size_t i = 0; i < std::size(written); ++i) {
+    const auto& [item, family] = written[i];
+    if (item != nullptr && family != &own && ok) {
+      walker.error(*item, name + " takes " + own.a + " and " + own.b + or_else + ", not " +
+                              names[i] + " (" + family->a + " and " + family->b + " are for " +
+                              family->users + ")");
       ok = false;
     }
   }
-  for (const auto& [item, key] : {std::pair{own_a, own_a_name}, std::pair{own_b, own_b_name}}) {
+  const Item* own_a = bucket ? block.capacity : concurrency ? block.max : block.limit;
+  const Item* own_b = bucket ? block.refill_rate : concurrency ? block.lease : block.window;
+  for (const auto& [item, key] : {std::pair{own_a, own.a}, std::pair{own_b, own.b}}) {
     if (item == nullptr && ok) {
       walker.error(where, name + " needs `" + key + "`" + or_else);
       ok = false;
@@ -82,12 +107,22 @@ std::optional<Limit> read_limit(Walker& walker, const Item& where, const LimitBl
   if (block.limit != nullptr) {
     const std::optional<uint64_t> v = walker.count(*block.limit);
     ok = v.has_value() && ok;
-    if (v && !bucket) spec.limit = *v;
+    if (v && !bucket && !concurrency) spec.limit = *v;
   }
   if (block.window != nullptr) {
     const std::optional<Nanos> d = walker.duration(*block.window, false);
     ok = d.has_value() && ok;
-    if (d && !bucket) spec.window = *d;
+    if (d && !bucket && !concurrency) spec.window = *d;
+  }
+  if (block.max != nullptr) {
+    const std::optional<uint64_t> v = walker.count(*block.max);
+    ok = v.has_value() && ok;
+    if (v && concurrency) spec.limit = *v;
+  }
+  if (block.lease != nullptr) {
+    const std::optional<Nanos> d = walker.duration(*block.lease, false);
+    ok = d.has_value() && ok;
+    if (d && concurrency) spec.window = *d;
   }
   if (block.block != nullptr) {
     const std::optional<Nanos> d = walker.duration(*block.block, false);

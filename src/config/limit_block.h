@@ -2,6 +2,7 @@
 //
 //   {algorithm: token_bucket | gcra, capacity: N, refill_rate: RATE}
 //   {algorithm: fixed_window | sliding_log | sliding_window, limit: N, window: DURATION}
+//   {algorithm: concurrency, max: N, lease: DURATION}
 //
 // either with `block: DURATION` (a lockout once the limit denies)
 // wherever a config writes one: the server config's policies and routes,
@@ -20,9 +21,9 @@
 
 namespace sluice::config {
 
-// token_bucket, gcra, fixed_window, sliding_log, sliding_window.
+// token_bucket, gcra, fixed_window, sliding_log, sliding_window, concurrency.
 extern const Keys kAlgorithmNames;
-// algorithm, capacity, refill_rate, limit, window, block.
+// algorithm, capacity, refill_rate, limit, window, max, lease, block.
 extern const Keys kLimitKeys;
 
 // The fields of a limit block as written; nullptr where absent.
@@ -32,11 +33,14 @@ struct LimitBlock {
   const Item* refill_rate = nullptr;
   const Item* limit = nullptr;
   const Item* window = nullptr;
+  const Item* max = nullptr;
+  const Item* lease = nullptr;
   const Item* block = nullptr;
 
   static LimitBlock of(const Mapping& m);
   bool has_own_fields() const {
-    return capacity != nullptr || refill_rate != nullptr || limit != nullptr || window != nullptr;
+    return capacity != nullptr || refill_rate != nullptr || limit != nullptr || window != nullptr ||
+           max != nullptr || lease != nullptr;
   }
 };
 

@@ -58,13 +58,15 @@ std::string_view algorithm_name(Algorithm algorithm) {
       return "sliding_log";
     case Algorithm::kSlidingWindow:
       return "sliding_window";
+    case Algorithm::kConcurrency:
+      return "concurrency";
   }
   return "unknown";
 }
 
 bool parse_algorithm(std::string_view name, Algorithm* out) {
   for (Algorithm a : {Algorithm::kTokenBucket, Algorithm::kGcra, Algorithm::kFixedWindow,
-                      Algorithm::kSlidingLog, Algorithm::kSlidingWindow}) {
+                      Algorithm::kSlidingLog, Algorithm::kSlidingWindow, Algorithm::kConcurrency}) {
     if (algorithm_name(a) == name) {
       *out = a;
       return true;
@@ -102,6 +104,18 @@ Result<Limit> Limit::create(const LimitSpec& spec) {
                      std::to_string(spec.refill_tokens) + " per " +
                      duration_text(spec.refill_period) + " is too large to count exactly");
     limit.period_ = Nanos{core::ceil_div(full, core::i128{limit.units_per_ns_})};
+  } else if (spec.algorithm == Algorithm::kConcurrency) {
+    if (spec.capacity != 0 || spec.refill_tokens != 0 || spec.refill_period.count() != 0)
+      return invalid("concurrency takes max and lease, not capacity and refill_rate");
+    if (spec.limit == 0) return invalid("concurrency: max must be at least 1");
+    // Each slot held is one log entry.
+    if (spec.limit > kMaxSlidingLogLimit)
+      return invalid("concurrency: max must be at most " + std::to_string(kMaxSlidingLogLimit) +
+                     " (got " + std::to_string(spec.limit) + ")");
+    if (Status s = check_period("lease", spec.window); !s.ok())
+      return Error{s.error().code, name + ": " + s.error().message};
+    limit.size_ = spec.limit;
+    limit.period_ = spec.window;
   } else {
     if (spec.capacity != 0 || spec.refill_tokens != 0 || spec.refill_period.count() != 0)
       return invalid(name + " takes limit and window, not capacity and refill_rate");
@@ -162,12 +176,18 @@ Result<Limit> Limit::sliding_window(uint64_t limit, Nanos window) {
   return create({.algorithm = Algorithm::kSlidingWindow, .limit = limit, .window = window});
 }
 
+Result<Limit> Limit::concurrency(uint64_t max, Nanos lease) {
+  return create({.algorithm = Algorithm::kConcurrency, .limit = max, .window = lease});
+}
+
 std::string Limit::describe() const {
   std::string out(algorithm_name(spec_.algorithm));
   if (spec_.algorithm == Algorithm::kTokenBucket || spec_.algorithm == Algorithm::kGcra) {
     out += " capacity=" + std::to_string(spec_.capacity) +
            " refill=" + std::to_string(spec_.refill_tokens) + "/" +
            duration_text(spec_.refill_period);
+  } else if (spec_.algorithm == Algorithm::kConcurrency) {
+    out += " max=" + std::to_string(spec_.limit) + " lease=" + duration_text(spec_.window);
   } else {
     out += " limit=" + std::to_string(spec_.limit) + " window=" + duration_text(spec_.window);
   }

@@ -65,6 +65,7 @@ std::optional<PackedState> refund(const Limit& limit, PackedState state, Nanos c
     case Algorithm::kSlidingWindow:
       return refund_sliding_window(limit, state, charged_at, cost);
     case Algorithm::kSlidingLog:
+    case Algorithm::kConcurrency:
       break;
   }
   return std::nullopt;

@@ -89,6 +89,8 @@ SlidingLogStep sliding_log(const Limit& limit, const SlidingLog& log, Nanos now,
     in_window -= log.at(i).cost;
     if (in_window + cost <= max) {
       step.decision.retry_after = Nanos{log.at(i).at_ns + window - now.count()};
+      if (limit.algorithm() == Algorithm::kConcurrency)
+        step.decision.retry_after = concurrency_retry_after(step.decision.retry_after);
       break;
     }
   }

@@ -51,7 +51,17 @@ struct SlidingLogStep {
   size_t expired = 0;  // leading entries outside the window, to drop on commit
 };
 
+// Also concurrency's step (Limit::keeps_log()): the slots held are the log.
 SlidingLogStep sliding_log(const Limit& limit, const SlidingLog& log, Nanos now, uint64_t cost);
+
+// A concurrency denial's retry_after from the log's wait (until the oldest
+// slot's lease ends): at most 1 s, because a slot is usually given back long
+// before its lease ends, and no store can know when. The Redis store applies
+// the same to its script's answer.
+inline constexpr Nanos kConcurrencyRetry{1'000'000'000};
+inline Nanos concurrency_retry_after(Nanos lease_wait) {
+  return lease_wait < kConcurrencyRetry ? lease_wait : kConcurrencyRetry;
+}
 
 // Applies an allowed step to the log: drops the expired entries, records the request.
 void sliding_log_commit(SlidingLog& log, const SlidingLogStep& step, Nanos now, uint64_t cost);

@@ -15,6 +15,7 @@ PackedState fresh_state(const Limit& limit, Nanos now) {
     case Algorithm::kSlidingWindow:
       return detail::pack(sliding_window_fresh(limit, now));
     case Algorithm::kSlidingLog:
+    case Algorithm::kConcurrency:
       break;
   }
   return {0, 0};

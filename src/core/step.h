@@ -65,6 +65,7 @@ inline PackedStep step(const Limit& limit, PackedState state, Nanos now, uint64_
     case Algorithm::kSlidingWindow:
       return detail::run<SlidingWindowState>(sliding_window, limit, state, now, cost);
     case Algorithm::kSlidingLog:
+    case Algorithm::kConcurrency:
       break;
   }
   return {Decision{}, state};

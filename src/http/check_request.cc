@@ -7,19 +7,34 @@
 
 namespace sluice::http {
 
-CheckRequest parse_check(std::string_view body) {
-  CheckRequest r;
+namespace {
+
+// The body parsed into `v`, as an object; null with `error` set when it is
+// not JSON or not an object (`example` shows what is expected).
+const boost::json::object* json_object(std::string_view body, std::string_view example,
+                                       boost::json::value& v, std::string& error) {
   boost::system::error_code ec;
-  const boost::json::value v = boost::json::parse(body, ec);
+  v = boost::json::parse(body, ec);
   if (ec) {
-    r.error = cat({"malformed JSON body: ", ec.message()});
-    return r;
+    error = cat({"malformed JSON body: ", ec.message()});
+    return nullptr;
   }
   if (!v.is_object()) {
-    r.error = R"(the body must be a JSON object like {"policy":"login","key":"user:42","cost":1})";
-    return r;
+    error = cat({"the body must be a JSON object like ", example});
+    return nullptr;
   }
-  const boost::json::object& o = v.get_object();
+  return &v.get_object();
+}
+
+}  // namespace
+
+CheckRequest parse_check(std::string_view body) {
+  CheckRequest r;
+  boost::json::value v;
+  const boost::json::object* object =
+      json_object(body, R"({"policy":"login","key":"user:42","cost":1})", v, r.error);
+  if (object == nullptr) return r;
+  const boost::json::object& o = *object;
   for (const auto& member : o) {
     const std::string_view name(member.key().data(), member.key().size());
     if (name != "policy" && name != "key" && name != "cost" && name != "consumer") {
@@ -73,6 +88,29 @@ CheckRequest parse_check(std::string_view body) {
       return r;
     }
   }
+  return r;
+}
+
+ReleaseRequest parse_release(std::string_view body) {
+  ReleaseRequest r;
+  boost::json::value v;
+  const boost::json::object* object =
+      json_object(body, R"({"lease":"<id from /v1/check>"})", v, r.error);
+  if (object == nullptr) return r;
+  const boost::json::object& o = *object;
+  for (const auto& member : o) {
+    const std::string_view name(member.key().data(), member.key().size());
+    if (name != "lease") {
+      r.error = cat({"unknown field \"", name, "\" (expected lease)"});
+      return r;
+    }
+  }
+  const boost::json::value* lease = o.if_contains("lease");
+  if (lease == nullptr || !lease->is_string() || lease->get_string().empty()) {
+    r.error = "\"lease\" is required and must be a non-empty string";
+    return r;
+  }
+  r.lease = std::string(lease->get_string().data(), lease->get_string().size());
   return r;
 }
 

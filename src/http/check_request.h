@@ -1,5 +1,6 @@
 // The body of POST /v1/check: {"policy":"login","key":"user:42","cost":1},
-// or {"consumer":"key-4f1c9a","cost":1} for a consumer's plan.
+// or {"consumer":"key-4f1c9a","cost":1} for a consumer's plan; and of POST
+// /v1/release: {"lease":"..."}.
 // Its own header so that the front door and the fuzz target (fuzz/) parse
 // with the same function: a body comes straight from the network.
 //
@@ -27,5 +28,14 @@ struct CheckRequest {
 // (a non-empty string) and an optional "key"; and an optional "cost" (a
 // whole number >= 1). Any other member is refused.
 CheckRequest parse_check(std::string_view body);
+
+// The body of POST /v1/release: {"lease":"<id from /v1/check>"}.
+struct ReleaseRequest {
+  std::string lease;  // non-empty when error is empty
+  std::string error;  // empty when the body is valid
+};
+
+// A JSON object with "lease" (a non-empty string) and nothing else.
+ReleaseRequest parse_release(std::string_view body);
 
 }  // namespace sluice::http

@@ -14,6 +14,7 @@
 #include "http/state.h"
 #include "observe/metrics.h"
 #include "observe/top_keys.h"
+#include "policy/lease.h"
 #include "sluice/clock.h"
 #include "sluice/store.h"
 
@@ -66,6 +67,8 @@ struct ServerContext {
   observe::Registry registry;
   ServerMetrics metrics;
   observe::TopKeys top_denied;
+  // Signs /v1/check's concurrency leases (policy/lease.h); a new secret per process.
+  const policy::LeaseSigner leases;
   std::atomic<bool> draining{false};
   // Client connections open on the public ports (listen, decision_api),
   // which server.max_connections bounds, and on the admin port.

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -28,6 +29,7 @@ namespace {
 
 constexpr std::string_view kCheckPath = "/v1/check";
 constexpr std::string_view kAuthPath = "/v1/auth";
+constexpr std::string_view kReleasePath = "/v1/release";
 
 std::string_view sv(boost::beast::string_view s) {
   return {s.data(), s.size()};
@@ -163,11 +165,12 @@ FrontDoor::~FrontDoor() = default;
 void FrontDoor::on_header(const std::shared_ptr<Session>& session) {
   const RequestHeader& req = session->header();
   const std::string_view path = path_of(sv(req.target()));
-  const bool decision_path = path == kCheckPath || path == kAuthPath;
+  const bool decision_path = path == kCheckPath || path == kAuthPath || path == kReleasePath;
   if (port_ == Port::kDecisionApi) {
     if (decision_path) return handle_decision_api(session, path);
     static const std::string kBody = error_body(
-        "NOT_FOUND", "this port serves the decision API only: POST /v1/check, GET /v1/auth");
+        "NOT_FOUND",
+        "this port serves the decision API only: POST /v1/check, POST /v1/release, GET /v1/auth");
     return session->respond(json_error_reply(HttpStatus::not_found, kBody));
   }
   const policy::Config& config = session->state()->policy.config();
@@ -197,11 +200,15 @@ void FrontDoor::handle_decision_api(const std::shared_ptr<Session>& session,
   if (path == kAuthPath) return handle_auth(session);
   if (req.method() != bhttp::verb::post) {
     static const std::string kBody =
-        error_body("METHOD_NOT_ALLOWED", "/v1/check takes POST with a JSON body");
+        error_body("METHOD_NOT_ALLOWED", "/v1/check and /v1/release take POST with a JSON body");
     Reply reply = json_error_reply(HttpStatus::method_not_allowed, kBody);
     reply.extra_name = "Allow";
     reply.extra_value = "POST";
     return session->respond(reply);
+  }
+  if (path == kReleasePath) {
+    return session->read_body(
+        [this, session](std::string body) { handle_release(session, std::move(body)); });
   }
   session->read_body([this, session](std::string body) { handle_check(session, std::move(body)); });
 }
@@ -363,20 +370,73 @@ void FrontDoor::answer_check(const std::shared_ptr<Session>& session,
   const std::shared_ptr<const State>& state = session->state();
   const policy::Plan& planned = *plan;
   const Nanos now = context_.clock.now();
-  decide_and_count(*session, state, planned, metrics, now, cost,
-                   [session, state, now, plan = std::move(plan)](policy::Verdict verdict) {
-                     if (verdict.invalid) return session->respond(bad_request(verdict.error));
-                     char buf[192];
-                     RateHeaders headers;
-                     append_rate_headers(verdict, state->policy.config().headers, now, headers);
-                     Reply reply;
-                     reply.status =
-                         verdict.allowed ? HttpStatus::ok : HttpStatus::too_many_requests;
-                     reply.content_type = "application/json";
-                     reply.rate_headers = &headers;
-                     reply.body = check_body(verdict, buf);
-                     session->respond(reply);
-                   });
+  decide_and_count(
+      *session, state, planned, metrics, now, cost,
+      [this, session, state, now, cost, &metrics, plan = std::move(plan)](policy::Verdict verdict) {
+        if (verdict.invalid) return session->respond(bad_request(verdict.error));
+        char buf[192];
+        RateHeaders headers;
+        append_rate_headers(verdict, state->policy.config().headers, now, headers);
+        Reply reply;
+        reply.status = verdict.allowed ? HttpStatus::ok : HttpStatus::too_many_requests;
+        reply.content_type = "application/json";
+        reply.rate_headers = &headers;
+        reply.body = check_body(verdict, buf);
+        // A policy's concurrency slot: the caller gives it back with its lease.
+        std::string with_lease;
+        if (policy::holds_slots(verdict) && plan->consumer_plan == nullptr) {
+          const policy::RouteLimit& limit = *verdict.outcomes.front().limit;
+          const std::string id = context_.leases.issue(policy::Lease{
+              limit.name, plan->client_key, cost, verdict.outcomes.front().decision.decided_at,
+              limit.limit.fingerprint()});
+          with_lease =
+              cat({reply.body.substr(0, reply.body.size() - 1), ",\"lease\":\"", id, "\"}"});
+          reply.body = with_lease;
+          if (metrics.slots_taken != nullptr) metrics.slots_taken->add();
+        }
+        session->respond(reply);
+      });
+}
+
+void FrontDoor::handle_release(const std::shared_ptr<Session>& session, std::string body) {
+  const std::shared_ptr<const State>& state = session->state();
+  const ReleaseRequest request = parse_release(body);
+  if (!request.error.empty()) return session->respond(bad_request(request.error));
+  const std::optional<policy::Lease> lease = context_.leases.open(request.lease);
+  const policy::NamedPolicy* named = lease ? state->policy.find_policy(lease->policy) : nullptr;
+  const long index = state->policy_index(named);
+  // The policy must still be the one that granted it: a changed limit keeps
+  // its slots under another fingerprint (they free themselves).
+  if (!lease || index < 0 || named->limit.fingerprint() != lease->fingerprint ||
+      named->limit.algorithm() != Algorithm::kConcurrency || lease->cost == 0 ||
+      lease->cost > named->limit.size()) {
+    return session->respond(error_response(
+        HttpStatus::not_found, "UNKNOWN_LEASE",
+        "this lease was not granted by this server, or its policy has changed since"));
+  }
+  const Nanos now = context_.clock.now();
+  // Past its lease the slot has freed itself: nothing to give back.
+  if (lease->charged_at <= now - named->limit.period()) {
+    return session->respond(json_response(HttpStatus::ok, "{\"released\":false}"));
+  }
+  const RouteMetrics& metrics = state->policies[static_cast<size_t>(index)];
+  const std::string store_key = policy::Policy::policy_store_key(lease->policy, lease->key);
+  const RefundRequest refund{&state->policy_limits[static_cast<size_t>(index)].limit, store_key,
+                             lease->cost, lease->charged_at};
+  context_.store.refund_async(
+      {&refund, 1}, now,
+      [session, state, &metrics, errors = context_.metrics.store_errors](Status s) {
+        if (!s.ok()) {
+          errors->add();
+          return session->respond(error_response(
+              HttpStatus::service_unavailable, "STORE_UNAVAILABLE",
+              cat({"the store could not give the slot back (it frees itself when its lease "
+                   "ends): ",
+                   s.error().message})));
+        }
+        if (metrics.slots_released != nullptr) metrics.slots_released->add();
+        session->respond(json_response(HttpStatus::ok, "{\"released\":true}"));
+      });
 }
 
 void FrontDoor::handle_auth(const std::shared_ptr<Session>& session) {
@@ -405,7 +465,10 @@ void FrontDoor::handle_auth(const std::shared_ptr<Session>& session) {
   const policy::Plan& planned = *plan;
   decide_and_count(
       *session, state, planned, state->metrics_for(planned.route), now, 1,
-      [session, state, now, plan = std::move(plan)](policy::Verdict verdict) {
+      [this, session, state, now, plan = std::move(plan)](policy::Verdict verdict) {
+        // auth_request never says when the request it asked about ends, so a
+        // concurrency slot is checked here, not held: it goes back at once.
+        policy::give_back_slots(context_.store, *plan, verdict, now, [](Status) {});
         RateHeaders rate;
         append_rate_headers(verdict, state->policy.config().headers, now, rate);
         if (verdict.allowed || shadow_route(*plan)) {
@@ -450,12 +513,12 @@ void FrontDoor::handle_gateway(const std::shared_ptr<Session>& session) {
           return session->respond(
               gateway_denied_reply(exchange->rate_headers, state->policy.config().deny));
         }
+        exchange->session = session;
+        exchange->state = state;
+        // Given back by the forwarder, or when `exchange` goes below.
+        exchange->take_slots(context_);
         if (state->policy.config().upstream) {
-          if (forwarder_) {
-            exchange->session = session;
-            exchange->state = state;
-            return forwarder_->forward(std::move(exchange));
-          }
+          if (forwarder_) return forwarder_->forward(std::move(exchange));
           // The seam: no proxy in this build yet.
           static const std::string kBody =
               error_body("UPSTREAM_UNAVAILABLE", "the upstream cannot be reached");

@@ -1,7 +1,9 @@
 // FrontDoor: the requests of the `listen` port and of `decision_api.listen`.
 //
 //   POST /v1/check   a named policy applied to a caller-given key, or a
-//                    consumer's plan (consumers:)
+//                    consumer's plan (consumers:); a policy's concurrency
+//                    slot comes with a lease id (policy/lease.h)
+//   POST /v1/release gives a lease's slot back
 //   *    /v1/auth    for nginx auth_request: the original request comes in
 //                    X-Original-Method / X-Original-URI; the routes decide
 //   anything else    the gateway: the routes decide; allowed requests go to the
@@ -52,6 +54,7 @@ class FrontDoor final : public RequestHandler {
   // /v1/check and /v1/auth, once the caller is known to be allowed to ask.
   void handle_decision_api(const std::shared_ptr<Session>& session, std::string_view path);
   void handle_check(const std::shared_ptr<Session>& session, std::string body);
+  void handle_release(const std::shared_ptr<Session>& session, std::string body);
   // /v1/check {"consumer": ...}: the consumer's plan.
   void check_consumer(const std::shared_ptr<Session>& session, const CheckRequest& request);
   // Decides a /v1/check plan and answers with its JSON body.

@@ -254,8 +254,9 @@ class ProxyExchange : public std::enable_shared_from_this<ProxyExchange> {
   bool response_started_ = false;  // something was written to the client (status fixed)
   bool request_done_ = false;
   bool response_done_ = false;
-  bool settled_ = false;  // count_status has seen the outcome
-  bool upgrade_ = false;  // the request asks to switch protocols (wants_upgrade)
+  bool settled_ = false;           // count_status has seen the outcome
+  bool slots_given_back_ = false;  // concurrency: the last answer waited for release_slots()
+  bool upgrade_ = false;           // the request asks to switch protocols (wants_upgrade)
   Framing request_framing_ = Framing::kNone;
   Framing response_framing_ = Framing::kNone;
   uint64_t request_bytes_written_ = 0;
@@ -610,6 +611,13 @@ void ProxyExchange::on_read_response_body(beast::error_code ec) {
 }
 
 void ProxyExchange::write_response(const char* data, size_t size, bool last) {
+  if (last && !slots_given_back_) {
+    // The upstream is done with it: its concurrency slots go back before
+    // the response ends, so the client's next request finds them free.
+    slots_given_back_ = true;
+    return ex_->release_slots(
+        [self = shared_from_this(), data, size] { self->write_response(data, size, true); });
+  }
   response_started_ = true;
   const auto buffers =
       gather_.make(response_head_sent_ ? std::string_view() : std::string_view(response_head_),
@@ -810,6 +818,13 @@ void ProxyExchange::client_failed(beast::error_code ec) {
 
 void ProxyExchange::respond_error(HttpStatus status, std::string_view code,
                                   const std::string& message) {
+  if (!slots_given_back_) {
+    // As write_response(): the slots go back before the client learns the outcome.
+    slots_given_back_ = true;
+    return ex_->release_slots([self = shared_from_this(), status, code, message] {
+      self->respond_error(status, code, message);
+    });
+  }
   log_failure(std::to_string(static_cast<unsigned>(status)) + " " + std::string(code) + ": " +
               message);
   error_response_.emplace(error_response(status, code, message));
@@ -856,6 +871,9 @@ void ProxyExchange::drop_upstream() {
 
 void ProxyExchange::end(bool keep_alive) {
   waiting_ = Waiting::kNothing;
+  // Every way an exchange ends comes here (the client gone, a failure
+  // mid-response, a tunnel closed): what is still held goes back.
+  ex_->release_slots();
   if (relay_) shared_->give_relay(std::move(relay_));
   ex_->session->resume(keep_alive);
 }

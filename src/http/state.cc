@@ -23,6 +23,23 @@ constexpr std::string_view kRefundsHelp =
     "Requests whose charge was given back because the upstream answered with a status their "
     "limits' count_status does not list, by route.";
 
+constexpr std::string_view kSlotsTakenName = "sluice_concurrency_slots_taken_total";
+constexpr std::string_view kSlotsTakenHelp =
+    "Requests that took slots of their route's concurrency limits, by route.";
+constexpr std::string_view kSlotsReleasedName = "sluice_concurrency_slots_released_total";
+constexpr std::string_view kSlotsReleasedHelp =
+    "Requests that gave their concurrency slots back (response sent, connection gone, upstream "
+    "failed, lease released), by route.";
+constexpr std::string_view kSlotsHeldName = "sluice_concurrency_slots_held";
+constexpr std::string_view kSlotsHeldHelp =
+    "Requests of this instance holding concurrency slots now (taken - released), by route.";
+
+bool has_concurrency(const std::vector<policy::RouteLimit>& limits) {
+  return std::any_of(limits.begin(), limits.end(), [](const policy::RouteLimit& l) {
+    return l.limit.algorithm() == Algorithm::kConcurrency;
+  });
+}
+
 bool counts_status(const std::vector<policy::RouteLimit>& limits) {
   return std::any_of(limits.begin(), limits.end(),
                      [](const policy::RouteLimit& l) { return !l.count_status.empty(); });
@@ -48,6 +65,18 @@ RouteMetrics make_metrics(observe::Registry& registry, const std::string& name,
                                       [](const auto& p) { return counts_status(p.limits); });
   if (counts_status(limits) || plan_counts_status) {
     m.refunded = registry.counter(kRefundsName, kRefundsHelp, {{"route", name}});
+  }
+  if (has_concurrency(limits)) {
+    m.slots_taken = registry.counter(kSlotsTakenName, kSlotsTakenHelp, {{"route", name}});
+    m.slots_released = registry.counter(kSlotsReleasedName, kSlotsReleasedHelp, {{"route", name}});
+    // Both counters live as long as the registry. Read released first: a
+    // release always follows its take, so the difference is never negative.
+    registry.gauge(kSlotsHeldName, kSlotsHeldHelp, {{"route", name}},
+                   [taken = m.slots_taken, released = m.slots_released] {
+                     const uint64_t r = released->value();
+                     const uint64_t t = taken->value();
+                     return static_cast<double>(t >= r ? t - r : 0);
+                   });
   }
   auto counters = [&](const policy::RouteLimit& limit) {
     const std::string algorithm(algorithm_name(limit.limit.algorithm()));

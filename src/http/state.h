@@ -38,6 +38,12 @@ struct RouteMetrics {
   // sluice_refunds_total{route}: requests whose charge count_status gave
   // back; null for a route without count_status.
   observe::Counter* refunded = nullptr;
+  // sluice_concurrency_slots_{taken,released}_total{route} (and the gauge
+  // sluice_concurrency_slots_held{route}, their difference): slots of the
+  // route's concurrency limits taken and given back; null for a route (or
+  // policy) without one.
+  observe::Counter* slots_taken = nullptr;
+  observe::Counter* slots_released = nullptr;
   // sluice_decisions_total{route,algorithm,result}, one entry per limit of the
   // route in route order (limits sharing an algorithm share the series).
   struct LimitCounters {
@@ -49,7 +55,7 @@ struct RouteMetrics {
   // A route that lists `plan`: the series of its plan limits (which follow
   // the route's own in a Plan), by algorithm (plans differ per consumer).
   // Null for algorithms no plan uses.
-  std::array<LimitCounters, 5> plan_limits{};
+  std::array<LimitCounters, 6> plan_limits{};
   // The series of the limit at `index` of a Plan of this route; null
   // counters when there is none.
   const LimitCounters& limit_at(size_t index, const policy::RouteLimit& limit) const;

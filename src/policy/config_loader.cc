@@ -68,8 +68,8 @@ const Keys kTopKeys = {"listen",
 // A limit block of the server config: config::kLimitKeys (written out: a
 // namespace-scope copy of another file's vector would depend on the order
 // of static initialisation) and count_status.
-const Keys kServerLimitKeys = {"algorithm", "capacity", "refill_rate", "limit",
-                               "window",    "block",    "count_status"};
+const Keys kServerLimitKeys = {"algorithm", "capacity", "refill_rate", "limit",       "window",
+                               "max",       "lease",    "block",       "count_status"};
 const Keys kDecisionApiKeys = {"listen", "token_file"};
 const Keys kDenyKeys = {"status", "body_file", "content_type"};
 const Keys kJwtKeys = {"jwks_file", "secret_file", "issuer", "audience"};
@@ -257,6 +257,12 @@ class Loader {
         walker_.error(c,
                       "count_status needs `upstream:`: only the gateway learns the status of the "
                       "response (/v1/check and /v1/auth count every request they decide)");
+      }
+      for (const Item& c : concurrency_items_) {
+        walker_.error(c,
+                      "a concurrency limit on a route needs `upstream:`: only the gateway sees "
+                      "when a response has been sent (/v1/check takes one from a policy and "
+                      "answers a lease to release)");
       }
     }
     // A jwt: key needs the keys its tokens are checked with.
@@ -595,6 +601,12 @@ class Loader {
     if (const Item* c = m->get("count_status")) statuses = count_status(*c);
     std::optional<Limit> l = config::read_limit(walker_, item, config::LimitBlock::of(*m));
     if (!l || !statuses) return std::nullopt;
+    if (l->algorithm() == Algorithm::kConcurrency && !statuses->empty()) {
+      walker_.error(*m->get("count_status"),
+                    "a concurrency slot is given back when the response has been sent, whatever "
+                    "its status: count_status does not apply");
+      return std::nullopt;
+    }
     return ServerLimit{std::move(*l), std::move(*statuses)};
   }
 
@@ -713,6 +725,7 @@ class Loader {
             continue;
           }
           out.push_back(RouteLimit{name, true, p->limit, p->mark, p->count_status});
+          if (p->limit.algorithm() == Algorithm::kConcurrency) concurrency_items_.push_back(li);
         } else if (broken_policies_.count(name) == 0) {
           const Keys names(policy_names_.begin(), policy_names_.end());
           const std::string guess = closest_match(name, names);
@@ -730,6 +743,7 @@ class Loader {
         if (std::optional<ServerLimit> l = limit(li)) {
           std::string name = route_name;
           if (inline_count > 1) name += "#" + std::to_string(i);
+          if (l->limit.algorithm() == Algorithm::kConcurrency) concurrency_items_.push_back(li);
           out.push_back(
               RouteLimit{name, false, l->limit, walker_.where(li), std::move(l->count_status)});
         }
@@ -1006,6 +1020,12 @@ class Loader {
           continue;
         }
         if (std::optional<ServerLimit> l = limit(li)) {
+          if (l->limit.algorithm() == Algorithm::kConcurrency) {
+            walker_.error(li,
+                          "a plan cannot hold a concurrency limit: /v1/check applies plans too, "
+                          "and gives back only a policy's slot; put it on the route");
+            continue;
+          }
           plan.limits.push_back(RouteLimit{name + "#" + std::to_string(i), false, l->limit,
                                            walker_.where(li), std::move(l->count_status)});
         }
@@ -1193,9 +1213,9 @@ class Loader {
   Walker walker_;
   const ConfigOverrides& overrides_;
   Config config_;
-  std::vector<Item> jwt_keys_;
-  std::vector<Item>
-      count_status_items_;  // every count_status written             // key: items with a jwt: part
+  std::vector<Item> jwt_keys_;             // key: items with a jwt: part
+  std::vector<Item> count_status_items_;   // every count_status written
+  std::vector<Item> concurrency_items_;    // every concurrency limit a route lists
   std::vector<std::string> policy_names_;  // every name under policies:, valid or not
   std::vector<std::string> plan_names_;    // every name under plans:, valid or not
   std::vector<Item> plan_items_;           // every `plan` in a limits list

@@ -73,6 +73,9 @@ void limit_block(YAML::Emitter& out, const Limit& limit,
     out << YAML::Key << "capacity" << YAML::Value << spec.capacity;
     out << YAML::Key << "refill_rate" << YAML::Value
         << std::to_string(spec.refill_tokens) + "/" + duration_text(spec.refill_period);
+  } else if (spec.algorithm == Algorithm::kConcurrency) {
+    out << YAML::Key << "max" << YAML::Value << spec.limit;
+    out << YAML::Key << "lease" << YAML::Value << duration_text(spec.window);
   } else {
     out << YAML::Key << "limit" << YAML::Value << spec.limit;
     out << YAML::Key << "window" << YAML::Value << duration_text(spec.window);

@@ -94,21 +94,53 @@ Verdict decide(Store& store, const Plan& plan, Nanos now, bool on_failure_allow,
   return detail::make_verdict(plan, cost, on_failure_allow, status, decisions.span());
 }
 
-size_t give_back_uncounted(Store& store, const Plan& plan, const Verdict& verdict,
-                           std::optional<int> status, Nanos now, Store::Done done) {
-  if (!verdict.limited || !verdict.allowed || verdict.store_failed || verdict.invalid) return 0;
+namespace {
+
+bool charged(const Verdict& verdict) {
+  return verdict.limited && verdict.allowed && !verdict.store_failed && !verdict.invalid;
+}
+
+// Refunds the charge of each outcome `give_back(limit)` selects.
+template <class Select>
+size_t give_back(Store& store, const Plan& plan, const Verdict& verdict, Nanos now,
+                 Store::Done done, Select selected) {
+  if (!charged(verdict)) return 0;
   detail::InlineArray<RefundRequest, detail::kInlineLimits> refunds(verdict.outcomes.size());
   size_t n = 0;
   for (size_t i = 0; i < verdict.outcomes.size(); ++i) {
     const RouteLimit& limit = *verdict.outcomes[i].limit;
-    if (limit.count_status.empty()) continue;
-    if (status && std::binary_search(limit.count_status.begin(), limit.count_status.end(), *status))
-      continue;
+    if (!selected(limit)) continue;
     refunds[n++] = RefundRequest{&limit.limit, plan.limits[i].store_key, 1,
                                  verdict.outcomes[i].decision.decided_at};
   }
   if (n > 0) store.refund_async(refunds.span().first(n), now, std::move(done));
   return n;
+}
+
+bool is_concurrency(const RouteLimit& limit) {
+  return limit.limit.algorithm() == Algorithm::kConcurrency;
+}
+
+}  // namespace
+
+size_t give_back_uncounted(Store& store, const Plan& plan, const Verdict& verdict,
+                           std::optional<int> status, Nanos now, Store::Done done) {
+  return give_back(store, plan, verdict, now, std::move(done), [&](const RouteLimit& limit) {
+    if (limit.count_status.empty()) return false;
+    return !status ||
+           !std::binary_search(limit.count_status.begin(), limit.count_status.end(), *status);
+  });
+}
+
+bool holds_slots(const Verdict& verdict) {
+  if (!charged(verdict)) return false;
+  return std::any_of(verdict.outcomes.begin(), verdict.outcomes.end(),
+                     [](const LimitOutcome& o) { return is_concurrency(*o.limit); });
+}
+
+size_t give_back_slots(Store& store, const Plan& plan, const Verdict& verdict, Nanos now,
+                       Store::Done done) {
+  return give_back(store, plan, verdict, now, std::move(done), is_concurrency);
 }
 
 }  // namespace sluice::policy

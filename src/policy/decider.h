@@ -78,6 +78,18 @@ void decide_async(Store& store, const Plan& plan, Nanos now, bool on_failure_all
 size_t give_back_uncounted(Store& store, const Plan& plan, const Verdict& verdict,
                            std::optional<int> status, Nanos now, Store::Done done);
 
+// concurrency: whether `verdict` took slots (it charged a concurrency limit),
+// which the request must give back, once, with give_back_slots() when it ends.
+bool holds_slots(const Verdict& verdict);
+
+// Gives back the slots `verdict` took: each concurrency limit's charge, as
+// give_back_uncounted() does (same return value and `done`). A slot is a log
+// entry stamped with the decision's time, so the refund finds exactly it;
+// calling this twice for one verdict would give back another request's
+// slot, so callers guard it (http/forwarder.h).
+size_t give_back_slots(Store& store, const Plan& plan, const Verdict& verdict, Nanos now,
+                       Store::Done done);
+
 // ---- implementation -------------------------------------------------------
 
 namespace detail {

@@ -61,10 +61,13 @@ bool is_bucket(Algorithm a) {
   return a == Algorithm::kTokenBucket || a == Algorithm::kGcra;
 }
 
+constexpr std::string_view kConcurrentUnit = ";qu=\"concurrent-requests\"";
+
 // Upper bound of one draft list item: quotes, an escaped name (2 bytes per
-// byte at worst), two parameters with 20-digit values, and the ", " separator.
+// byte at worst), two parameters with 20-digit values or the quota unit, and
+// the ", " separator.
 size_t item_bound(std::string_view name) {
-  return 2 + 2 * name.size() + 2 * (3 + kMaxUintDigits) + 2;
+  return 2 + 2 * name.size() + 2 * (3 + kMaxUintDigits) + kConcurrentUnit.size() + 2;
 }
 
 }  // namespace
@@ -93,7 +96,10 @@ Nanos until_more_quota(const Limit& limit, const Decision& decision) {
 DraftItem draft_item(std::string_view name, const Limit& limit, const Decision& decision) {
   int64_t t = seconds_rounded_up(until_more_quota(limit, decision));
   if (!decision.allowed) t = std::max<int64_t>(t, 1);
-  return DraftItem{name, limit.size(), seconds_rounded_up(limit.period()), decision.remaining, t};
+  const bool concurrent = limit.algorithm() == Algorithm::kConcurrency;
+  return DraftItem{
+      name,       limit.size(),     seconds_rounded_up(limit.period()), decision.remaining, t,
+      concurrent, !decision.allowed};
 }
 
 void append_draft_fields(std::span<const DraftItem> items, RateHeaders& out) {
@@ -107,6 +113,10 @@ void append_draft_fields(std::span<const DraftItem> items, RateHeaders& out) {
       w.put_sf_string(items[i].name);
       w.put(";q=");
       w.put_uint(items[i].quota);
+      if (items[i].concurrent) {
+        w.put(kConcurrentUnit);
+        continue;
+      }
       w.put(";w=");
       w.put_int(items[i].window_s);
     }
@@ -119,6 +129,7 @@ void append_draft_fields(std::span<const DraftItem> items, RateHeaders& out) {
       w.put_sf_string(items[i].name);
       w.put(";r=");
       w.put_uint(items[i].remaining);
+      if (items[i].concurrent && !items[i].denied) continue;
       w.put(";t=");
       w.put_int(items[i].until_s);
     }

@@ -21,6 +21,12 @@
 //   sliding_window the Decision does not say when the oldest use expires, so t
 //   is reset_after (full restoration), an upper bound. 0 when the limit is full.
 //   t is never too short: waiting t seconds always brings the promised quota.
+//   A concurrency limit is an item of the draft's quota unit
+//   "concurrent-requests", which has no window:
+//     RateLimit-Policy: "<name>";q=<max>;qu="concurrent-requests"
+//     RateLimit: "<name>";r=<slots free>          (allowed)
+//     RateLimit: "<name>";r=0;t=1                 (denied: t is its retry_after)
+//   No store knows when a slot comes back, so t is written only on a denial.
 // - Retry-After: <retry_after in s, rounded up, at least 1> on every denial,
 //   whatever the modes (it is plain HTTP, RFC 9110, and a 429 needs it).
 // Nothing is written for an unlimited verdict or an invalid request; for a
@@ -127,6 +133,9 @@ struct DraftItem {
   int64_t window_s = 0;
   uint64_t remaining = 0;
   int64_t until_s = 0;
+  // A concurrency limit: qu="concurrent-requests", no w, t only when denied.
+  bool concurrent = false;
+  bool denied = false;
 };
 
 // The draft item of one limit's decision, as every front door writes it

@@ -536,6 +536,17 @@ class Loader {
       walker().error(*f.unlimited, "cannot be combined with `algorithm`");
       return;
     }
+    // Envoy never tells its rate limit service when a request ends, so a
+    // concurrency slot could never be given back.
+    const Item* named = f.block.algorithm;
+    if (named != nullptr && named->node.IsScalar() &&
+        named->node.Scalar() == algorithm_name(Algorithm::kConcurrency)) {
+      walker().error(*named,
+                     "concurrency is not available to Envoy's rate limit API: Envoy never says "
+                     "when a request ends, so its slot could not be given back; use it on a "
+                     "route of `sluice serve` or a policy of /v1/check");
+      return;
+    }
     const bool generic =
         f.requests_per_unit.has_value() || f.unit.has_value() || f.unit_multiplier.has_value();
     if (f.block.has_own_fields() && generic) {

@@ -275,7 +275,7 @@ class alignas(64) MemoryStore::Shard {
     const size_t slot = find(fp);
     if (slot == npos) return;  // forgotten: full already
     Slot& s = slots_[slot];
-    if (r.limit->algorithm() == Algorithm::kSlidingLog) {
+    if (r.limit->keeps_log()) {
       core::SlidingLog* log = log_of(s);
       const int64_t before = static_cast<int64_t>(log->memory_bytes());
       core::sliding_log_refund(*log, *r.limit, r.charged_at, now, r.cost);
@@ -295,7 +295,7 @@ class alignas(64) MemoryStore::Shard {
     size_t slot = find(fp);
     const bool found = slot != npos;
     if (found) slots_[slot].lru = touch();
-    if (r.limit->algorithm() == Algorithm::kSlidingLog) {
+    if (r.limit->keeps_log()) {
       const core::SlidingLog* log = found ? log_of(slots_[slot]) : &empty_log();
       const core::SlidingLogStep step = core::sliding_log(*r.limit, *log, now, r.cost);
       if (step.decision.allowed) {
@@ -515,7 +515,7 @@ uint64_t fingerprint(const Limit& limit, std::string_view key, uint64_t seed) {
   uint64_t fp = store::keyed_hash(key, seed ^ limit.fingerprint()) & ~(kLogBit | kDenyBit);
   // kBlockSalt itself would give its lockout slot the empty fingerprint.
   if (fp == kEmpty || fp == kBlockSalt) fp = 1;
-  if (limit.algorithm() == Algorithm::kSlidingLog) fp |= kLogBit;
+  if (limit.keeps_log()) fp |= kLogBit;
   return fp;
 }
 
@@ -616,7 +616,7 @@ Status MemoryStore::acquire(std::span<const AcquireRequest> requests, Nanos now,
     pending[i].slot = slot;
     const bool live = slot != Shard::npos && !shard.expired(shard.at(slot), now);
     if (slot != Shard::npos) shard.at(slot).lru = shard.touch();
-    if (r.limit->algorithm() == Algorithm::kSlidingLog) {
+    if (r.limit->keeps_log()) {
       const core::SlidingLog* log = slot != Shard::npos ? log_of(shard.at(slot)) : &empty_log();
       pending[i].log_step = core::sliding_log(*r.limit, *log, now, r.cost);
       out[i] = pending[i].log_step.decision;
@@ -653,7 +653,7 @@ Status MemoryStore::acquire(std::span<const AcquireRequest> requests, Nanos now,
       const bool is_new = slot == Shard::npos;
       if (is_new) slot = shard.insert(pending[i].fp, now, batch_start[i]);
       Slot& s = shard.at(slot);
-      if (r.limit->algorithm() == Algorithm::kSlidingLog) {
+      if (r.limit->keeps_log()) {
         core::SlidingLog* log = is_new ? shard.new_log(s) : log_of(s);
         const int64_t before = is_new ? 0 : static_cast<int64_t>(log->memory_bytes());
         core::sliding_log_commit(*log, pending[i].log_step, now, r.cost);

@@ -12,16 +12,14 @@
 
 #include "cli/validate.h"
 #include "policy/config_loader.h"
+#include "source_dir.h"
 
 namespace sluice::policy {
 namespace {
 
 using std::chrono::seconds;
 
-// The source tree: this file is <source>/tests/cli/config_examples_test.cc.
-std::filesystem::path source_dir() {
-  return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path();
-}
+using sluice::test::source_dir;
 
 std::string load_errors(const std::filesystem::path& file) {
   const LoadResult r = load_config_file(file.string());

@@ -11,6 +11,7 @@
 
 #include "policy/config_loader.h"
 #include "sluice/sluice.h"
+#include "source_dir.h"
 
 namespace sluice::policy {
 namespace {
@@ -18,9 +19,7 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::minutes;
 
-std::filesystem::path source_dir() {
-  return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path();
-}
+using sluice::test::source_dir;
 
 // The ```yaml blocks of the doc whose first line is "# sluice.yaml".
 std::vector<std::string> sluice_blocks() {

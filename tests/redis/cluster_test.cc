@@ -443,5 +443,30 @@ TEST_F(ClusterTest, ALockoutLivesBesideItsStateAndIsSharedByEveryStore) {
   EXPECT_TRUE(acquire_one(*other, limit, key, us(kEpochUs + 10'500'000))->allowed);
 }
 
+// concurrency: slots are sliding_log members whose window is the lease (no
+// script of its own), given back by the sliding_log refund, with the
+// denial's retry capped at 1 s in the client; the memory store's decisions.
+TEST_F(ClusterTest, ConcurrencyEveryKeyHoldsExactlyMaxAndGetsItsSlotBack) {
+  const Limit limit = must(Limit::concurrency(3, 1h));
+  // Keys on every master.
+  for (int i = 0; i < 12; ++i) {
+    const std::string key = "reports|u" + std::to_string(i);
+    std::vector<Nanos> taken;
+    for (int j = 0; j < 3; ++j) {
+      auto d = acquire_one(*store_, limit, key, us(kEpochUs + j));
+      ASSERT_TRUE(d.ok()) << d.error().message;
+      ASSERT_TRUE(d->allowed) << key;
+      taken.push_back(d->decided_at);
+    }
+    auto over = acquire_one(*store_, limit, key, us(kEpochUs + 3));
+    EXPECT_FALSE(over->allowed) << key;
+    EXPECT_EQ(over->retry_after, Nanos(1s));
+    const RefundRequest back{&limit, key, 1, taken[1]};
+    ASSERT_TRUE(store_->refund({&back, 1}, us(kEpochUs + 4)).ok());
+    EXPECT_TRUE(acquire_one(*store_, limit, key, us(kEpochUs + 5))->allowed) << key;
+    EXPECT_FALSE(acquire_one(*store_, limit, key, us(kEpochUs + 6))->allowed) << key;
+  }
+}
+
 }  // namespace
 }  // namespace sluice::testing

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 
+#include "sluice/memory_store.h"
 #include "store/redis/scripts.h"
 #include "test_util.h"
 
@@ -582,6 +583,49 @@ TEST_F(RedisStoreTest, AnInvalidRefundGivesNothingBack) {
   // The first request of each was valid, and was not given back.
   EXPECT_FALSE(acquire_one(*store_, limit, "k", us(kEpochUs))->allowed);
   EXPECT_TRUE(store_->refund({}, at).ok());
+}
+
+// concurrency: slots are sliding_log members whose window is the lease (no
+// script of its own), given back by the sliding_log refund, with the
+// denial's retry capped at 1 s in the client; the memory store's decisions.
+TEST_F(RedisStoreTest, ConcurrencySlotsAreHeldReleasedAndExpireAsInMemory) {
+  const Limit limit = must(Limit::concurrency(2, 10s));
+  MemoryStore memory;
+  // (time in us after kEpochUs, release the charge made at this offset, or -1)
+  struct Step {
+    int64_t at;
+    int64_t release;
+  };
+  const Step steps[] = {{0, -1}, {1, -1},          {2, -1},          {3, 0},          {4, -1},
+                        {5, -1}, {10'000'001, -1}, {10'000'002, -1}, {10'000'003, -1}};
+  for (const Step& s : steps) {
+    const Nanos now = us(kEpochUs + s.at);
+    if (s.release >= 0) {
+      const RefundRequest back{&limit, "k", 1, us(kEpochUs + s.release)};
+      ASSERT_TRUE(store_->refund({&back, 1}, now).ok());
+      ASSERT_TRUE(memory.refund({&back, 1}, now).ok());
+    }
+    auto redis = acquire_one(*store_, limit, "k", now);
+    ASSERT_TRUE(redis.ok()) << redis.error().message;
+    const AcquireRequest r{&limit, "k", 1};
+    Decision mem;
+    ASSERT_TRUE(memory.acquire({&r, 1}, now, {&mem, 1}).ok());
+    EXPECT_EQ(*redis, mem) << "at +" << s.at << "us";
+  }
+}
+
+TEST_F(RedisStoreTest, ConcurrencyADenialWaitsAtMostOneSecond) {
+  const Limit limit = must(Limit::concurrency(1, 1h));
+  ASSERT_TRUE(acquire_one(*store_, limit, "k", us(kEpochUs))->allowed);
+  auto d = acquire_one(*store_, limit, "k", us(kEpochUs + 1));
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->allowed);
+  EXPECT_EQ(d->retry_after, Nanos(1s));
+  EXPECT_EQ(d->reset_after, us(3'600'000'000 - 1));
+  // A slot is one sliding_log member under the lease's TTL.
+  const std::string key = store_->redis_key(limit, "k");
+  EXPECT_EQ(server_.integer({"ZCARD", key}), 1);
+  EXPECT_GT(server_.integer({"PTTL", key}), 3'500'000);
 }
 
 }  // namespace

@@ -457,7 +457,8 @@ descriptors:
 )"),
       ElementsAre(
           "bad.yaml:4:29: descriptors[0].rate_limit.algorithm: must be one of token_bucket, gcra, "
-          "fixed_window, sliding_log, sliding_window, got \"leaky_bucket\"; did you mean `gcra`?",
+          "fixed_window, sliding_log, sliding_window, concurrency, got \"leaky_bucket\"; did you "
+          "mean `gcra`?",
           "bad.yaml:6:28: descriptors[1].rate_limit.capacity: needs `algorithm` (token_bucket, "
           "gcra, fixed_window, sliding_log or sliding_window)",
           "bad.yaml:8:50: descriptors[2].rate_limit.limit: token_bucket takes capacity and "
@@ -475,6 +476,18 @@ descriptors:
           "bad.yaml:20:5: descriptors[8].algorithm: valid only inside rate_limit",
           "bad.yaml:22:63: descriptors[9].rate_limit.window: must be a duration like 500ms, 1s, "
           "1m, 1h, 1d or 1w, got \"90\" (the unit is missing: add ms, s, m, h, d or w)"));
+}
+
+TEST(LoaderRejects, ConcurrencyWhichEnvoyCouldNeverGiveBack) {
+  EXPECT_THAT(load_errors(R"(domain: d
+descriptors:
+  - key: a
+    rate_limit: {algorithm: concurrency, unit: second, requests_per_unit: 4}
+)"),
+              ElementsAre("bad.yaml:4:29: descriptors[0].rate_limit.algorithm: concurrency is "
+                          "not available to Envoy's rate limit API: Envoy never says when a "
+                          "request ends, so its slot could not be given back; use it on a route "
+                          "of `sluice serve` or a policy of /v1/check"));
 }
 
 // --- Folders ---

@@ -498,12 +498,12 @@ server:
 TEST(ConfigLoader, UnknownAlgorithm) {
   EXPECT_EQ(errors_of("policies:\n  p: {algorithm: leaky_bucket, capacity: 5, refill_rate: 1/s}\n"),
             Errors{"t.yaml:2:18: policies.p.algorithm: must be one of token_bucket, gcra, "
-                   "fixed_window, sliding_log, sliding_window, got \"leaky_bucket\"; did you "
-                   "mean `gcra`?"});
+                   "fixed_window, sliding_log, sliding_window, concurrency, got "
+                   "\"leaky_bucket\"; did you mean `gcra`?"});
   EXPECT_EQ(errors_of("policies:\n  p: {algorithm: gcar, capacity: 5, refill_rate: 1/s}\n"),
             Errors{"t.yaml:2:18: policies.p.algorithm: must be one of token_bucket, gcra, "
-                   "fixed_window, sliding_log, sliding_window, got \"gcar\"; did you mean "
-                   "`gcra`?"});
+                   "fixed_window, sliding_log, sliding_window, concurrency, got \"gcar\"; did "
+                   "you mean `gcra`?"});
 }
 
 TEST(ConfigLoader, FieldsOfTheOtherAlgorithmFamilyAreErrors) {

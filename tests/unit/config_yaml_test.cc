@@ -11,15 +11,13 @@
 #include <vector>
 
 #include "policy/config_loader.h"
+#include "source_dir.h"
 #include "tls/test_certs.h"
 
 namespace sluice::policy {
 namespace {
 
-// The source tree: this file is <source>/tests/unit/config_yaml_test.cc.
-std::filesystem::path source_dir() {
-  return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path();
-}
+using sluice::test::source_dir;
 
 std::string errors_of(const LoadResult& r) {
   std::string all;

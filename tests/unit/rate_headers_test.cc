@@ -449,6 +449,41 @@ TEST(RateHeadersList, AddFindClearAndCapacity) {
   EXPECT_FALSE(h.find("A").has_value());
 }
 
+// --- concurrency: the draft's quota unit "concurrent-requests" ---
+
+TEST(ConcurrencyHeaders, AllowedSaysTheSlotsLeftWithoutWindowOrReset) {
+  Route route({RouteLimit{"POST /api/reports", false, Limit::concurrency(4, 60s).value()}});
+  EXPECT_EQ(headers_of(route.decide(), kBoth),
+            "X-RateLimit-Limit: 4\n"
+            "X-RateLimit-Remaining: 3\n"
+            "X-RateLimit-Reset: 1700000060\n"
+            "RateLimit-Policy: \"POST /api/reports\";q=4;qu=\"concurrent-requests\"\n"
+            "RateLimit: \"POST /api/reports\";r=3\n");
+}
+
+TEST(ConcurrencyHeaders, DeniedSaysRetryAfterOne) {
+  Route route({RouteLimit{"POST /api/reports", false, Limit::concurrency(1, 60s).value()}});
+  ASSERT_TRUE(route.decide().allowed);
+  EXPECT_EQ(headers_of(route.decide(kNow + 1s), kBoth, kNow + 1s),
+            "X-RateLimit-Limit: 1\n"
+            "X-RateLimit-Remaining: 0\n"
+            "X-RateLimit-Reset: 1700000060\n"
+            "RateLimit-Policy: \"POST /api/reports\";q=1;qu=\"concurrent-requests\"\n"
+            "RateLimit: \"POST /api/reports\";r=0;t=1\n"
+            "Retry-After: 1\n");
+}
+
+TEST(ConcurrencyHeaders, BesideARateLimitEachItemKeepsItsOwnParameters) {
+  Route route({RouteLimit{"slots", true, Limit::concurrency(2, 60s).value()},
+               RouteLimit{"rate", true, Limit::token_bucket(1, 1, 1s).value()}});
+  ASSERT_TRUE(route.decide().allowed);
+  // The bucket denies; the concurrency limit would have allowed (2 free).
+  EXPECT_EQ(headers_of(route.decide(), kDraft),
+            "RateLimit-Policy: \"slots\";q=2;qu=\"concurrent-requests\", \"rate\";q=1;w=1\n"
+            "RateLimit: \"slots\";r=1, \"rate\";r=0;t=1\n"
+            "Retry-After: 1\n");
+}
+
 TEST(RateLimitedBody, IsTheSeedsBodyByteForByte) {
   EXPECT_EQ(kRateLimitedBody,
             "{\"error\":{\"code\":\"RATE_LIMITED\",\"message\":\"Too many requests. Please retry "

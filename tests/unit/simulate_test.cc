@@ -13,6 +13,7 @@
 #include "cli/simulate.h"
 #include "cli/simulate_report.h"
 #include "cli/simulation.h"
+#include "cli/slow_upstream.h"
 #include "cli/time_text.h"
 #include "cli/trace.h"
 
@@ -484,6 +485,53 @@ TEST(SimulateCommand, HelpExplainsEverything) {
         "--limit", "--window", "--format", "max in any W", "Exit status"}) {
     EXPECT_NE(r.out.find(word), std::string::npos) << word;
   }
+}
+
+}  // namespace
+}  // namespace sluice::cli
+
+namespace sluice::cli {
+namespace {
+
+// ---- slow-upstream: rate limits against a concurrency limit ---------------
+
+TEST(SimulateSlowUpstream, RateLimitsLetTwentyFivePileUpConcurrencyHoldsTen) {
+  const SimLimit limit{100, std::chrono::minutes(1)};
+  const Result<SlowUpstream> s = make_slow_upstream(limit);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(s->traffic.requests.size(), 500u);  // one every 1.2 s for 10 minutes
+  EXPECT_EQ(s->upstream_time, std::chrono::seconds(30));
+  EXPECT_EQ(s->max, 10u);
+  const Result<std::vector<InFlightResult>> r = replay_in_flight(*s, limit);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->size(), 6u);
+  // 50 a minute is under every "100 per minute": all pass, 30 s / 1.2 s = 25
+  // at the upstream at once.
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ((*r)[i].allowed, 500u) << i;
+    EXPECT_EQ((*r)[i].denied, 0u) << i;
+    EXPECT_EQ((*r)[i].max_in_flight, 25u) << i;
+  }
+  // Concurrency: 10 in, then 15 denied until the first answer frees its slot
+  // at the very instant the 26th arrives; 10 of every 25, 20 times over.
+  EXPECT_EQ((*r)[5].algorithm, Algorithm::kConcurrency);
+  EXPECT_EQ((*r)[5].allowed, 200u);
+  EXPECT_EQ((*r)[5].denied, 300u);
+  EXPECT_EQ((*r)[5].max_in_flight, 10u);
+}
+
+TEST(SimulateSlowUpstream, TheCommandPrintsTheTable) {
+  std::ostringstream out, err;
+  const std::vector<std::string_view> args = {"--scenario", "slow-upstream", "--format", "csv"};
+  EXPECT_EQ(run_simulate(args, out, err), 0) << err.str();
+  EXPECT_EQ(out.str(),
+            "scenario,limit,window_ms,max,algorithm,allowed,denied,max_in_flight\n"
+            "slow-upstream,100,60000,10,token_bucket,500,0,25\n"
+            "slow-upstream,100,60000,10,gcra,500,0,25\n"
+            "slow-upstream,100,60000,10,fixed_window,500,0,25\n"
+            "slow-upstream,100,60000,10,sliding_log,500,0,25\n"
+            "slow-upstream,100,60000,10,sliding_window,500,0,25\n"
+            "slow-upstream,100,60000,10,concurrency,200,300,10\n");
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <boost/asio/post.hpp>
 
+#include "core/sliding_log.h"
 #include "core/step.h"
 #include "store/redis/clock_offset.h"
 #include "store/redis/script_limit.h"
@@ -633,6 +634,8 @@ void Client::deliver(Connection& from, Batch* b, const redisReply* reply) {
           d.remaining = answers[i].remaining;
           d.reset_after = answers[i].reset_after;
           d.retry_after = answers[i].retry_after;
+          if (c->limits[i].limit.concurrency && !d.allowed)
+            d.retry_after = core::concurrency_retry_after(d.retry_after);
           d.decided_at = decided_at;
         }
       }

@@ -71,6 +71,14 @@ Result<ScriptLimit> script_limit(const Limit& limit) {
     case Algorithm::kSlidingWindow:
       return ScriptLimit{algorithm_name(limit.algorithm()), spec.limit,
                          static_cast<uint64_t>(spec.window.count() / kNanosPerMicro), 0, block_us};
+    case Algorithm::kConcurrency:
+      // Slots are sliding_log entries whose window is the lease (limit.h).
+      return ScriptLimit{algorithm_name(Algorithm::kSlidingLog),
+                         spec.limit,
+                         static_cast<uint64_t>(spec.window.count() / kNanosPerMicro),
+                         0,
+                         block_us,
+                         true};
   }
   return Error{ErrorCode::kInvalidArgument, "unknown algorithm"};
 }

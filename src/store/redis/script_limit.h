@@ -23,6 +23,9 @@ struct ScriptLimit {
   uint64_t p2 = 0;
   uint64_t p3 = 0;
   uint64_t block_us = 0;  // Limit::block() in microseconds, 0 for none
+  // A concurrency limit, sent as sliding_log: its denial's retry is capped
+  // (core::concurrency_retry_after) when the answer comes back.
+  bool concurrency = false;
   friend bool operator==(const ScriptLimit&, const ScriptLimit&) = default;
 };
 
