@@ -62,6 +62,20 @@
 // always fits (whole microseconds, at most 10 years). Times (`now`, a
 // refund's charged_at) must be at or after the epoch.
 //
+// Deny cache (options.deny_cache, on by default). Once Redis denies a key
+// under a limit for a cost with retry_after R, this store denies the same
+// limit and key for that cost without calling Redis until R has passed (a
+// fixed window or a lockout: any larger cost too; a lockout: any cost). A
+// request is answered so when every one of its limits is; the others go to
+// Redis, which alone knows what their other limits have left. This is
+// exact, Retry-After included: R is the shortest wait if nothing else
+// consumes, and other instances only consume (their charges lengthen the
+// true wait, as they would after an answer from Redis). With time_source
+// redis the local end is taken from when the call was issued, less 1,000
+// ppm of R for clock drift, so it is never later than Redis's. A refund or
+// reset through this store forgets the key; another instance's are not seen
+// until R passes. deny_cache.h has the details.
+//
 // Thread-safety: all methods may be called from any thread, with the rules on
 // attach()/detach() above.
 #pragma once
@@ -146,6 +160,12 @@ struct RedisStoreOptions {
   // MOVED and after a node's connection fails).
   std::chrono::milliseconds topology_refresh{5'000};
   RedisTlsOptions tls;
+  // Deny cache: a key Redis denied for a cost is denied here, with no Redis
+  // call, for the same or a larger cost until its retry_after (exact: see
+  // the class comment). Bounded to `deny_cache_entries` denials (about 48
+  // bytes each); a reset() or refund() of a key forgets its denial here.
+  bool deny_cache = true;
+  size_t deny_cache_entries = 65'536;
 };
 
 // Error counters since the store was created.
@@ -165,6 +185,7 @@ struct RedisStoreStats {
   uint64_t late_replies = 0;  // replies to calls that had already timed out (dropped)
   uint64_t late_applied = 0;  // of those, calls Redis applied: charged, though the caller
                               // had the on_failure answer
+  uint64_t deny_cache_hits = 0;  // requests denied by the deny cache, with no Redis call
 };
 
 class RedisStore final : public Store {

@@ -48,6 +48,10 @@ void register_redis_metrics(const std::shared_ptr<RedisStore>& store, observe::R
   add(events, events_help, "expired", &RedisStoreStats::expired);
   add(events, events_help, "late_reply", &RedisStoreStats::late_replies);
   add(events, events_help, "late_applied", &RedisStoreStats::late_applied);
+  r.counter_function("sluice_deny_cache_hits_total",
+                     "Requests denied by the Redis store's deny cache (store.redis.deny_cache): a "
+                     "key Redis had denied, answered with no Redis call until its retry_after.",
+                     {}, [s] { return s->stats().deny_cache_hits; });
 }
 
 }  // namespace
@@ -66,6 +70,7 @@ RedisStoreOptions redis_store_options(const policy::RedisConfig& redis) {
   o.username = redis.username;
   o.password = redis.password;
   o.database = redis.database;
+  o.deny_cache = redis.deny_cache;
   o.tls = {redis.tls.enabled, redis.tls.ca_file, redis.tls.cert_file, redis.tls.key_file,
            redis.tls.server_name};
   if (redis.time_source_redis) {

@@ -51,13 +51,15 @@ std::string plural(size_t n, const char* one, const char* many) {
 
 std::string summary(const Deployment& d) {
   const policy::Config& c = *d.config;
-  std::string s = plural(c.routes.size(), "route", "routes") + ", " +
-                  plural(c.policies.size(), "policy", "policies") + ", " +
-                  (c.default_route ? "a default limit" : "no default limit") + ", " +
-                  (c.store.backend == policy::StoreConfig::Backend::kRedis
-                       ? (c.store.redis.cluster ? "redis cluster store" : "redis store")
-                       : "memory store") +
-                  ", listen " + c.listen.text();
+  std::string s =
+      plural(c.routes.size(), "route", "routes") + ", " +
+      plural(c.policies.size(), "policy", "policies") + ", " +
+      (c.default_route ? "a default limit" : "no default limit") + ", " +
+      (c.store.backend == policy::StoreConfig::Backend::kRedis
+           ? std::string(c.store.redis.cluster ? "redis cluster store" : "redis store") +
+                 (c.store.redis.deny_cache ? " with deny cache" : "")
+           : "memory store") +
+      ", listen " + c.listen.text();
   if (c.tls) s += c.tls->min_tls13 ? " with TLS 1.3" : " with TLS 1.2+";
   s += c.upstream ? ", gateway to " + c.upstream->url : ", decision API only (no upstream)";
   if (c.consumers && c.consumers->table) {

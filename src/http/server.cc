@@ -52,7 +52,8 @@ std::string store_text(const policy::StoreConfig& s) {
   for (const policy::HostPort& a : s.redis.addresses) out += cat({" ", a.text()});
   out += cat({" (database ", std::to_string(s.redis.database), ", timeout ",
               std::to_string(s.redis.timeout.count()), " ms, time from ",
-              s.redis.time_source_redis ? "redis" : "local clock", ")"});
+              s.redis.time_source_redis ? "redis" : "local clock",
+              s.redis.deny_cache ? ", deny cache" : "", ")"});
   return out;
 }
 
@@ -68,7 +69,8 @@ bool same_store(const policy::StoreConfig& a, const policy::StoreConfig& b) {
   return a.redis.cluster == b.redis.cluster && a.redis.username == b.redis.username &&
          a.redis.password == b.redis.password && a.redis.database == b.redis.database &&
          a.redis.timeout == b.redis.timeout &&
-         a.redis.time_source_redis == b.redis.time_source_redis && a.redis.tls == b.redis.tls;
+         a.redis.time_source_redis == b.redis.time_source_redis && a.redis.tls == b.redis.tls &&
+         a.redis.deny_cache == b.redis.deny_cache;
 }
 
 // Connections the admin port may hold, beside server.max_connections of the

@@ -55,6 +55,7 @@ struct RedisConfig {
   std::string password;
   int database = 0;
   bool time_source_redis = true;  // time_source: redis | local
+  bool deny_cache = true;         // deny locally what Redis just denied, until its retry_after
   RedisTlsConfig tls;
   friend bool operator==(const RedisConfig&, const RedisConfig&) = default;
 };

@@ -86,7 +86,7 @@ const Keys kRlsKeys = {"config_dir",  "response_headers", "dynamic_metadata",
 const Keys kUpstreamKeys = {"url", "connect_timeout", "timeout", "max_idle_connections"};
 const Keys kStoreKeys = {"backend", "max_keys", "redis"};
 const Keys kRedisKeys = {"addresses", "url",      "cluster",     "timeout", "on_failure",
-                         "password",  "database", "time_source", "tls"};
+                         "password",  "database", "time_source", "tls",     "deny_cache"};
 const Keys kRedisTlsKeys = {"ca_file", "cert_file", "key_file", "server_name"};
 const Keys kClientIpKeys = {"trusted_proxies", "ipv6_prefix"};
 const Keys kAccessKeys = {"allow", "deny"};
@@ -475,6 +475,9 @@ class Loader {
     }
     if (const Item* t = m->get("time_source")) {
       if (auto c = walker_.choice(*t, {"redis", "local"})) redis.time_source_redis = *c == 0;
+    }
+    if (const Item* d = m->get("deny_cache")) {
+      if (auto b = walker_.boolean(*d)) redis.deny_cache = *b;
     }
     if (redis.cluster && redis.database != 0) {
       const Item* where = m->get("database") ? m->get("database") : url;

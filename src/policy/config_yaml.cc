@@ -194,6 +194,7 @@ void redis(YAML::Emitter& out, const RedisConfig& r) {
   out << YAML::Key << "timeout" << YAML::Value << millis_text(r.timeout);
   out << YAML::Key << "on_failure" << YAML::Value << (r.on_failure_allow ? "allow" : "deny");
   out << YAML::Key << "time_source" << YAML::Value << (r.time_source_redis ? "redis" : "local");
+  out << YAML::Key << "deny_cache" << YAML::Value << r.deny_cache;
   if (r.tls.enabled) {  // the block turns TLS on beside addresses, and goes with rediss://
     out << YAML::Key << "tls" << YAML::Value << YAML::BeginMap;
     for (const auto& [key, value] :

@@ -58,6 +58,21 @@ TEST(StoreSetup, AnUnknownTimeSourceIsAnErrorAtItsPosition) {
             "t.yaml:3:18: store.redis.time_source: must be one of redis, local, got \"ntp\"");
 }
 
+TEST(StoreSetup, TheDenyCacheIsOnUnlessTheFileTurnsItOff) {
+  EXPECT_TRUE(store_options_from_file("store:\n  backend: redis\n").deny_cache);
+  EXPECT_FALSE(
+      store_options_from_file("store:\n  backend: redis\n  redis:\n    deny_cache: false\n")
+          .deny_cache);
+}
+
+TEST(StoreSetup, ADenyCacheThatIsNotABooleanIsAnErrorAtItsPosition) {
+  const policy::LoadResult r =
+      policy::load_config_string("store:\n  redis:\n    deny_cache: sometimes\n", "t.yaml");
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0].text(),
+            "t.yaml:3:17: store.redis.deny_cache: must be true or false, got \"sometimes\"");
+}
+
 // A redis:// URL's ACL user and password reach the store's AUTH.
 TEST(StoreSetup, TheUrlsUserAndPasswordBecomeTheStoresCredentials) {
   const RedisStoreOptions o = store_options_from_file(

@@ -324,6 +324,16 @@ long long RedisServer::integer(const std::vector<std::string>& args) const {
   return r->integer;
 }
 
+long long RedisServer::script_calls() const {
+  const std::string info = text({"INFO", "commandstats"});
+  long long n = 0;
+  for (const std::string name : {"cmdstat_evalsha:calls=", "cmdstat_eval:calls="}) {
+    const size_t at = info.find(name);
+    if (at != std::string::npos) n += std::stoll(info.substr(at + name.size()));
+  }
+  return n;
+}
+
 std::string RedisServer::text(const std::vector<std::string>& args) const {
   Reply r = command(args);
   if (!r) return "";

@@ -101,6 +101,8 @@ class RedisServer {
   long long integer(const std::vector<std::string>& args) const;
   // The reply's string/status, or "" otherwise.
   std::string text(const std::vector<std::string>& args) const;
+  // Script calls run so far (EVALSHA and EVAL in INFO commandstats).
+  long long script_calls() const;
   // READONLY, then one command, on one fresh connection: a cluster replica
   // then reads its own copy of a key rather than answering MOVED.
   Reply read_replica(const std::vector<std::string>& args) const;

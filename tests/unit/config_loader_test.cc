@@ -52,6 +52,7 @@ TEST(ConfigLoader, EveryDefaultAppliesToAnEmptyMapping) {
   EXPECT_EQ(c.store.redis.timeout, milliseconds(5));
   EXPECT_TRUE(c.store.redis.on_failure_allow);
   EXPECT_TRUE(c.store.redis.time_source_redis);
+  EXPECT_TRUE(c.store.redis.deny_cache);
   EXPECT_TRUE(c.client_ip.trusted_proxies.empty());
   EXPECT_EQ(c.client_ip.ipv6_prefix, 64);
   EXPECT_TRUE(c.headers.legacy);
@@ -163,6 +164,7 @@ store:
     timeout: 20ms
     on_failure: deny
     time_source: local
+    deny_cache: false
 client_ip:
   trusted_proxies: [10.0.0.0/8, "2001:db8::/32", 127.0.0.1]
   ipv6_prefix: 56
@@ -202,6 +204,7 @@ logging:
   EXPECT_EQ(c.store.redis.timeout, milliseconds(20));
   EXPECT_FALSE(c.store.redis.on_failure_allow);
   EXPECT_FALSE(c.store.redis.time_source_redis);
+  EXPECT_FALSE(c.store.redis.deny_cache);
   ASSERT_EQ(c.client_ip.trusted_proxies.size(), 3u);
   EXPECT_EQ(c.client_ip.trusted_proxies[0].prefix_length, 104);  // IPv4 /8 over 16 bytes
   EXPECT_EQ(c.client_ip.trusted_proxies[1].prefix_length, 32);

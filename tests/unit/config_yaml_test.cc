@@ -77,6 +77,7 @@ store:
     timeout: 5ms
     on_failure: allow
     time_source: redis
+    deny_cache: true
 client_ip:
   trusted_proxies:
     []

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "store/redis/client.h"
+#include "store/redis/deny_cache.h"
 #include "store/redis/script_limit.h"
 #include "store/redis/shared.h"
 #include "store/redis/tls.h"
@@ -418,6 +419,7 @@ class RedisStore::Impl {
   std::chrono::steady_clock::time_point last_refresh_{};
   std::mutex attached_mutex_;
   std::vector<std::unique_ptr<Client>> attached_;
+  std::unique_ptr<redis::DenyCache> deny_cache_;  // null with options.deny_cache off
 };
 
 Result<std::shared_ptr<RedisStore>> RedisStore::create(RedisStoreOptions options) {
@@ -456,6 +458,10 @@ Result<std::shared_ptr<RedisStore>> RedisStore::create(RedisStoreOptions options
   if (Status tls = set_up_tls(options.tls, plain_url, *shared); !tls.ok()) return tls.error();
   shared->options = std::move(options);
   auto impl = std::make_unique<Impl>(shared);
+  if (shared->options.deny_cache) {
+    impl->deny_cache_ = std::make_unique<redis::DenyCache>(
+        shared->options.deny_cache_entries, shared->options.time_source == RedisTimeSource::kLocal);
+  }
   impl->start();
   return std::shared_ptr<RedisStore>(new RedisStore(std::move(impl)));
 }
@@ -480,12 +486,28 @@ void RedisStore::detach() {
 
 Status RedisStore::acquire(std::span<const AcquireRequest> requests, Nanos now,
                            std::span<Decision> out) {
-  return impl_->run_sync(
+  redis::DenyCache* cache = impl_->deny_cache_.get();
+  redis::DenyCall call;
+  if (cache != nullptr && cache->answer(requests, now, options().cluster, out, &call)) return {};
+  Status s = impl_->run_sync(
       [&](Client& client, auto finish) { client.acquire(requests, now, out, std::move(finish)); });
+  if (cache != nullptr && s.ok()) cache->record(call, out);
+  return s;
 }
 
 void RedisStore::acquire_async(std::span<const AcquireRequest> requests, Nanos now,
                                std::span<Decision> out, Done done) {
+  if (redis::DenyCache* cache = impl_->deny_cache_.get()) {
+    redis::DenyCall call;
+    if (cache->answer(requests, now, options().cluster, out, &call)) {
+      done(Status());
+      return;
+    }
+    done = [cache, call = std::move(call), out, done = std::move(done)](Status s) {
+      if (s.ok()) cache->record(call, out);
+      done(std::move(s));
+    };
+  }
   if (Client* client = impl_->client_of_this_thread()) {
     client->acquire(requests, now, out, std::move(done));
     return;
@@ -493,12 +515,38 @@ void RedisStore::acquire_async(std::span<const AcquireRequest> requests, Nanos n
   impl_->post_acquire(requests, now, out, std::move(done));
 }
 
+namespace {
+
+// A refund makes a key's state fuller: a denial remembered for it may no
+// longer hold. Forgotten before the call (denials in flight are then not
+// recorded) and after it (a denial Redis gave while the refund travelled).
+void forget_denials(redis::DenyCache* cache, std::span<const RefundRequest> requests) {
+  if (cache == nullptr) return;
+  for (const RefundRequest& r : requests) {
+    if (r.limit != nullptr) cache->forget(*r.limit, r.key);
+  }
+}
+
+}  // namespace
+
 Status RedisStore::refund(std::span<const RefundRequest> requests, Nanos now) {
-  return impl_->run_sync(
+  redis::DenyCache* cache = impl_->deny_cache_.get();
+  forget_denials(cache, requests);
+  Status s = impl_->run_sync(
       [&](Client& client, auto finish) { client.refund(requests, now, std::move(finish)); });
+  forget_denials(cache, requests);
+  return s;
 }
 
 void RedisStore::refund_async(std::span<const RefundRequest> requests, Nanos now, Done done) {
+  if (redis::DenyCache* cache = impl_->deny_cache_.get()) {
+    forget_denials(cache, requests);
+    auto owned = std::make_shared<OwnedRequests<RefundRequest>>(requests);
+    done = [cache, owned, done = std::move(done)](Status s) {
+      forget_denials(cache, owned->list);
+      done(std::move(s));
+    };
+  }
   if (Client* client = impl_->client_of_this_thread()) {
     client->refund(requests, now, std::move(done));
     return;
@@ -525,6 +573,7 @@ Result<bool> RedisStore::reset(const Limit& limit, std::string_view key) {
   const std::string lockout_key = redis::lockout_key(redis_key, impl_->shared_->options.key_prefix);
   const int slot = impl_->shared_->options.cluster ? key_slot(redis_key) : -1;
   const auto timeout = impl_->health_timeout();
+  if (impl_->deny_cache_ != nullptr) impl_->deny_cache_->forget(limit, key);
   bool existed = false;
   Status s = impl_->run_sync([&](Client& client, auto finish) {
     client.command(redis::command({"DEL", redis_key, lockout_key}), std::string(), slot, timeout,
@@ -583,6 +632,7 @@ RedisStoreStats RedisStore::stats() const {
   s.expired = get(c.expired);
   s.late_replies = get(c.late_replies);
   s.late_applied = get(c.late_applied);
+  if (impl_->deny_cache_ != nullptr) s.deny_cache_hits = impl_->deny_cache_->hits();
   return s;
 }
 

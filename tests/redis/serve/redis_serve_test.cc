@@ -528,6 +528,60 @@ TEST_P(RedisServeFaults, RequestsAnsweredPerOnFailureWhileRedisIsStoppedChargeNo
   EXPECT_EQ(server->metric(R"(sluice_redis_events_total{kind="late_applied"})"), 0);
 }
 
+// ---------------------------------------------------------------- deny cache
+
+std::string deny_cache_yaml(const RedisServer& redis, bool deny_cache) {
+  return "store:\n  backend: redis\n  redis:\n    addresses: [" + redis.address() +
+         "]\n    timeout: 2s\n    deny_cache: " + (deny_cache ? "true" : "false") +
+         "\nserver:\n  threads: 2\npolicies:\n  p: {algorithm: token_bucket, capacity: 3, "
+         "refill_rate: 1/d}\n";
+}
+
+TEST(RedisServe, AnExhaustedKeyIsDeniedWithoutRedisUntilAnAdminReset) {
+  SLUICE_REQUIRE_REDIS();
+  RedisServer redis;
+  ASSERT_TRUE(redis.start());
+  auto server = SluiceProcess::start(deny_cache_yaml(redis, true));
+  ASSERT_NE(server, nullptr);
+  ASSERT_TRUE(wait_ready(*server, true, 10s)) << server->log();
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(check(*server, "attacker").status, 200);
+  ASSERT_EQ(check(*server, "attacker").status, 429);  // Redis denies: remembered
+  const long long before = redis.script_calls();
+  auto connection = server->connect();
+  for (int i = 0; i < 1'000; ++i) {
+    const HttpResponse r =
+        connection->request("POST", "/v1/check", kJson, R"({"policy":"p","key":"attacker"})");
+    ASSERT_EQ(r.status, 429) << i;
+    ASSERT_EQ(r.header("X-RateLimit-Remaining"), "0");
+    ASSERT_TRUE(r.has_header("Retry-After"));
+  }
+  EXPECT_EQ(redis.script_calls() - before, 0);
+  EXPECT_EQ(server->metric("sluice_deny_cache_hits_total"), 1'000);
+  EXPECT_EQ(server->metric(R"(sluice_requests_total{route="policy:p",result="denied"})"), 1'001);
+  // Another key still goes to Redis.
+  EXPECT_EQ(check(*server, "someone-else").status, 200);
+  EXPECT_EQ(redis.script_calls() - before, 1);
+  // The reset forgets the denial here too: the next request is Redis's to decide.
+  ASSERT_EQ(server->admin_post("/admin/reset", R"({"policy":"p","key":"attacker"})").status, 200);
+  EXPECT_EQ(check(*server, "attacker").status, 200);
+  EXPECT_EQ(redis.script_calls() - before, 2);
+  EXPECT_EQ(server->metric("sluice_deny_cache_hits_total"), 1'000);
+}
+
+TEST(RedisServe, WithoutTheDenyCacheEveryDenialIsAScriptCall) {
+  SLUICE_REQUIRE_REDIS();
+  RedisServer redis;
+  ASSERT_TRUE(redis.start());
+  auto server = SluiceProcess::start(deny_cache_yaml(redis, false));
+  ASSERT_NE(server, nullptr);
+  ASSERT_TRUE(wait_ready(*server, true, 10s)) << server->log();
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(check(*server, "attacker").status, 200);
+  const long long before = redis.script_calls();
+  for (int i = 0; i < 10; ++i) ASSERT_EQ(check(*server, "attacker").status, 429);
+  EXPECT_EQ(redis.script_calls() - before, 10);
+  EXPECT_EQ(server->metric("sluice_deny_cache_hits_total"), 0);
+}
+
 TEST(RedisServe, AReloadChangesOnFailureWithoutARestart) {
   SLUICE_REQUIRE_REDIS();
   RedisServer redis;
