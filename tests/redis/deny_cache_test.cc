@@ -232,6 +232,27 @@ TEST_F(RedisDenyCache, InAFixedWindowASmallerCostGoesToRedisAndALargerOneIsDenie
   EXPECT_EQ(script_calls() - before, 1);
 }
 
+TEST_F(RedisDenyCache, AConcurrencyDenialIsNeverAnsweredHereSoAReleaseElsewhereIsSeenAtOnce) {
+  const Limit limit = must(Limit::concurrency(1, std::chrono::hours(1)));
+  const int64_t t0 = kEpochUs;
+  const auto held = acquire_one(*store_, limit, "k", us(t0));
+  ASSERT_TRUE(held->allowed);
+  const long long before = script_calls();
+  for (int i = 1; i <= 3; ++i) {
+    const auto busy = acquire_one(*store_, limit, "k", us(t0 + i));
+    ASSERT_FALSE(busy->allowed);
+    EXPECT_EQ(busy->retry_after, std::chrono::seconds(1));
+    EXPECT_EQ(script_calls() - before, i);
+  }
+  // Another instance gives the slot back: the next request here gets it.
+  std::shared_ptr<RedisStore> other = make_store(local_options(server_.address()));
+  ASSERT_NE(other, nullptr);
+  const RefundRequest release{&limit, "k", 1, held->decided_at};
+  ASSERT_TRUE(other->refund({&release, 1}, us(t0 + 4)).ok());
+  EXPECT_TRUE(acquire_one(*store_, limit, "k", us(t0 + 5))->allowed);
+  EXPECT_EQ(store_->stats().deny_cache_hits, 0u);
+}
+
 TEST_F(RedisDenyCache, InATokenBucketALargerCostGoesToRedisForItsLongerWait) {
   const Limit limit = must(Limit::token_bucket(3, 1, std::chrono::seconds(1)));
   const int64_t t0 = kEpochUs;

@@ -144,7 +144,10 @@ bool DenyCache::answer(std::span<const AcquireRequest> requests, Nanos now, bool
   call->limits.resize(n);
   for (size_t i = 0; i < n; ++i) {
     const AcquireRequest& r = requests[i];
-    if (r.limit == nullptr || !core::check_cost(*r.limit, r.cost).ok()) {
+    // A concurrency slot comes free when any instance gives one back, which
+    // this one would not see: such requests always ask Redis.
+    if (r.limit == nullptr || !core::check_cost(*r.limit, r.cost).ok() ||
+        r.limit->algorithm() == Algorithm::kConcurrency) {
       call->limits.clear();
       return false;
     }

@@ -107,7 +107,7 @@ class DenyCache {
   // for its cost, `out` holds them and no Redis call is needed. False:
   // `call` is filled for record(). A request the store would refuse (null
   // limit, cost 0 or above the limit, a limit twice, `cluster` and limits
-  // of several client keys) is never answered here, so the store reports
+  // of several client keys, a concurrency limit) is never answered here, so the store reports
   // its error.
   bool answer(std::span<const AcquireRequest> requests, Nanos now, bool cluster,
               std::span<Decision> out, DenyCall* call);
