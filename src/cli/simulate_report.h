@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "cli/simulation.h"
+#include "cli/simulation_queue.h"
 
 namespace sluice::cli {
 
@@ -18,5 +19,10 @@ std::optional<ReportFormat> parse_report_format(std::string_view name);
 
 std::string format_report(ReportFormat format, const Traffic& traffic, const SimLimit& limit,
                           std::span<const AlgorithmResult> results);
+
+// `--delay`: one line per request, when it was served (or that it was denied).
+// `turns` holds one entry per request of `traffic`.
+std::string format_queued_report(ReportFormat format, const Traffic& traffic, const SimLimit& limit,
+                                 Nanos delay, std::span<const QueuedTurn> turns);
 
 }  // namespace sluice::cli

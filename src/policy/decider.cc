@@ -22,8 +22,9 @@ void fail(Verdict& v, const Plan& plan, Decision decision) {
 namespace detail {
 
 void fill_requests(const Plan& plan, uint64_t cost, std::span<AcquireRequest> out) {
+  const Nanos max_wait = plan.route != nullptr ? plan.route->delay : Nanos{0};
   for (size_t i = 0; i < out.size(); ++i) {
-    out[i] = AcquireRequest{&plan.limits[i].limit->limit, plan.limits[i].store_key, cost};
+    out[i] = AcquireRequest{&plan.limits[i].limit->limit, plan.limits[i].store_key, cost, max_wait};
   }
 }
 
@@ -67,6 +68,7 @@ Verdict make_verdict(const Plan& plan, uint64_t cost, bool on_failure_allow, con
     }
   }
   for (size_t i = 0; i < n; ++i) {
+    if (v.allowed) v.wait = std::max(v.wait, out[i].wait);
     Decision d = out[i];
     // On an overall denial nothing was charged, but a limit that would have
     // allowed reports what would be left after this request: give back the cost.
@@ -94,21 +96,39 @@ Verdict decide(Store& store, const Plan& plan, Nanos now, bool on_failure_allow,
   return detail::make_verdict(plan, cost, on_failure_allow, status, decisions.span());
 }
 
-size_t give_back_uncounted(Store& store, const Plan& plan, const Verdict& verdict,
-                           std::optional<int> status, Nanos now, Store::Done done) {
+namespace {
+
+// Refunds the limits of a charged verdict that `gives_back(i)` names.
+template <class GivesBack>
+size_t give_back(Store& store, const Plan& plan, const Verdict& verdict, Nanos now,
+                 Store::Done done, GivesBack gives_back) {
   if (!verdict.limited || !verdict.allowed || verdict.store_failed || verdict.invalid) return 0;
   detail::InlineArray<RefundRequest, detail::kInlineLimits> refunds(verdict.outcomes.size());
   size_t n = 0;
   for (size_t i = 0; i < verdict.outcomes.size(); ++i) {
-    const RouteLimit& limit = *verdict.outcomes[i].limit;
-    if (limit.count_status.empty()) continue;
-    if (status && std::binary_search(limit.count_status.begin(), limit.count_status.end(), *status))
-      continue;
-    refunds[n++] = RefundRequest{&limit.limit, plan.limits[i].store_key, 1,
+    if (!gives_back(*verdict.outcomes[i].limit)) continue;
+    refunds[n++] = RefundRequest{&verdict.outcomes[i].limit->limit, plan.limits[i].store_key, 1,
                                  verdict.outcomes[i].decision.decided_at};
   }
   if (n > 0) store.refund_async(refunds.span().first(n), now, std::move(done));
   return n;
+}
+
+}  // namespace
+
+size_t give_back_uncounted(Store& store, const Plan& plan, const Verdict& verdict,
+                           std::optional<int> status, Nanos now, Store::Done done) {
+  return give_back(store, plan, verdict, now, std::move(done), [status](const RouteLimit& limit) {
+    if (limit.count_status.empty()) return false;
+    return !status ||
+           !std::binary_search(limit.count_status.begin(), limit.count_status.end(), *status);
+  });
+}
+
+size_t give_back_all(Store& store, const Plan& plan, const Verdict& verdict, Nanos now,
+                     Store::Done done) {
+  return give_back(store, plan, verdict, now, std::move(done),
+                   [](const RouteLimit&) { return true; });
 }
 
 }  // namespace sluice::policy
