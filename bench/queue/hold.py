@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """Holds N requests in a server's queue and measures what they cost it.
 
-    hold.py PORT N PID READY_CMD
+    hold.py PORT N PID RATE DECIDED_CMD
 
 Opens N connections to 127.0.0.1:PORT and waits until all are accepted
 (measures the server, PID and its children: RSS, threads), then sends one
-GET /q on each and runs READY_CMD (a shell command that prints how many
-requests the server holds) until it prints N - 1: one request goes at once,
-the rest wait their turns. Measures again, then closes every connection.
-Bounded: 60 s for each phase, N <= 15000. Prints one line of key=value.
+GET /q on each and runs DECIDED_CMD (a shell command that prints how many
+requests the server has queued so far) until it prints N - 1: one request
+goes at once, the rest wait their turns, released at RATE per second from
+the first send on. Measures again; the requests held then are N - 1 less
+those released. Closes every connection. Bounded: 60 s for each phase,
+N <= 10800. Prints one line of key=value.
 """
 import os
 import selectors
@@ -53,9 +55,10 @@ def cpu_ticks(pid):
 
 
 def main():
-    port, n, pid, ready_cmd = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-    if not 1 < n <= 15000:
-        sys.exit("hold.py: N must be from 2 to 15000")
+    port, n, pid = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+    rate, decided_cmd = float(sys.argv[4]), sys.argv[5]
+    if not 1 < n <= 10800:
+        sys.exit("hold.py: N must be from 2 to 10800")
     before_rss, before_threads = proc_status(pid)
 
     sel = selectors.DefaultSelector()
@@ -87,19 +90,21 @@ def main():
 
     ticks = cpu_ticks(pid)
     request = b"GET /q HTTP/1.1\r\nHost: bench\r\n\r\n"
+    first_sent = time.monotonic()
     for s in socks:
         s.send(request)
-    held = -1
+    decided = -1
     while time.monotonic() < deadline + LIMIT_S:
-        out = subprocess.run(ready_cmd, shell=True, capture_output=True, text=True).stdout.strip()
-        held = int(out or "-1")
-        if held >= n - 1:
+        out = subprocess.run(decided_cmd, shell=True, capture_output=True, text=True).stdout
+        decided = int(float(out.strip() or "-1"))
+        if decided >= n - 1:
             break
         time.sleep(0.2)
-    if held < n - 1:
-        sys.exit(f"hold.py: the server holds {held} requests, not {n - 1}")
+    if decided < n - 1:
+        sys.exit(f"hold.py: the server queued {decided} requests, not {n - 1}")
     cpu_us = (cpu_ticks(pid) - ticks) * 1e6 / os.sysconf("SC_CLK_TCK")
     held_rss, held_threads = proc_status(pid)
+    held = n - 1 - int(rate * (time.monotonic() - first_sent))
     for s in socks:
         s.close()
     print(

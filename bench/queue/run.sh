@@ -2,15 +2,16 @@
 # Queueing benchmark (run by hand, loopback only, bounded): what holding N
 # delayed requests costs the server. Sluice with a route's `delay` and,
 # as the baseline in the same run, nginx with `limit_req burst` (no nodelay),
-# both at 10 r/s with room for N in the queue, one worker each, in front of
-# the demo upstream. bench/queue/hold.py opens N connections, sends one
-# request on each and waits until the server holds N - 1 of them (Sluice:
-# the sluice_held_requests gauge; nginx: its "delaying request" log lines),
-# then reads the server's RSS and thread count from /proc.
+# both at 3 r/s with room for N in the queue (delay 1h: 10,800 turns), one
+# worker each, in front of the demo upstream. bench/queue/hold.py opens N
+# connections, sends one request on each and waits until the server has
+# queued N - 1 of them (Sluice: sluice_held_requests_total; nginx: its
+# "delaying request" log lines), then reads the server's RSS and thread
+# count from /proc (3 a second leave the queue meanwhile: counted out).
 #
 #   bench/queue/run.sh [BUILD_DIR]     # default: build (a Release build)
 #
-# Environment: REQUESTS (N, default 10000, at most 15000; the open-file
+# Environment: REQUESTS (N, default 10000, at most 10800; the open-file
 # limit must allow N + 100 for each server).
 set -euo pipefail
 
@@ -32,18 +33,17 @@ ng_port=$(free_port)
 "$upstream_bin" --host 127.0.0.1 --port "$up_port" --threads 1 2>"$work/upstream.log" &
 pids+=($!)
 
-# 10 r/s: N turns take N/10 s; the delay leaves room for all of them.
-delay_s=$((requests / 10 + 60))
+# The connections wait for their requests while RSS settles: header_timeout 60s.
 cat >"$work/sluice.yaml" <<EOF
 listen: 127.0.0.1:$sl_port
 admin: 127.0.0.1:$admin_port
 upstream: http://127.0.0.1:$up_port
-server: {threads: 1, max_connections: $((requests + 100))}
+server: {threads: 1, max_connections: $((requests + 100)), header_timeout: 60s}
 logging: {level: warn}
 routes:
   - match: GET /q
-    limits: [{capacity: 1, refill_rate: 10/s}]
-    delay: ${delay_s}s
+    limits: [{capacity: 1, refill_rate: 3/s}]
+    delay: 1h
 EOF
 "$sluice" serve --config "$work/sluice.yaml" 2>"$work/sluice.log" &
 sluice_pid=$!
@@ -66,7 +66,7 @@ http {
   fastcgi_temp_path $work/nginx/fastcgi;
   uwsgi_temp_path $work/nginx/uwsgi;
   scgi_temp_path $work/nginx/scgi;
-  limit_req_zone \$binary_remote_addr zone=q:10m rate=10r/s;
+  limit_req_zone \$binary_remote_addr zone=q:10m rate=3r/s;
   server {
     listen 127.0.0.1:$ng_port;
     location / {
@@ -85,8 +85,8 @@ wait_port "$sl_port"
 wait_port "$admin_port"
 wait_port "$ng_port"
 
-held_sluice="curl -s http://127.0.0.1:$admin_port/metrics | awk '\$1 == \"sluice_held_requests\" {print \$2}'"
+held_sluice="curl -s http://127.0.0.1:$admin_port/metrics | awk '\$1 == \"sluice_held_requests_total\" {print \$2}'"
 held_nginx="grep -c 'delaying request' $work/nginx/error.log || true"
 
-echo "sluice: $(python3 bench/queue/hold.py "$sl_port" "$requests" "$sluice_pid" "$held_sluice")"
-echo "nginx:  $(python3 bench/queue/hold.py "$ng_port" "$requests" "$nginx_pid" "$held_nginx")"
+echo "sluice: $(python3 bench/queue/hold.py "$sl_port" "$requests" "$sluice_pid" 3 "$held_sluice")"
+echo "nginx:  $(python3 bench/queue/hold.py "$ng_port" "$requests" "$nginx_pid" 3 "$held_nginx")"
