@@ -1,5 +1,31 @@
 # Helpers the benchmark scripts share; `source bench/lib.sh` from the repo root.
 
+# need_programs "WHAT" PROGRAM...: exits saying the bench needs WHAT unless
+# every PROGRAM is an executable path (pass "$(command -v x || true)" for x on PATH).
+need_programs() {
+  local what=$1 program
+  shift
+  for program in "$@"; do
+    if [[ -z $program || ! -x $program ]]; then
+      echo "${BENCH_NAME:-bench}: needs $what" >&2
+      exit 1
+    fi
+  done
+}
+
+# start_work PREFIX: sets $work to a new temporary directory and $pids to
+# (), and on exit stops every PID in $pids (TERM, then waits) and removes $work.
+start_work() {
+  work=$(mktemp -d "/tmp/$1.XXXXXX")
+  pids=()
+  trap stop_work EXIT
+}
+stop_work() {
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+
 # A loopback port nothing listens on now (probed; another process may still
 # take it before the caller binds it).
 free_port() {

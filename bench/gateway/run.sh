@@ -42,24 +42,11 @@ tls=${TLS:-0}
 
 sluice="$build_dir/sluice"
 upstream_bin="$build_dir/sluice-demo-upstream"
-for program in "$sluice" "$upstream_bin" "$(command -v wrk || true)" "$(command -v nginx || true)"; do
-  if [[ -z $program || ! -x $program ]]; then
-    echo "gateway bench: needs $build_dir/sluice, $build_dir/sluice-demo-upstream, wrk and nginx" >&2
-    exit 1
-  fi
-done
-
-work=$(mktemp -d /tmp/sluice-gw-bench.XXXXXX)
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
 source bench/lib.sh
 BENCH_NAME="gateway bench"
+need_programs "$build_dir/sluice, $build_dir/sluice-demo-upstream, wrk and nginx" \
+  "$sluice" "$upstream_bin" "$(command -v wrk || true)" "$(command -v nginx || true)"
+start_work sluice-gw-bench
 
 scheme=http
 sluice_tls=""

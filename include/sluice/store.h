@@ -23,6 +23,16 @@ struct AcquireRequest {
   const Limit* limit = nullptr;
   std::string_view key;
   uint64_t cost = 1;
+  // Queueing (a route's `delay`): a request that refill up to this far ahead
+  // would allow is allowed now with Decision::wait > 0 and charged now, the
+  // bucket going into debt by at most max_wait's worth of refill; the caller
+  // holds it for `wait` before acting on it, and refunds it if it gives up.
+  // A bucket in debt stays below full, where refill is linear, so charging
+  // at arrival leaves at its turn the state charging then would leave; and
+  // later requests queue behind the debt, so their turns come in arrival
+  // order. Only token_bucket and gcra have such a debt: other algorithms
+  // refuse a max_wait above 0 with kInvalidArgument.
+  Nanos max_wait{0};
 };
 
 // Gives back what one acquire() charged, for a limit whose charge depends on
@@ -45,7 +55,8 @@ class Store {
   // allowed reports allowed == true with nothing consumed, so the caller can
   // tell which limits denied. `out.size()` must equal `requests.size()`.
   //
-  // Errors: kInvalidArgument (cost 0, size mismatch, null limit),
+  // Errors: kInvalidArgument (cost 0, size mismatch, null limit, max_wait
+  // on an algorithm without debt, or on a store that does not queue),
   // kCostExceedsLimit (a cost above a limit's size: no wait would help),
   // kStoreUnavailable (a remote store did not answer). On error nothing is charged.
   virtual Status acquire(std::span<const AcquireRequest> requests, Nanos now,

@@ -11,6 +11,7 @@
 #include "cli/args.h"
 #include "cli/simulate_report.h"
 #include "cli/simulation.h"
+#include "cli/simulation_queue.h"
 #include "cli/slow_upstream.h"
 #include "cli/time_text.h"
 #include "cli/trace.h"
@@ -21,7 +22,7 @@ namespace {
 
 constexpr const char* kHelp =
     R"(Usage: sluice simulate [--scenario NAME | --trace FILE] [--limit N] [--window DURATION]
-                       [--format table|csv|json]
+                       [--delay DURATION] [--format table|csv|json]
 
 Replays traffic against all five algorithms on a simulated clock (no waiting)
 and prints, for each, the requests it allowed and denied and the most it
@@ -58,6 +59,13 @@ Options:
                      FILE:LINE: message.
   --limit N          the limit's N, from 1 to 10000 (default 100)
   --window DURATION  the limit's W: 500ms, 10s, 1m, 1h, 1d... (default 1m)
+  --delay DURATION   queue as a route's `delay` does, against token_bucket
+                     "N per W" only: print one line per request, when it is
+                     served (its arrival plus the wait it is held for), or
+                     that it is denied because no wait up to DURATION would
+                     serve it. nginx's limit_req rate=R burst=B (no nodelay)
+                     is --limit 1, --window 1/R, --delay B/R: rate=10r/s
+                     burst=4 is --limit 1 --window 100ms --delay 400ms.
   --format FORMAT    table (default), csv or json
   --help             this text
 
@@ -72,6 +80,7 @@ struct Options {
   std::optional<std::string> scenario;
   std::optional<std::string> trace;
   SimLimit limit;
+  std::optional<Nanos> delay;
   ReportFormat format = ReportFormat::kTable;
   bool help = false;
 };
@@ -80,8 +89,8 @@ struct UsageError {
   std::string message;
 };
 
-constexpr OptionSpec kOptions[] = {
-    {"--scenario", ""}, {"--trace", ""}, {"--limit", ""}, {"--window", ""}, {"--format", ""}};
+constexpr OptionSpec kOptions[] = {{"--scenario", ""}, {"--trace", ""}, {"--limit", ""},
+                                   {"--window", ""},   {"--delay", ""}, {"--format", ""}};
 
 // Parses `args`; an error message for anything unknown or malformed.
 std::optional<UsageError> parse_options(std::span<const std::string_view> args, Options* o) {
@@ -107,6 +116,10 @@ std::optional<UsageError> parse_options(std::span<const std::string_view> args, 
       const Result<Nanos> w = config::parse_duration(v, /*allow_zero=*/false);
       if (!w.ok()) return UsageError{"--window " + w.error().message};
       o->limit.window = *w;
+    } else if (name == "--delay") {
+      const Result<Nanos> d = config::parse_duration(v, /*allow_zero=*/true);
+      if (!d.ok()) return UsageError{"--delay " + d.error().message};
+      o->delay = *d;
     } else {
       const std::optional<ReportFormat> f = parse_report_format(v);
       if (!f) return UsageError{"--format must be table, csv or json, got '" + v + "'"};
@@ -193,6 +206,15 @@ int run_simulate(std::span<const std::string_view> args, std::ostream& out, std:
     traffic = std::move(made).value();
   }
 
+  if (options.delay) {
+    Result<std::vector<QueuedTurn>> turns = replay_queued(*traffic, options.limit, *options.delay);
+    if (!turns.ok()) {
+      err << turns.error().message << "\n";
+      return 1;
+    }
+    out << format_queued_report(options.format, *traffic, options.limit, *options.delay, *turns);
+    return out.good() ? 0 : 1;
+  }
   Result<std::vector<AlgorithmResult>> results = replay(*traffic, options.limit);
   if (!results.ok()) {
     err << results.error().message << "\n";

@@ -138,6 +138,80 @@ std::string json(const Traffic& traffic, const SimLimit& limit,
   return out;
 }
 
+// Milliseconds with three decimals (the turns of a rate such as 3 per second
+// are not whole milliseconds): "1767268800333.334".
+std::string ms_text(Nanos t) {
+  const int64_t ns = t.count();
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%lld.%03lld", static_cast<long long>(ns / 1'000'000),
+                static_cast<long long>(ns % 1'000'000 / 1000));
+  return buf;
+}
+
+std::string queued_table(const Traffic& traffic, const SimLimit& limit, Nanos delay,
+                         std::span<const QueuedTurn> turns) {
+  size_t held = 0;
+  size_t denied = 0;
+  for (const QueuedTurn& t : turns) {
+    held += t.served && t.wait.count() > 0;
+    denied += !t.served;
+  }
+  std::string out =
+      (traffic.source.empty() ? "Scenario " + traffic.name : "Trace " + traffic.source) +
+      ", token_bucket " + std::to_string(limit.limit) + " per " + format_duration(limit.window) +
+      " with delay " + format_duration(delay) + " (gcra serves at the same turns)\n" +
+      "Traffic: " + traffic.description + "\n" + std::to_string(turns.size() - denied) +
+      " served (" + std::to_string(held) + " of them held), " + std::to_string(denied) +
+      " denied\n\n";
+  size_t key_width = 3;
+  for (const std::string& k : traffic.keys) key_width = std::max(key_width, k.size());
+  out += pad_right("arrived", 12) + "  " + pad_right("key", key_width) + "  cost  " +
+         pad_right("served", 12) + "  waited\n";
+  for (size_t i = 0; i < turns.size(); ++i) {
+    const SimRequest& r = traffic.requests[i];
+    const QueuedTurn& t = turns[i];
+    out += pad_right(format_time_of_day(r.at), 12) + "  " +
+           pad_right(traffic.keys[r.key], key_width) + "  " + pad_left(std::to_string(r.cost), 4) +
+           "  " + pad_right(t.served ? format_time_of_day(r.at + t.wait) : "denied", 12) + "  " +
+           (t.served ? format_duration(t.wait) : "-") + "\n";
+  }
+  return out;
+}
+
+std::string queued_csv(const Traffic& traffic, std::span<const QueuedTurn> turns) {
+  std::string out = "time_ms,key,cost,served,served_ms,wait_ms\n";
+  for (size_t i = 0; i < turns.size(); ++i) {
+    const SimRequest& r = traffic.requests[i];
+    const QueuedTurn& t = turns[i];
+    out += ms_text(r.at) + "," + traffic.keys[r.key] + "," + std::to_string(r.cost) + "," +
+           (t.served ? "true," + ms_text(r.at + t.wait) + "," + ms_text(t.wait) : "false,,") + "\n";
+  }
+  return out;
+}
+
+std::string queued_json(const Traffic& traffic, const SimLimit& limit, Nanos delay,
+                        std::span<const QueuedTurn> turns) {
+  std::string out = "{\n";
+  out += "  \"scenario\": " + json_string(traffic.name) + ",\n";
+  out += "  \"algorithm\": \"token_bucket\",\n";
+  out += "  \"limit\": " + std::to_string(limit.limit) + ",\n";
+  out += "  \"window_ms\": " + std::to_string(window_ms(limit)) + ",\n";
+  out += "  \"delay_ms\": " + ms_text(delay) + ",\n";
+  out += "  \"requests\": [\n";
+  for (size_t i = 0; i < turns.size(); ++i) {
+    const SimRequest& r = traffic.requests[i];
+    const QueuedTurn& t = turns[i];
+    out += "    {\"time_ms\": " + ms_text(r.at) + ", \"key\": " + json_string(traffic.keys[r.key]) +
+           ", \"cost\": " + std::to_string(r.cost) +
+           (t.served ? ", \"served\": true, \"served_ms\": " + ms_text(r.at + t.wait) +
+                           ", \"wait_ms\": " + ms_text(t.wait)
+                     : std::string(", \"served\": false")) +
+           "}" + (i + 1 < turns.size() ? ",\n" : "\n");
+  }
+  out += "  ]\n}\n";
+  return out;
+}
+
 }  // namespace
 
 std::string aligned_table(const std::vector<std::string>& header,
@@ -173,6 +247,19 @@ std::string format_report(ReportFormat format, const Traffic& traffic, const Sim
       return csv(traffic, limit, results);
     case ReportFormat::kJson:
       return json(traffic, limit, results);
+  }
+  return {};
+}
+
+std::string format_queued_report(ReportFormat format, const Traffic& traffic, const SimLimit& limit,
+                                 Nanos delay, std::span<const QueuedTurn> turns) {
+  switch (format) {
+    case ReportFormat::kTable:
+      return queued_table(traffic, limit, delay, turns);
+    case ReportFormat::kCsv:
+      return queued_csv(traffic, turns);
+    case ReportFormat::kJson:
+      return queued_json(traffic, limit, delay, turns);
   }
   return {};
 }

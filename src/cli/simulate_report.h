@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/simulation.h"
+#include "cli/simulation_queue.h"
 
 namespace sluice::cli {
 
@@ -24,5 +25,10 @@ std::string aligned_table(const std::vector<std::string>& header,
 
 std::string format_report(ReportFormat format, const Traffic& traffic, const SimLimit& limit,
                           std::span<const AlgorithmResult> results);
+
+// `--delay`: one line per request, when it was served (or that it was denied).
+// `turns` holds one entry per request of `traffic`.
+std::string format_queued_report(ReportFormat format, const Traffic& traffic, const SimLimit& limit,
+                                 Nanos delay, std::span<const QueuedTurn> turns);
 
 }  // namespace sluice::cli

@@ -5,6 +5,10 @@
 // TAT is kept as whole nanoseconds plus a fraction in 1/units_per_ns() of a
 // nanosecond, so an emission interval that is not a whole number of
 // nanoseconds (3 per second) never rounds.
+//
+// Queueing (max_wait > 0): a request that would take TAT more than the
+// bucket's size ahead of now is allowed with Decision::wait when the excess
+// is at most max_wait; the wait is that excess.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +29,7 @@ struct GcraStep {
 };
 
 GcraState gcra_fresh(Nanos now);
-GcraStep gcra(const Limit& limit, const GcraState& state, Nanos now, uint64_t cost);
+GcraStep gcra(const Limit& limit, const GcraState& state, Nanos now, uint64_t cost,
+              Nanos max_wait = Nanos{0});
 
 }  // namespace sluice::core

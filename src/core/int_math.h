@@ -19,6 +19,17 @@ inline int64_t ceil_div(int64_t a, int64_t b) {
   return a % b != 0 ? q + 1 : q;
 }
 
+// The most debt (units below empty) a queued request may put a bucket in:
+// max_wait's worth of refill, capped at 2^61 units so that a debt beside a
+// full bucket of the largest exact size (2^62 units) still fits 64 bits.
+// The cap is a wait of years at any real rate.
+inline int64_t debt_allowed(int64_t max_wait_ns, int64_t units_per_ns) {
+  if (max_wait_ns <= 0) return 0;
+  const i128 units = static_cast<i128>(max_wait_ns) * units_per_ns;
+  constexpr i128 kCap = i128{1} << 61;
+  return static_cast<int64_t>(units < kCap ? units : kCap);
+}
+
 // floor(a / b) for any a and b > 0 (C++ division truncates towards zero).
 inline int64_t floor_div(int64_t a, int64_t b) {
   const int64_t q = a / b;

@@ -9,8 +9,7 @@ namespace {
 
 std::optional<PackedState> refund_token_bucket(const Limit& limit, PackedState packed, Nanos now,
                                                uint64_t cost) {
-  // A step of cost 0 refills the bucket up to now and charges nothing.
-  TokenBucketState s = token_bucket(limit, detail::unpack<TokenBucketState>(packed), now, 0).next;
+  TokenBucketState s = token_bucket_refill(limit, detail::unpack<TokenBucketState>(packed), now);
   const int64_t full = static_cast<int64_t>(limit.size()) * limit.token_units();
   if (s.level_units >= full) return std::nullopt;
   const int64_t back = static_cast<int64_t>(cost) * limit.token_units();

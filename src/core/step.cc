@@ -32,4 +32,16 @@ Status check_cost(const Limit& limit, uint64_t cost) {
   return {};
 }
 
+Status check_max_wait(const Limit& limit, Nanos max_wait) {
+  if (max_wait.count() < 0)
+    return Error{ErrorCode::kInvalidArgument, "max_wait must not be negative"};
+  if (max_wait.count() > 0 && !queues_requests(limit.algorithm())) {
+    return Error{ErrorCode::kInvalidArgument,
+                 std::string(algorithm_name(limit.algorithm())) +
+                     " cannot queue a request (max_wait): only token_bucket and gcra can go "
+                     "into debt to reserve a later turn"};
+  }
+  return {};
+}
+
 }  // namespace sluice::core

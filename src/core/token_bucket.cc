@@ -10,14 +10,12 @@ TokenBucketState token_bucket_fresh(const Limit& limit, Nanos now) {
   return {static_cast<int64_t>(limit.size()) * limit.token_units(), now.count()};
 }
 
-TokenBucketStep token_bucket(const Limit& limit, const TokenBucketState& state, Nanos now,
-                             uint64_t cost) {
-  const int64_t unit = limit.token_units();
+TokenBucketState token_bucket_refill(const Limit& limit, const TokenBucketState& state, Nanos now) {
   const int64_t rate = limit.units_per_ns();
-  const int64_t full = static_cast<int64_t>(limit.size()) * unit;
-
-  // Refill. (elapsed * rate) overflows 64 bits after decades of idleness at
-  // high rates: an overflow means full. Time that runs backwards refills nothing.
+  const int64_t full = static_cast<int64_t>(limit.size()) * limit.token_units();
+  // (elapsed * rate) overflows 64 bits after decades of idleness at high
+  // rates: an overflow means full. Time that runs backwards refills nothing.
+  // A level in debt (below 0) refills the same way.
   int64_t level = state.level_units;
   const int64_t elapsed = now.count() - state.last_ns;
   if (elapsed > 0) {
@@ -28,8 +26,20 @@ TokenBucketStep token_bucket(const Limit& limit, const TokenBucketState& state, 
       level += added;
     }
   }
-  const int64_t last = std::max(state.last_ns, now.count());
+  return {level, std::max(state.last_ns, now.count())};
+}
+
+TokenBucketStep token_bucket(const Limit& limit, const TokenBucketState& state, Nanos now,
+                             uint64_t cost, Nanos max_wait) {
+  const int64_t unit = limit.token_units();
+  const int64_t rate = limit.units_per_ns();
+  const int64_t full = static_cast<int64_t>(limit.size()) * unit;
+
+  const TokenBucketState refilled = token_bucket_refill(limit, state, now);
+  const int64_t level = refilled.level_units;
+  const int64_t last = refilled.last_ns;
   const int64_t need = static_cast<int64_t>(cost) * unit;
+  const int64_t debt = debt_allowed(max_wait.count(), rate);
 
   TokenBucketStep step;
   step.decision.limit = limit.size();
@@ -40,13 +50,24 @@ TokenBucketStep token_bucket(const Limit& limit, const TokenBucketState& state, 
     // rate is 1 for most limits (100 per minute, 10 per second...): no division.
     step.decision.reset_after = Nanos{rate == 1 ? full - left : ceil_div(full - left, rate)};
     step.next = {left, last};
+  } else if (static_cast<i128>(need) - level <= debt) {
+    // Queued: the level goes below empty; the request's turn comes when
+    // refill has brought it back to empty.
+    const int64_t left = level - need;
+    step.decision.allowed = true;
+    step.decision.remaining = 0;
+    step.decision.reset_after = Nanos{ceil_div(static_cast<i128>(full) - left, i128{rate})};
+    step.decision.wait = Nanos{ceil_div(-left, rate)};
+    step.next = {left, last};
   } else {
     step.decision.allowed = false;
-    step.decision.remaining = static_cast<uint64_t>(level / unit);
-    step.decision.reset_after = Nanos{ceil_div(full - level, rate)};
-    // The shortest wait that refills the missing units; ceil so that retrying
-    // exactly then succeeds and 1 ns earlier does not.
-    step.decision.retry_after = Nanos{ceil_div(need - level, rate)};
+    // A level in debt (queued requests) leaves nothing.
+    step.decision.remaining = level > 0 ? static_cast<uint64_t>(level / unit) : 0;
+    step.decision.reset_after = Nanos{ceil_div(static_cast<i128>(full) - level, i128{rate})};
+    // The shortest wait that refills the missing units (beyond the debt a
+    // queued request may take); ceil so that retrying exactly then succeeds
+    // and 1 ns earlier does not.
+    step.decision.retry_after = Nanos{ceil_div(static_cast<i128>(need) - level - debt, i128{rate})};
     step.next = state;
   }
   return step;

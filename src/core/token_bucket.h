@@ -4,6 +4,12 @@
 //
 // Tokens are counted in units: one token is limit.token_units() units and one
 // nanosecond refills limit.units_per_ns() units, so refill never rounds.
+//
+// Queueing (max_wait > 0): a request the bucket cannot pay now is allowed
+// with Decision::wait when the level may go that far below empty, down to
+// max_wait's worth of refill (the debt); its wait is the time refill takes
+// to bring the level back to empty. nginx's limit_req keeps the same
+// quantity as `excess`.
 #pragma once
 
 #include <cstdint>
@@ -24,7 +30,9 @@ struct TokenBucketStep {
 };
 
 TokenBucketState token_bucket_fresh(const Limit& limit, Nanos now);
+// The state refilled up to `now` (up to full), nothing charged.
+TokenBucketState token_bucket_refill(const Limit& limit, const TokenBucketState& state, Nanos now);
 TokenBucketStep token_bucket(const Limit& limit, const TokenBucketState& state, Nanos now,
-                             uint64_t cost);
+                             uint64_t cost, Nanos max_wait = Nanos{0});
 
 }  // namespace sluice::core

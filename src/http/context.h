@@ -36,6 +36,12 @@ struct ServerMetrics {
   observe::Counter* connections_refused = nullptr;
   // sluice_tls_handshake_failures_total: TLS connections closed before a request.
   observe::Counter* tls_handshake_failed = nullptr;
+  // Queueing (a route's `delay`): sluice_held_requests_total counts requests
+  // held for their turn, sluice_held_requests_gave_up_total those whose
+  // client left while held (their charge given back); the gauge
+  // sluice_held_requests reads ServerContext::held_requests.
+  observe::Counter* held = nullptr;
+  observe::Counter* held_gave_up = nullptr;
 };
 
 // One open client connection, counted (in ServerContext::public_connections
@@ -74,6 +80,8 @@ struct ServerContext {
   // which server.max_connections bounds, and on the admin port.
   std::atomic<size_t> public_connections{0};
   std::atomic<size_t> admin_connections{0};
+  // Requests held for their turn now (Session::hold), on every worker.
+  std::atomic<int64_t> held_requests{0};
   size_t open_connections() const {
     return public_connections.load(std::memory_order_relaxed) +
            admin_connections.load(std::memory_order_relaxed);

@@ -226,8 +226,33 @@ void FrontDoor::decide_and_count(Session& session, const std::shared_ptr<const S
                          count(*state, plan, metrics, now, start, verdict);
                          if (session->access_log_on())
                            note_access(*session, plan, metrics, verdict);
+                         if (verdict.allowed && verdict.wait.count() > 0) {
+                           return hold(*session, plan, std::move(verdict), std::move(then));
+                         }
                          then(std::move(verdict));
                        });
+}
+
+template <class Then>
+void FrontDoor::hold(Session& session, const policy::Plan& plan, policy::Verdict verdict,
+                     Then&& then) {
+  context_.metrics.held->add();
+  // Session::hold takes a copyable callback and `then` may own the plan
+  // (move-only): both travel in one shared block, the one allocation a held
+  // request adds.
+  struct Held {
+    policy::Verdict verdict;
+    std::decay_t<Then> then;
+  };
+  auto held = std::make_shared<Held>(Held{std::move(verdict), std::forward<Then>(then)});
+  const auto until = std::chrono::steady_clock::now() + held->verdict.wait;
+  session.hold(until, [this, &plan, held](bool present) {
+    if (present) return held->then(std::move(held->verdict));
+    // The client left before its turn: its place goes to whoever comes next.
+    // `plan` is owned by `then`, alive in `held` for this call.
+    policy::give_back_all(context_.store, plan, held->verdict, context_.clock.now(),
+                          [](const Status&) {});
+  });
 }
 
 void FrontDoor::note_access(Session& session, const policy::Plan& plan, const RouteMetrics& metrics,

@@ -21,6 +21,10 @@
 // decided (policy/path.h says why). A route listing `plan` answers an unknown
 // consumer 401 UNKNOWN_CONSUMER when `consumers.unknown` is reject.
 //
+// A route with `delay`: an allowed verdict with a wait is held on its
+// connection (Session::hold) and then goes on as if allowed then; a client
+// that leaves while held gets its charge given back (policy::give_back_all).
+//
 // Every door builds a policy::Plan, asks policy::decide_async() (the answer may
 // come later, from the store's event loop: the session waits), and answers with the
 // headers of rate_headers.h; none has limiting logic of its own. Decisions are
@@ -72,6 +76,10 @@ class FrontDoor final : public RequestHandler {
   void decide_and_count(Session& session, const std::shared_ptr<const State>& state,
                         const policy::Plan& plan, const RouteMetrics& metrics, Nanos now,
                         uint64_t cost, Then&& then);
+  // Holds a request the verdict queued (verdict.wait > 0) until its turn,
+  // then `then(verdict)`; gives its charge back if the client leaves first.
+  template <class Then>
+  void hold(Session& session, const policy::Plan& plan, policy::Verdict verdict, Then&& then);
   static void note_access(Session& session, const policy::Plan& plan, const RouteMetrics& metrics,
                           const policy::Verdict& verdict);
   void count(const State& state, const policy::Plan& plan, const RouteMetrics& metrics, Nanos now,

@@ -313,6 +313,12 @@ Server::Server(policy::Config config, std::shared_ptr<Store> store, ServerOption
   m.tls_handshake_failed = r.counter(
       "sluice_tls_handshake_failures_total",
       "TLS connections closed because their handshake failed or timed out (no request read).", {});
+  m.held = r.counter("sluice_held_requests_total",
+                     "Requests held for their turn (a route's delay) before going on.", {});
+  m.held_gave_up = r.counter(
+      "sluice_held_requests_gave_up_total",
+      "Held requests whose client closed the connection before their turn (charge given back).",
+      {});
   Store* s = store_.get();
   r.gauge("sluice_keys_held", "Limit states held by the store.", {},
           [s] { return static_cast<double>(s->observed_size()); });
@@ -321,6 +327,8 @@ Server::Server(policy::Config config, std::shared_ptr<Store> store, ServerOption
   ServerContext* c = &context_;
   r.gauge("sluice_open_connections", "Client connections open (listen and admin ports).", {},
           [c] { return static_cast<double>(c->open_connections()); });
+  r.gauge("sluice_held_requests", "Requests held for their turn now (a route's delay).", {},
+          [c] { return static_cast<double>(c->held_requests.load(std::memory_order_relaxed)); });
   r.gauge("sluice_config_generation", "Generation of the config in force (1 = as started).", {},
           [c] { return static_cast<double>(c->state.load()->generation); });
 

@@ -1,6 +1,9 @@
 #include "http/session.h"
 
+#include <sys/socket.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <limits>
 
@@ -409,6 +412,55 @@ void Session::on_timer(beast::error_code ec, uint64_t seq) {
   if (expired == Wait::kRead) timed_out_ = true;
   beast::error_code ignored;
   stream_.socket().cancel(ignored);
+}
+
+// ---------------------------------------------------------------- holding
+
+void Session::hold(SteadyClock::time_point until, std::function<void(bool present)> then) {
+  holding_ = true;
+  client_left_ = false;
+  context_.held_requests.fetch_add(1, std::memory_order_relaxed);
+  // The hold takes the connection's one timer: no deadline runs while a
+  // request is being decided, and a deadline armed for later (idle) is
+  // superseded, its handler seeing an old sequence number.
+  ++timer_seq_;
+  timer_armed_ = false;
+  timer_.expires_at(until);
+  // `then` travels in the wait, not in a member: a session whose io_context
+  // is destroyed with the wait pending is freed with it.
+  timer_.async_wait([self = shared_from_this(), then = std::move(then)](beast::error_code) {
+    self->holding_ = false;
+    self->context_.held_requests.fetch_sub(1, std::memory_order_relaxed);
+    if (self->client_left_ || self->phase_ != Phase::kInRequest) {
+      self->context_.metrics.held_gave_up->add();
+      self->close_now();
+      return then(false);
+    }
+    beast::error_code ignored;
+    self->stream_.socket().cancel(ignored);  // the watch: its handler sees the hold is over
+    then(true);
+  });
+  // Bytes already buffered (a pipelined request) would hide an end of stream.
+  if (buffer_.size() == 0) watch_while_held();
+}
+
+void Session::watch_while_held() {
+  stream_.socket().async_wait(
+      tcp::socket::wait_read,
+      [self = shared_from_this()](beast::error_code ec) { self->on_watched(ec); });
+}
+
+void Session::on_watched(beast::error_code ec) {
+  if (ec || !holding_) return;  // the turn came (cancelled), or closing
+  // Readable: the client closed, or sent bytes. A peek tells which without
+  // taking anything from the socket.
+  char byte;
+  const ssize_t n = ::recv(stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n > 0) return;  // bytes: held to its turn (see hold())
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+    return watch_while_held();
+  client_left_ = true;  // end of stream (0) or an error such as a reset
+  timer_.cancel();      // the hold's handler ends it now
 }
 
 // ---------------------------------------------------------------- writing

@@ -36,6 +36,12 @@
 //
 // Draining (graceful shutdown): an idle connection closes at once; a request
 // whose header has been read is finished and answered with Connection: close.
+// A held request (hold()) is such a request: it keeps its turn, within
+// server.shutdown_grace.
+//
+// Holding (a route's `delay`): the request waits for its turn on the
+// connection's timer, with no thread and no buffer beyond the session's own.
+// Meanwhile the socket is watched for the client leaving.
 #pragma once
 
 #include <chrono>
@@ -134,6 +140,17 @@ class Session : public std::enable_shared_from_this<Session> {
   // buffer; from another thread it goes through respond(Response).
   void respond(const Reply& reply);
 
+  // --- Queueing (a route's `delay`) ---
+  // Holds the request until `until`, then calls then(true) on the session's
+  // thread and the handler carries on as from on_header(). A client that
+  // closes the connection meanwhile (end of stream or reset, seen by
+  // watching the idle socket) ends the hold at once: the connection closes
+  // and then(false) runs, to give the charge back. A client that has sent
+  // more bytes (a body, a pipelined request, TLS records) cannot be told
+  // from one still there: it is held to its turn. Call on the session's
+  // thread, from on_header() or a decision's callback.
+  void hold(std::chrono::steady_clock::time_point until, std::function<void(bool present)> then);
+
   // --- For a handler that takes the connection over (the gateway proxy) ---
   ClientStream& stream() { return stream_; }
   boost::beast::flat_buffer& buffer() { return buffer_; }
@@ -188,6 +205,8 @@ class Session : public std::enable_shared_from_this<Session> {
   void do_linger();
   void close_now();
   void set_limits();
+  void watch_while_held();
+  void on_watched(boost::beast::error_code ec);
 
   ClientStream stream_;
   boost::beast::flat_buffer buffer_;
@@ -233,6 +252,8 @@ class Session : public std::enable_shared_from_this<Session> {
   bool timer_armed_ = false;
   uint64_t timer_seq_ = 0;
 
+  bool holding_ = false;      // hold() waits for the request's turn
+  bool client_left_ = false;  // ... and the client closed meanwhile
   bool timed_out_ = false;
   bool draining_ = false;
   bool body_read_ = false;

@@ -133,11 +133,18 @@ struct Route {
   // Decided and counted, never denied (a denial is counted as shadow_denied
   // and the request goes on): a new limit tried on live traffic.
   bool shadow = false;
+  // `delay` (queueing, as nginx's limit_req burst without nodelay): a request
+  // that refill within this long would allow is held until its turn and then
+  // goes on; only what no wait up to `delay` could allow is denied. 0: none.
+  // Every limit of the route is a bucket (token_bucket, gcra) on the memory
+  // store (the loader checks).
+  Nanos delay{0};
   int line = 0;  // in the config file, for messages
   // Equal when they mean the same: the line is not compared.
   friend bool operator==(const Route& a, const Route& b) {
     return a.name == b.name && a.method == b.method && a.pattern == b.pattern && a.key == b.key &&
-           a.limits == b.limits && a.plan_at == b.plan_at && a.shadow == b.shadow;
+           a.limits == b.limits && a.plan_at == b.plan_at && a.shadow == b.shadow &&
+           a.delay == b.delay;
   }
 };
 

@@ -14,6 +14,7 @@
 #include "config/tls_files.h"
 #include "config/values.h"
 #include "config/walker.h"
+#include "core/step.h"
 #include "policy/consumers_file.h"
 #include "policy/ip.h"
 #include "policy/route_syntax.h"
@@ -95,8 +96,10 @@ const Keys kConsumersKeys = {"key", "file", "unknown"};
 constexpr std::string_view kPlanWord = "plan";
 // `unknown: reject` (so no plan may be named so).
 constexpr std::string_view kRejectWord = "reject";
-const Keys kDefaultKeys = {"key", "limits", "shadow"};
-const Keys kRouteKeys = {"match", "name", "key", "limits", "shadow"};
+// A route's `delay`: longer holds are a client timeout, not a queue.
+constexpr Nanos kMaxDelay = std::chrono::hours(1);
+const Keys kDefaultKeys = {"key", "limits", "shadow", "delay"};
+const Keys kRouteKeys = {"match", "name", "key", "limits", "shadow", "delay"};
 const Keys kServerKeys = {"max_connections", "max_header_bytes", "max_body_bytes", "header_timeout",
                           "idle_timeout",    "threads",          "shutdown_grace"};
 const Keys kLoggingKeys = {"level", "access_log", "redact_keys", "denial_log_per_second"};
@@ -891,6 +894,47 @@ class Loader {
     config_.jwt = std::move(jwt);
   }
 
+  // `delay: 500ms` on a route (queueing). Read after the route's limits:
+  // every limit it decides must be able to queue, on a store that can.
+  void route_delay(const Item* item, Route* route) {
+    if (item == nullptr) return;
+    const std::optional<Nanos> d = walker_.duration(*item, true);
+    if (!d) return;
+    if (*d > kMaxDelay) {
+      return walker_.error(*item, "must be at most 1h: a request is held that long at most");
+    }
+    if (d->count() == 0) return;
+    if (route->shadow) {
+      return walker_.error(*item,
+                           "a shadow route lets every request through at once: it cannot hold "
+                           "any (remove `delay` or `shadow`)");
+    }
+    if (config_.store.backend == StoreConfig::Backend::kRedis) {
+      return walker_.error(*item,
+                           "the redis store cannot queue requests yet (its scripts keep no "
+                           "debt): `delay` needs store.backend: memory");
+    }
+    const auto refuse = [&](const RouteLimit& limit, const std::string& whose) {
+      walker_.error(*item,
+                    "needs every limit of the route to be token_bucket or gcra (a bucket can "
+                    "go into debt to reserve a later turn; a window cannot): " +
+                        whose + "limit " + quoted(limit.name) + " at " + limit.mark.text() +
+                        " is " + std::string(algorithm_name(limit.limit.algorithm())));
+    };
+    for (const RouteLimit& limit : route->limits) {
+      if (!core::queues_requests(limit.limit.algorithm())) return refuse(limit, "");
+    }
+    if (route->plan_at) {
+      for (const ConsumerPlan& plan : config_.plans) {
+        for (const RouteLimit& limit : plan.limits) {
+          if (!core::queues_requests(limit.limit.algorithm()))
+            return refuse(limit, "plan " + quoted(plan.name) + "'s ");
+        }
+      }
+    }
+    route->delay = *d;
+  }
+
   void default_route(const Item& item) {
     const std::optional<Mapping> m =
         walker_.mapping(item, &kDefaultKeys, "a mapping with key: and limits:");
@@ -907,6 +951,7 @@ class Loader {
     } else {
       walker_.error(item, "`limits` is required");
     }
+    route_delay(m->get("delay"), &route);
     config_.default_route = std::move(route);
   }
 
@@ -973,6 +1018,7 @@ class Loader {
       } else {
         walker_.error(ri, "`limits` is required");
       }
+      route_delay(m->get("delay"), &route);
       if (ok) config_.routes.push_back(std::move(route));
     }
   }

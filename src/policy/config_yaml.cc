@@ -357,6 +357,7 @@ void route(YAML::Emitter& out, const Route& r) {
   quoted(out, r.key.text);
   limits(out, r.limits, r.plan_at);
   if (r.shadow) out << YAML::Key << "shadow" << YAML::Value << true;
+  if (r.delay.count() != 0) out << YAML::Key << "delay" << YAML::Value << duration_text(r.delay);
   out << YAML::EndMap;
 }
 
@@ -367,6 +368,8 @@ void routes(YAML::Emitter& out, const Config& c) {
     quoted(out, c.default_route->key.text);
     limits(out, c.default_route->limits, c.default_route->plan_at);
     if (c.default_route->shadow) out << YAML::Key << "shadow" << YAML::Value << true;
+    if (c.default_route->delay.count() != 0)
+      out << YAML::Key << "delay" << YAML::Value << duration_text(c.default_route->delay);
     out << YAML::EndMap;
   }
   out << YAML::Key << "routes" << YAML::Value << YAML::BeginSeq;

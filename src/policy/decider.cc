@@ -22,8 +22,9 @@ void fail(Verdict& v, const Plan& plan, Decision decision) {
 namespace detail {
 
 void fill_requests(const Plan& plan, uint64_t cost, std::span<AcquireRequest> out) {
+  const Nanos max_wait = plan.route != nullptr ? plan.route->delay : Nanos{0};
   for (size_t i = 0; i < out.size(); ++i) {
-    out[i] = AcquireRequest{&plan.limits[i].limit->limit, plan.limits[i].store_key, cost};
+    out[i] = AcquireRequest{&plan.limits[i].limit->limit, plan.limits[i].store_key, cost, max_wait};
   }
 }
 
@@ -67,6 +68,7 @@ Verdict make_verdict(const Plan& plan, uint64_t cost, bool on_failure_allow, con
     }
   }
   for (size_t i = 0; i < n; ++i) {
+    if (v.allowed) v.wait = std::max(v.wait, out[i].wait);
     Decision d = out[i];
     // On an overall denial nothing was charged, but a limit that would have
     // allowed reports what would be left after this request: give back the cost.
@@ -141,6 +143,12 @@ bool holds_slots(const Verdict& verdict) {
 size_t give_back_slots(Store& store, const Plan& plan, const Verdict& verdict, Nanos now,
                        Store::Done done) {
   return give_back(store, plan, verdict, now, std::move(done), is_concurrency);
+}
+
+size_t give_back_all(Store& store, const Plan& plan, const Verdict& verdict, Nanos now,
+                     Store::Done done) {
+  return give_back(store, plan, verdict, now, std::move(done),
+                   [](const RouteLimit&) { return true; });
 }
 
 }  // namespace sluice::policy

@@ -36,6 +36,11 @@ struct Verdict {
   // would have allowed has allowed == true and `remaining` as it is now
   // (nothing was charged).
   std::vector<LimitOutcome> outcomes;
+  // Queueing (the route's `delay`): allowed, and to be held this long
+  // before it goes on (the longest of its limits' Decision::wait); 0 for a
+  // request that goes on now. Its charge is made: a caller that gives up on
+  // a held request gives it back with give_back_all().
+  Nanos wait{0};
   bool store_failed = false;  // on_failure was applied
   // The request itself can never be allowed (a cost of 0, or above a limit's
   // size): allowed == false, store_failed == false, `error` says why. Not a
@@ -90,6 +95,13 @@ bool holds_slots(const Verdict& verdict);
 size_t give_back_slots(Store& store, const Plan& plan, const Verdict& verdict, Nanos now,
                        Store::Done done);
 
+// Gives back every charge of an allowed verdict: a held request (wait > 0)
+// whose client left before its turn frees its place. Returns how many
+// limits it gives back (0 for a verdict that charged nothing); `done` runs
+// as for give_back_uncounted.
+size_t give_back_all(Store& store, const Plan& plan, const Verdict& verdict, Nanos now,
+                     Store::Done done);
+
 // ---- implementation -------------------------------------------------------
 
 namespace detail {
@@ -116,7 +128,8 @@ inline constexpr size_t kInlineLimits = 8;
 using RequestArray = InlineArray<AcquireRequest, kInlineLimits>;
 using DecisionArray = InlineArray<Decision, kInlineLimits>;
 
-// One store request per planned limit, in plan order (the keys point into `plan`).
+// One store request per planned limit, in plan order (the keys point into
+// `plan`), with the route's `delay` as max_wait.
 void fill_requests(const Plan& plan, uint64_t cost, std::span<AcquireRequest> out);
 
 // The verdict of a store call that answered `status` and filled `decisions`

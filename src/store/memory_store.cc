@@ -319,7 +319,7 @@ class alignas(64) MemoryStore::Shard {
     }
     const bool live = found && !expired(slots_[slot], now);
     const core::PackedState state = live ? slots_[slot].state : core::fresh_state(*r.limit, now);
-    const core::PackedStep step = core::step(*r.limit, state, now, r.cost);
+    const core::PackedStep step = core::step(*r.limit, state, now, r.cost, r.max_wait);
     if (step.decision.allowed) {
       // A slot found was touched above; only a new one needs its tick.
       if (!found) {
@@ -560,6 +560,9 @@ Status MemoryStore::acquire(std::span<const AcquireRequest> requests, Nanos now,
     const AcquireRequest& r = requests[0];
     if (r.limit == nullptr) return Error{ErrorCode::kInvalidArgument, "acquire: null limit"};
     if (r.cost == 0 || r.cost > r.limit->size()) return core::check_cost(*r.limit, r.cost);
+    if (r.max_wait.count() != 0) {
+      if (Status s = core::check_max_wait(*r.limit, r.max_wait); !s.ok()) return s;
+    }
     const uint64_t fp = fingerprint(*r.limit, r.key, seed_);
     Shard& shard = shards_[static_cast<size_t>(fp >> 40) & shard_mask_];
     shard.prefetch(fp);
@@ -580,6 +583,7 @@ Status MemoryStore::acquire(std::span<const AcquireRequest> requests, Nanos now,
     const AcquireRequest& r = requests[i];
     if (r.limit == nullptr) return Error{ErrorCode::kInvalidArgument, "acquire: null limit"};
     if (Status s = core::check_cost(*r.limit, r.cost); !s.ok()) return s;
+    if (Status s = core::check_max_wait(*r.limit, r.max_wait); !s.ok()) return s;
     pending[i].fp = fingerprint(*r.limit, r.key, seed_);
     pending[i].shard = static_cast<size_t>(pending[i].fp >> 40) & shard_mask_;
     for (size_t j = 0; j < i; ++j) {
@@ -623,7 +627,7 @@ Status MemoryStore::acquire(std::span<const AcquireRequest> requests, Nanos now,
     } else {
       const core::PackedState state =
           live ? shard.at(slot).state : core::fresh_state(*r.limit, now);
-      const core::PackedStep step = core::step(*r.limit, state, now, r.cost);
+      const core::PackedStep step = core::step(*r.limit, state, now, r.cost, r.max_wait);
       pending[i].next = step.next;
       out[i] = step.decision;
     }

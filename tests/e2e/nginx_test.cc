@@ -13,8 +13,7 @@
 
 #include <gtest/gtest.h>
 
-#include "gateway_support.h"
-#include "sluice_process.h"
+#include "nginx_support.h"
 
 #ifndef SLUICE_SOURCE_DIR
 #error "SLUICE_SOURCE_DIR must name the source tree (for examples/nginx)"
@@ -38,122 +37,23 @@ routes:
     limits: [{capacity: 5, refill_rate: 1/h}]
 )";
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-}
-
-// Replaces every `from` in `text` by `to`; returns how many were replaced.
-int replace_all(std::string& text, const std::string& from, const std::string& to) {
-  int n = 0;
-  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
-    text.replace(at, from.size(), to);
-    ++n;
-  }
-  return n;
-}
-
-std::string nginx_binary() {
-  for (const char* p : {"/usr/sbin/nginx", "/usr/bin/nginx"}) {
-    if (::access(p, X_OK) == 0) return p;
-  }
-  return {};
-}
-
 // nginx with examples/nginx/sluice-auth.conf, its ports replaced.
-class Nginx {
- public:
-  Nginx(uint16_t sluice_port, uint16_t app_port) {
-    binary_ = nginx_binary();
-    if (binary_.empty()) {
-      ADD_FAILURE() << "nginx is not installed (scripts/install-deps.sh installs it)";
-      return;
-    }
-    dir_ = make_temp_dir();
-    std::string site =
-        read_text(std::string(SLUICE_SOURCE_DIR) + "/examples/nginx/sluice-auth.conf");
-    if (site.empty()) {
-      ADD_FAILURE() << "cannot read examples/nginx/sluice-auth.conf";
-      return;
-    }
-    for (int attempt = 0; attempt < 5 && port_ == 0; ++attempt) {
-      const uint16_t port = pick_free_port();
-      std::string conf = site;
-      // The example's ports: nginx 8000, Sluice 8080, the app 3000.
-      EXPECT_EQ(replace_all(conf, "127.0.0.1:8000;", "127.0.0.1:" + std::to_string(port) + ";"), 1);
-      EXPECT_GE(
-          replace_all(conf, "127.0.0.1:8080;", "127.0.0.1:" + std::to_string(sluice_port) + ";"),
-          1);
-      EXPECT_GE(replace_all(conf, "127.0.0.1:3000;", "127.0.0.1:" + std::to_string(app_port) + ";"),
-                1);
-      write_text(dir_ + "/sluice-auth.conf", conf);
-      write_text(dir_ + "/nginx.conf", main_conf());
-      pid_ = spawn_program({binary_, "-p", dir_ + "/", "-c", dir_ + "/nginx.conf", "-g",
-                            "daemon off; pid " + dir_ + "/nginx.pid;"},
-                           dir_ + "/stderr.log");
-      if (pid_ > 0 && wait_listening(port, std::chrono::seconds(10))) {
-        int status = 0;
-        if (::waitpid(pid_, &status, WNOHANG) == 0) port_ = port;
-      }
-      if (port_ == 0 && pid_ > 0) {
-        stop_child(pid_);
-        pid_ = -1;
-      }
-    }
-    if (port_ == 0) ADD_FAILURE() << "nginx did not start:\n" << log();
-  }
-  ~Nginx() {
-    if (pid_ > 0) {
-      const int status = stop_child(pid_);
-      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-          << "nginx status " << status << "\n"
-          << log();
-    }
-    remove_tree(dir_);
-  }
-
-  uint16_t port() const { return port_; }
-  std::string log() const {
-    return read_text(dir_ + "/stderr.log") + read_text(dir_ + "/error.log");
-  }
-
- private:
-  std::string main_conf() const {
-    // As root, nginx would switch its workers to `nobody`, who cannot write
-    // the temporary directory: keep them as the current user.
-    const passwd* pw = ::getpwuid(::geteuid());
-    std::string conf;
-    if (::geteuid() == 0 && pw != nullptr) conf += "user " + std::string(pw->pw_name) + ";\n";
-    conf += "worker_processes 1;\nerror_log " + dir_ + "/error.log info;\n";
-    conf += "events { worker_connections 256; }\nhttp {\n";
-    conf += "  access_log " + dir_ + "/access.log;\n";
-    for (const char* temp : {"client_body", "proxy", "fastcgi", "uwsgi", "scgi"}) {
-      conf += "  " + std::string(temp) + "_temp_path " + dir_ + "/" + temp + ";\n";
-    }
-    conf += "  include " + dir_ + "/sluice-auth.conf;\n}\n";
+Nginx auth_nginx(uint16_t sluice_port, uint16_t app_port) {
+  const std::string site =
+      read_text(std::string(SLUICE_SOURCE_DIR) + "/examples/nginx/sluice-auth.conf");
+  if (site.empty()) ADD_FAILURE() << "cannot read examples/nginx/sluice-auth.conf";
+  return Nginx([&](uint16_t port) {
+    if (site.empty()) return std::string();
+    std::string conf = site;
+    // The example's ports: nginx 8000, Sluice 8080, the app 3000.
+    EXPECT_EQ(replace_all(conf, "127.0.0.1:8000;", "127.0.0.1:" + std::to_string(port) + ";"), 1);
+    EXPECT_GE(
+        replace_all(conf, "127.0.0.1:8080;", "127.0.0.1:" + std::to_string(sluice_port) + ";"), 1);
+    EXPECT_GE(replace_all(conf, "127.0.0.1:3000;", "127.0.0.1:" + std::to_string(app_port) + ";"),
+              1);
     return conf;
-  }
-  // The temporary directory holds nginx's temp directories too.
-  static void remove_tree(const std::string& dir) {
-    if (dir.empty()) return;
-    for (const char* temp : {"client_body", "proxy", "fastcgi", "uwsgi", "scgi"}) {
-      remove_dir(dir + "/" + temp);
-    }
-    remove_dir(dir);
-  }
-
-  std::string binary_;
-  std::string dir_;
-  pid_t pid_ = -1;
-  uint16_t port_ = 0;
-};
+  });
+}
 
 std::string demo_body(const std::string& path) {
   return R"({"upstream":"demo","method":"GET","path":")" + path +
@@ -165,7 +65,7 @@ TEST(Nginx, AllowedRequestsPassWithSluicesHeadersThenDenialsAre429WithRetryAfter
   ASSERT_NE(app.port(), 0);
   auto sluice = SluiceProcess::start(kSluiceYaml);
   ASSERT_NE(sluice, nullptr);
-  Nginx nginx(sluice->port(), app.port());
+  Nginx nginx = auth_nginx(sluice->port(), app.port());
   ASSERT_NE(nginx.port(), 0);
 
   HttpConnection c("127.0.0.1", nginx.port());
@@ -205,7 +105,7 @@ TEST(Nginx, DeniedRequestsNeverReachTheApp) {
   ASSERT_NE(app.port(), 0);
   auto sluice = SluiceProcess::start(kSluiceYaml);
   ASSERT_NE(sluice, nullptr);
-  Nginx nginx(sluice->port(), app.port());
+  Nginx nginx = auth_nginx(sluice->port(), app.port());
   ASSERT_NE(nginx.port(), 0);
   HttpConnection c("127.0.0.1", nginx.port());
   int allowed = 0, denied = 0;
@@ -229,7 +129,7 @@ TEST(Nginx, TheClientAddressNginxSawIsTheKeyAndPathSpellingsShareALimit) {
   ASSERT_NE(app.port(), 0);
   auto sluice = SluiceProcess::start(kSluiceYaml);
   ASSERT_NE(sluice, nullptr);
-  Nginx nginx(sluice->port(), app.port());
+  Nginx nginx = auth_nginx(sluice->port(), app.port());
   ASSERT_NE(nginx.port(), 0);
   HttpConnection c("127.0.0.1", nginx.port());
   // Five spellings of one resource spend one bucket (X-Original-URI is raw).

@@ -290,6 +290,12 @@ class TestUpstream {
     std::lock_guard<std::mutex> lock(mutex_);
     return heads_;
   }
+  // When each request's head and body had been read, in the order of
+  // request_heads(): server-side times, free of the client's scheduling.
+  std::vector<std::chrono::steady_clock::time_point> request_times() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return times_;
+  }
 
  private:
   void accept_loop() {
@@ -366,6 +372,7 @@ class TestUpstream {
       {
         std::lock_guard<std::mutex> lock(mutex_);
         heads_.push_back(head);
+        times_.push_back(std::chrono::steady_clock::now());
       }
       if (mode_ == Mode::kCloseOnSecondRequest && on_this_connection == 2) return finish(fd);
       {
@@ -422,6 +429,7 @@ class TestUpstream {
   bool held_ = false;  // guarded by gate_mutex_
   mutable std::mutex mutex_;
   std::vector<std::string> heads_;
+  std::vector<std::chrono::steady_clock::time_point> times_;
   std::vector<std::thread> threads_;
   std::thread accept_thread_;
 };

@@ -487,6 +487,99 @@ TEST(SimulateCommand, HelpExplainsEverything) {
   }
 }
 
+// ---- --delay: when each request is served ------------------------------
+
+// nginx's rate=10r/s burst=4 (no nodelay) as a simulation: 10 at once, 2 at
+// +150 ms, 3 at +700 ms, 1 at +1250 ms (tests/e2e/queueing_nginx_test.cc
+// sends the same trace to nginx).
+constexpr std::string_view kQueueTrace =
+    "time_ms,key,cost\n"
+    "1000,a,1\n1000,a,1\n1000,a,1\n1000,a,1\n1000,a,1\n"
+    "1000,a,1\n1000,a,1\n1000,a,1\n1000,a,1\n1000,a,1\n"
+    "1150,a,1\n1150,a,1\n"
+    "1700,a,1\n1700,a,1\n1700,a,1\n"
+    "2250,a,1\n";
+
+TEST(SimulateCommand, DelayPrintsWhenEachRequestIsServed) {
+  const std::string path = write_temp("sluice_simulate_queue.csv", kQueueTrace);
+  const CommandRun r = run({"--trace", path, "--limit", "1", "--window", "100ms", "--delay",
+                            "400ms", "--format", "csv"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "time_ms,key,cost,served,served_ms,wait_ms\n"
+            "1000.000,a,1,true,1000.000,0.000\n"
+            "1000.000,a,1,true,1100.000,100.000\n"
+            "1000.000,a,1,true,1200.000,200.000\n"
+            "1000.000,a,1,true,1300.000,300.000\n"
+            "1000.000,a,1,true,1400.000,400.000\n"
+            "1000.000,a,1,false,,\n"
+            "1000.000,a,1,false,,\n"
+            "1000.000,a,1,false,,\n"
+            "1000.000,a,1,false,,\n"
+            "1000.000,a,1,false,,\n"
+            "1150.000,a,1,true,1500.000,350.000\n"
+            "1150.000,a,1,false,,\n"
+            "1700.000,a,1,true,1700.000,0.000\n"
+            "1700.000,a,1,true,1800.000,100.000\n"
+            "1700.000,a,1,true,1900.000,200.000\n"
+            "2250.000,a,1,true,2250.000,0.000\n");
+}
+
+// A turn that is not a whole millisecond (3 per second), in the table and
+// in JSON; each key queues on its own.
+TEST(SimulateCommand, DelayTableAndJson) {
+  const std::string path = write_temp(
+      "sluice_simulate_queue3.csv", "1000,a,1\n1000,a,1\n1000,b,1\n1000,a,1\n1000,a,1\n1000,a,1\n");
+  CommandRun r = run({"--trace", path, "--limit", "3", "--window", "1s", "--delay", "400ms"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "Trace " + path +
+                       ", token_bucket 3 per 1s with delay 400ms (gcra serves at the same turns)\n"
+                       "Traffic: 6 requests, 2 keys, over 0s\n"
+                       "5 served (1 of them held), 1 denied\n"
+                       "\n"
+                       "arrived       key  cost  served        waited\n"
+                       "00:00:01      a       1  00:00:01      0s\n"
+                       "00:00:01      a       1  00:00:01      0s\n"
+                       "00:00:01      b       1  00:00:01      0s\n"
+                       "00:00:01      a       1  00:00:01      0s\n"
+                       "00:00:01      a       1  00:00:01.333  333.333ms\n"
+                       "00:00:01      a       1  denied        -\n");
+  r = run(
+      {"--trace", path, "--limit", "3", "--window", "1s", "--delay", "400ms", "--format", "json"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "{\n"
+            "  \"scenario\": \"trace\",\n"
+            "  \"algorithm\": \"token_bucket\",\n"
+            "  \"limit\": 3,\n"
+            "  \"window_ms\": 1000,\n"
+            "  \"delay_ms\": 400.000,\n"
+            "  \"requests\": [\n"
+            "    {\"time_ms\": 1000.000, \"key\": \"a\", \"cost\": 1, \"served\": true, "
+            "\"served_ms\": 1000.000, \"wait_ms\": 0.000},\n"
+            "    {\"time_ms\": 1000.000, \"key\": \"a\", \"cost\": 1, \"served\": true, "
+            "\"served_ms\": 1000.000, \"wait_ms\": 0.000},\n"
+            "    {\"time_ms\": 1000.000, \"key\": \"b\", \"cost\": 1, \"served\": true, "
+            "\"served_ms\": 1000.000, \"wait_ms\": 0.000},\n"
+            "    {\"time_ms\": 1000.000, \"key\": \"a\", \"cost\": 1, \"served\": true, "
+            "\"served_ms\": 1000.000, \"wait_ms\": 0.000},\n"
+            "    {\"time_ms\": 1000.000, \"key\": \"a\", \"cost\": 1, \"served\": true, "
+            "\"served_ms\": 1333.333, \"wait_ms\": 333.333},\n"
+            "    {\"time_ms\": 1000.000, \"key\": \"a\", \"cost\": 1, \"served\": false}\n"
+            "  ]\n"
+            "}\n");
+}
+
+TEST(SimulateCommand, DelayRefusesABadDuration) {
+  const CommandRun r = run({"--delay", "1.5s"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err,
+            "sluice simulate: --delay must be a duration like 500ms, 1s, 1m, 1h, 1d or 1w, got "
+            "\"1.5s\" (whole numbers only: write 1500ms, not 1.5s)\n"
+            "Run 'sluice simulate --help' for the options.\n");
+}
+
 }  // namespace
 }  // namespace sluice::cli
 

@@ -300,6 +300,10 @@ void Client::acquire(std::span<const AcquireRequest> requests, Nanos now, std::s
     const AcquireRequest& r = requests[i];
     if (r.limit == nullptr) return reject(invalid("acquire: null limit"));
     if (Status s = core::check_cost(*r.limit, r.cost); !s.ok()) return reject(std::move(s));
+    // The scripts keep no queueing debt (yet): refused rather than ignored,
+    // which would let a queued request through at once.
+    if (r.max_wait.count() != 0)
+      return reject(invalid("acquire: the redis store does not queue requests (max_wait)"));
     Result<ScriptLimit> sl = script_limit(*r.limit);
     if (!sl.ok()) return reject(sl.error());
     keys_[i] = state_key(shared_.options.key_prefix, *r.limit, r.key);
