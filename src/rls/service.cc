@@ -171,6 +171,12 @@ class RlsService::Reactor final : public grpc::ServerUnaryReactor {
     in_flight_.fetch_sub(1, std::memory_order_release);
     delete this;
   }
+  // OnDone and OnCancel neither block nor take a lock, so gRPC may run them
+  // on the thread that completes the call, as it does for its own default
+  // reactor. Otherwise it hands every OnDone to its executor thread: a
+  // thread hop per call, which took ShouldRateLimit from about 1.1x to 1.4x
+  // the CPU of an empty call (docs/BENCHMARKS.md, "Envoy RLS").
+  bool InternalInlineable() override { return true; }
 
  private:
   std::atomic<size_t>& in_flight_;
