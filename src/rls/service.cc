@@ -187,14 +187,28 @@ grpc::ServerUnaryReactor* RlsService::ShouldRateLimit(grpc::CallbackServerContex
                                                       rlspb::RateLimitResponse* response) {
   grpc::ServerUnaryReactor* reactor = new Reactor(in_flight_);
   // `request` and `response` live until Finish().
-  auto run = [this, reactor, request, response] {
+  if (!options_.executor) {
     decide(*request, response, [reactor](grpc::Status status) { reactor->Finish(status); });
-  };
-  if (options_.executor) {
-    options_.executor(std::move(run));
-  } else {
-    run();
+    return reactor;
   }
+  // Answers the call if the executor destroys the task without running it,
+  // so that no call is left unanswered (gRPC's shutdown would wait for it).
+  struct Posted {
+    explicit Posted(grpc::ServerUnaryReactor* r) : reactor(r) {}
+    Posted(const Posted&) = delete;
+    Posted& operator=(const Posted&) = delete;
+    grpc::ServerUnaryReactor* reactor;
+    bool ran = false;
+    ~Posted() {
+      if (!ran) reactor->Finish({grpc::StatusCode::UNAVAILABLE, "rate limit service stopping"});
+    }
+  };
+  auto posted = std::make_shared<Posted>(reactor);
+  options_.executor([this, posted, request, response] {
+    posted->ran = true;
+    decide(*request, response,
+           [reactor = posted->reactor](grpc::Status status) { reactor->Finish(status); });
+  });
   return reactor;
 }
 

@@ -698,6 +698,25 @@ TEST(RlsServiceExecutor, DecisionsRunWhereTheExecutorPutsThem) {
   for (std::thread::id id : store.threads) EXPECT_EQ(id, worker.id());
 }
 
+// An executor that drops a task unrun (a worker loop that stopped before
+// running it): the call is answered UNAVAILABLE, never left hanging, and
+// nothing is decided or charged.
+TEST(RlsServiceExecutor, ATaskDroppedUnrunIsAnsweredUnavailable) {
+  RlsOptions options;
+  options.executor = [](std::function<void()> task) { task = nullptr; };
+  RlsHarness rls(load_text(kConfig), options);
+  for (int i = 0; i < 2; ++i) {
+    pb::RateLimitResponse response;
+    const grpc::Status status = rls.call_status(one("ip", "10.0.0.9"), &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
+    EXPECT_EQ(status.error_message(), "rate limit service stopping");
+  }
+  rls.server->stop();
+  EXPECT_EQ(rls.service.calls_in_flight(), 0u);
+  EXPECT_EQ(rls.service.counters().calls.load(), 0u);
+  EXPECT_EQ(rls.store.size(), 0u);
+}
+
 // ---------------------------------------------------------------- store failures
 
 // A store that cannot answer (as a Redis that is down): every call fails with
