@@ -125,7 +125,7 @@ run_row() {
   us=$(awk -v t=$((after - before)) -v hz="$hz" -v calls="$calls" \
     'BEGIN { printf "%.2f", t / hz * 1e6 / calls }')
   [[ $name == floor ]] && floor_us=$us
-  echo "$name: $line"
+  echo "$name: $line" | tee -a "$work/rows.client"
   awk -v name="$name" -v t=$((after - before)) -v r=$((redis_after - redis_before)) -v hz="$hz" \
     -v calls="$calls" -v us="$us" -v floor="$floor_us" -v redis="$store" 'BEGIN {
     cpu = t / hz
@@ -133,7 +133,7 @@ run_row() {
       name, cpu, us, (cpu > 0 ? calls / cpu : 0), us / floor
     if (redis == "redis") printf " redis_cpu_us_per_call %.2f", r / hz * 1e6 / calls
     printf "\n"
-  }'
+  }' | tee -a "$work/rows"
 }
 
 echo "# $(nproc) cores, $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg)," \
@@ -149,3 +149,17 @@ for ((round = 1; round <= rounds; ++round)); do
   fi
 done
 echo "# load at the end $(cut -d' ' -f1-3 /proc/loadavg)"
+# Per row, the median over the rounds of µs per call, calls/s and the ratio
+# to the same round's floor (a loaded machine moves single rows a lot).
+echo "# medians over $rounds round(s)"
+for name in floor memory redis base-memory base-redis; do
+  grep "^$name: server_cpu_s" "$work/rows" >"$work/row" || continue
+  us=$(awk '{print $5}' "$work/row" | sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}')
+  ratio=$(awk '{sub("x", "", $9); print $9}' "$work/row" | sort -n |
+    awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}')
+  rate=$(grep "^$name: calls" "$work/rows.client" | awk '{print $7}' | sort -n |
+    awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}')
+  redis=$(awk '$10 == "redis_cpu_us_per_call" {print $11}' "$work/row" | sort -n |
+    awk '{v[NR] = $1} END {if (NR) print " redis_cpu_us_per_call " v[int((NR + 1) / 2)]}')
+  echo "$name: median server_cpu_us_per_call $us calls_per_s $rate vs_floor ${ratio}x$redis"
+done
