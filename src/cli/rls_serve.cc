@@ -82,12 +82,12 @@ rls::RlsOptions rls_options(const policy::RlsSettings& settings) {
   options.dynamic_metadata = settings.dynamic_metadata;
   options.global_shadow_mode = settings.shadow_mode;
   options.near_limit_ratio = settings.near_limit_ratio;
-  // No executor: the memory store decides inline on gRPC's callback thread, and the
-  // Redis store runs calls from threads it is not attached to on its own I/O thread.
+  // No executor: decided inline on gRPC's callback thread (the memory store);
+  // RlsRuntime gives the Redis store's calls the worker loops.
   return options;
 }
 
-RlsRuntime::RlsRuntime(Store& store) : store_(store) {}
+RlsRuntime::RlsRuntime(Store& store, WorkerLoops* loops) : store_(store), loops_(loops) {}
 
 RlsRuntime::~RlsRuntime() {
   if (stopper_.joinable()) stopper_.join();
@@ -127,6 +127,15 @@ void RlsRuntime::load(const Deployment& deployment) {
     const std::string_view values[] = {r.domain, r.descriptor, detailed_result_name(r.result)};
     family->add(values);
   };
+  // On the Redis store a call is decided on a worker loop, with that
+  // thread's connection, as /v1/check is: calls from gRPC's threads would
+  // all go through the store's one internal thread. Before the workers
+  // attach (or once they stopped), the store's internal thread takes them.
+  if (loops_ != nullptr) {
+    options.executor = [loops = loops_](std::function<void()> task) {
+      if (!loops->post(task)) task();
+    };
+  }
   service_ = std::make_unique<rls::RlsService>(store_, SystemClock::instance(), deployment.rls,
                                                std::move(options));
 }
@@ -260,6 +269,10 @@ std::optional<std::string> RlsRuntime::rls_config_json() const {
   const std::shared_ptr<const rls::RlsConfig> config = service_->config();
   if (config == nullptr) return std::nullopt;
   return rls::config_json(*config);
+}
+
+bool RlsRuntime::busy() const {
+  return service_ != nullptr && service_->calls_in_flight() > 0;
 }
 
 void RlsRuntime::begin_shutdown(std::chrono::milliseconds grace) {

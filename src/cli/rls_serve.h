@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cli/deployment.h"
+#include "cli/worker_loops.h"
 #include "http/server.h"
 #include "observe/open_family.h"
 #include "policy/config.h"
@@ -33,8 +34,11 @@ rls::RlsOptions rls_options(const policy::RlsSettings& settings);
 
 class RlsRuntime final : public http::Companion {
  public:
-  // `store` must outlive the runtime. Nothing runs until start().
-  explicit RlsRuntime(Store& store);
+  // `store` must outlive the runtime. Nothing runs until start(). With
+  // `loops` (a store driven by the worker loops: Redis), every call is
+  // decided on one of them, spread round robin; null: on gRPC's thread.
+  // `loops` must outlive the runtime.
+  explicit RlsRuntime(Store& store, WorkerLoops* loops = nullptr);
   // Stops the gRPC server (waiting for a stop begun by begin_shutdown).
   ~RlsRuntime() override;
   RlsRuntime(const RlsRuntime&) = delete;
@@ -58,10 +62,12 @@ class RlsRuntime final : public http::Companion {
   void register_metrics(observe::Registry& registry) override;
   void commit_reload() override;
   void begin_shutdown(std::chrono::milliseconds grace) override;
+  bool busy() const override;
   std::optional<std::string> rls_config_json() const override;
 
  private:
   Store& store_;
+  WorkerLoops* loops_;
   policy::RlsSettings settings_;  // as started (options other than the folder need a restart)
   // sluice_rls_descriptor_total (detailed_metric); its label sets are
   // bounded since they hold request values. Declared before the service

@@ -100,9 +100,12 @@ int run_serve(std::span<const std::string_view> args) {
     return 1;
   }
   std::shared_ptr<Store> store = made->store;
+  // The worker loops as they attach to a store driven by them (Redis), for
+  // the RLS calls to be decided there too.
+  WorkerLoops loops;
   // The Envoy RLS gRPC API (when `grpc` is set) runs over the same store; it
   // outlives the server, and the store outlives both.
-  RlsRuntime rls(*store);
+  RlsRuntime rls(*store, made->hooks.attach ? &loops : nullptr);
   rls.load(deployment);
   try {
     if (Status st = rls.listen(config); !st.ok()) {
@@ -123,6 +126,20 @@ int run_serve(std::span<const std::string_view> args) {
       return http::LoadedConfig{std::move(next.config), std::move(next.errors)};
     };
     options.store_hooks = made->hooks;
+    if (made->hooks.attach) {
+      options.store_hooks.attach = [attach = made->hooks.attach,
+                                    &loops](boost::asio::io_context& io) {
+        attach(io);
+        loops.add(io);
+      };
+      // No RLS call is posted to a loop once it is removed; those posted
+      // before and not run are answered UNAVAILABLE as its io_context goes.
+      options.store_hooks.detach = [detach = made->hooks.detach,
+                                    &loops](boost::asio::io_context& io) {
+        loops.remove(io);
+        if (detach) detach(io);
+      };
+    }
     options.companion = &rls;
     options.make_forwarder = http::upstream_proxy_factory();  // the gateway proxy
     http::Server server(std::move(*deployment.config), store, std::move(options));

@@ -99,7 +99,7 @@ Result<ServeStore> make_serve_store(const policy::Config& config) {
   // Each worker thread talks to Redis on its own connection(s), driven by its
   // own event loop, so a decision never crosses threads.
   out.hooks.attach = [redis](boost::asio::io_context& io) { redis->attach(io); };
-  out.hooks.detach = [redis] { redis->detach(); };
+  out.hooks.detach = [redis](boost::asio::io_context&) { redis->detach(); };
   out.hooks.register_metrics = [redis](observe::Registry& r) { register_redis_metrics(redis, r); };
   if (!redis->wait_ready(std::chrono::seconds(1))) {
     spdlog::warn(

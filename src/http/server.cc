@@ -427,7 +427,7 @@ int Server::run() {
           spdlog::error("worker thread: unexpected exception: {}", e.what());
         }
       }
-      if (hooks->detach) hooks->detach();
+      if (hooks->detach) hooks->detach(worker->io_context);
     });
   }
   for (auto& l : front_listeners_) l->start();
@@ -639,7 +639,8 @@ void Server::begin_shutdown(const char* why) {
 void Server::on_drain_tick() {
   const size_t open = context_.open_connections();
   const bool late = std::chrono::steady_clock::now() >= drain_deadline_;
-  if (open == 0 || late) {
+  const bool companion_busy = options_.companion != nullptr && options_.companion->busy();
+  if ((open == 0 && !companion_busy) || late) {
     if (open > 0) {
       spdlog::warn("shutdown grace over: closing {} connection(s) still open", open);
     } else {

@@ -60,6 +60,10 @@ class Companion {
   // Shutdown began: stop taking new work and finish within `grace`. May
   // return at once; the companion's owner waits for the end.
   virtual void begin_shutdown(std::chrono::milliseconds grace) = 0;
+  // Work in flight that may still need the worker loops (RLS calls decided
+  // there on the Redis store): while true, the drain keeps the workers
+  // running, as it does for open connections (never past the grace).
+  virtual bool busy() const { return false; }
   // The body of GET /admin/rls: the descriptors in force as JSON, or
   // nothing when the companion serves no RLS API. From the control thread.
   virtual std::optional<std::string> rls_config_json() const { return std::nullopt; }
@@ -78,7 +82,7 @@ struct StoreHooks {
   std::function<void(boost::asio::io_context&)> attach;
   // On each worker thread after its loop stopped, before its io_context is
   // destroyed (calls still in flight complete there, as failures).
-  std::function<void()> detach;
+  std::function<void(boost::asio::io_context&)> detach;
   // Once, by the Server's constructor: the store's own series (errors by kind).
   std::function<void(observe::Registry&)> register_metrics;
 };

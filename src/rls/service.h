@@ -120,8 +120,10 @@ struct RlsOptions {
   std::function<void(const DetailedResult&)> on_detailed_result;
   double near_limit_ratio = 0.8;
   // Where ShouldRateLimit runs its decision. Unset: inline, on the gRPC
-  // thread (right for the memory store). A store bound to an event loop
-  // (Redis) needs it posted there, e.g. [&io](auto task) { asio::post(io, std::move(task)); }.
+  // thread (right for the memory store). A store bound to event loops
+  // (Redis) wants it posted to one, e.g. [&io](auto task) { asio::post(io, std::move(task)); }.
+  // The executor runs the task once, or destroys it unrun (a loop that
+  // stopped): the call is then answered UNAVAILABLE.
   std::function<void(std::function<void()>)> executor;
 };
 

@@ -698,6 +698,70 @@ TEST(RlsServiceExecutor, DecisionsRunWhereTheExecutorPutsThem) {
   for (std::thread::id id : store.threads) EXPECT_EQ(id, worker.id());
 }
 
+// An executor that drops a task unrun (a worker loop that stopped before
+// running it): the call is answered UNAVAILABLE, never left hanging, and
+// nothing is decided or charged.
+TEST(RlsServiceExecutor, ATaskDroppedUnrunIsAnsweredUnavailable) {
+  RlsOptions options;
+  options.executor = [](std::function<void()> task) { task = nullptr; };
+  RlsHarness rls(load_text(kConfig), options);
+  for (int i = 0; i < 2; ++i) {
+    pb::RateLimitResponse response;
+    const grpc::Status status = rls.call_status(one("ip", "10.0.0.9"), &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
+    EXPECT_EQ(status.error_message(), "rate limit service stopping");
+  }
+  rls.server->stop();
+  EXPECT_EQ(rls.service.calls_in_flight(), 0u);
+  EXPECT_EQ(rls.service.counters().calls.load(), 0u);
+  EXPECT_EQ(rls.store.size(), 0u);
+}
+
+// A client that gives up while its call waits for the executor: it sees
+// CANCELLED; the call, decided afterwards, is answered into the cancelled
+// call, and gRPC's OnDone (run inline, service.cc) still ends it: nothing
+// stays in flight, nothing leaks.
+TEST(RlsServiceExecutor, ACallCancelledWhileHeldIsStillDoneOnceDecided) {
+  std::mutex mutex;
+  std::condition_variable posted;
+  std::function<void()> held;
+  RlsOptions options;
+  options.executor = [&](std::function<void()> task) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      held = std::move(task);
+    }
+    posted.notify_all();
+  };
+  RlsHarness rls(load_text(kConfig), options);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  pb::RateLimitResponse response;
+  grpc::Status status;
+  std::thread caller(
+      [&] { status = rls.stub->ShouldRateLimit(&context, one("ip", "10.0.0.9"), &response); });
+  bool taken = false;
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    taken = posted.wait_for(lock, 10s, [&] { return held != nullptr; });
+  }
+  EXPECT_TRUE(taken);
+  EXPECT_EQ(rls.service.calls_in_flight(), taken ? 1u : 0u);
+  context.TryCancel();
+  caller.join();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED);
+  ASSERT_TRUE(taken);
+  held();
+  held = nullptr;
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (rls.service.calls_in_flight() != 0 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::yield();
+  }
+  EXPECT_EQ(rls.service.calls_in_flight(), 0u);
+  EXPECT_EQ(rls.service.counters().calls.load(), 1u);
+  EXPECT_EQ(rls.store.size(), 1u);
+}
+
 // ---------------------------------------------------------------- store failures
 
 // A store that cannot answer (as a Redis that is down): every call fails with

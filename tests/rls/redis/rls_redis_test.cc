@@ -206,6 +206,45 @@ TEST_F(RlsRedis, TwoServersOnOneRedisAnswerOkExactlyRequestsPerUnitTimes) {
   }
 }
 
+// The connections Redis has from others than the connection asking.
+int other_clients(const RedisServer& redis) {
+  const std::string list = redis.text({"CLIENT", "LIST"});
+  int n = 0;
+  for (size_t at = 0; (at = list.find("cmd=", at)) != std::string::npos; ++at) {
+    if (list.compare(at, 15, "cmd=client|list") != 0) ++n;
+  }
+  return n;
+}
+
+// The store's connections are made on first use, one per thread that issues
+// calls: the internal thread's (health checks) from the start, and one per
+// worker loop once RLS calls are decided there, as /v1/check calls are; not
+// all of them funnelled through the internal thread's one connection.
+TEST_F(RlsRedis, CallsAreDecidedOnEachWorkerLoopWithItsOwnConnection) {
+  auto server = start_server("deny", "2s");
+  ASSERT_NE(server, nullptr);
+  EXPECT_EQ(other_clients(redis_), 1);  // the internal thread's, for /readyz
+  const int port = grpc_port(server->log());
+  // 4 clients, 10 calls each on a descriptor of its own: 40 calls, spread
+  // round robin over the 2 workers.
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      RlsClient client(port);
+      for (int i = 0; i < 10; ++i) {
+        const Answer a = timed_call(client, tenant("spread" + std::to_string(t)));
+        // 10 of its 40 per hour: OK, whenever the hour ends.
+        if (a.ok && a.code == OK) ++ok;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(ok.load(), 40);
+  EXPECT_EQ(server->metric("sluice_rls_store_errors_total"), 0);
+  EXPECT_EQ(other_clients(redis_), 3) << redis_.text({"CLIENT", "LIST"});
+}
+
 // ---------------------------------------------------------------- faults
 
 constexpr auto kTimeout = 100ms;
