@@ -34,7 +34,8 @@ inline constexpr int64_t kStepNs = 1'000;
 // real magnitudes.
 inline constexpr int64_t kStartNs = 1'700'000'000'000'000'000;
 
-inline Limit bench_limit(Algorithm algorithm) {
+// `lease`: concurrency's (60 s unless a row asks for another).
+inline Limit bench_limit(Algorithm algorithm, Nanos lease = 60s) {
   LimitSpec spec;
   spec.algorithm = algorithm;
   if (algorithm == Algorithm::kTokenBucket || algorithm == Algorithm::kGcra) {
@@ -42,8 +43,8 @@ inline Limit bench_limit(Algorithm algorithm) {
     spec.refill_tokens = 1000;
     spec.refill_period = 1s;
   } else if (algorithm == Algorithm::kConcurrency) {
-    spec.limit = 1000;  // max 1000 in flight, lease 60s
-    spec.window = 60s;
+    spec.limit = 1000;  // max 1000 in flight
+    spec.window = lease;
   } else {
     spec.limit = 1000;
     spec.window = 1s;
@@ -84,6 +85,7 @@ struct Env {
   Algorithm algorithm;
   size_t key_count;
   ClockKind clock;
+  Nanos lease;
   Limit limit;
   std::shared_ptr<MemoryStore> store;
   const std::vector<std::string>* keys;
@@ -91,8 +93,8 @@ struct Env {
   // once per block while the fields above are read on every decision.
   alignas(64) std::atomic<int64_t> now_ns{kStartNs};
 
-  Env(Algorithm a, size_t n, ClockKind c)
-      : algorithm(a), key_count(n), clock(c), limit(bench_limit(a)) {
+  Env(Algorithm a, size_t n, ClockKind c, Nanos l)
+      : algorithm(a), key_count(n), clock(c), lease(l), limit(bench_limit(a, l)) {
     keys = &bench::keys(n);
     MemoryStoreOptions options;
     // Room for every key with a margin for uneven shards, so nothing is
@@ -146,14 +148,14 @@ class SimClock {
 // The environment of (algorithm, keys, clock). Only the most recent one is
 // kept: benchmarks of one configuration run one after the other, and the
 // previous environment's runs are over by the time another is asked for.
-inline Env& env(Algorithm algorithm, size_t key_count, ClockKind clock) {
+inline Env& env(Algorithm algorithm, size_t key_count, ClockKind clock, Nanos lease = 60s) {
   static std::mutex mu;
   static std::unique_ptr<Env> current;
   std::lock_guard<std::mutex> guard(mu);
   if (!current || current->algorithm != algorithm || current->key_count != key_count ||
-      current->clock != clock) {
+      current->clock != clock || current->lease != lease) {
     current.reset();
-    current = std::make_unique<Env>(algorithm, key_count, clock);
+    current = std::make_unique<Env>(algorithm, key_count, clock, lease);
   }
   return *current;
 }

@@ -2,9 +2,10 @@
 //
 // Keys are spread over independently locked shards (no global lock), hashed
 // with a per-process random seed so that clients cannot aim many keys at one
-// shard or slot. Each (limit, key) state takes one fixed-size slot; the key
-// itself is kept as a 64-bit keyed fingerprint, not as a string (see
-// docs/ARCHITECTURE.md for why this is safe).
+// shard or slot. Each (limit, key) state takes one fixed-size slot (a
+// sliding_log or concurrency log of more than two entries also a heap
+// block); the key itself is kept as a 64-bit keyed fingerprint, not as a
+// string (see docs/ARCHITECTURE.md for why this is safe).
 //
 // Memory is bounded: at most `max_keys` states are held. When full, a new key
 // evicts one state of its shard, chosen from a small sample (the whole shard
@@ -54,7 +55,8 @@ class MemoryStore final : public Store {
   // the server; the store also does this incrementally while inserting.
   size_t collect_expired(Nanos now);
 
-  // Bytes allocated for states (slot tables plus sliding_log entries).
+  // Bytes allocated for states (slot tables plus the heap blocks of logs
+  // that outgrew their slot).
   size_t memory_bytes() const;
 
   size_t max_keys() const;

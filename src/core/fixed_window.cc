@@ -8,8 +8,8 @@ FixedWindowState fixed_window_fresh(const Limit& limit, Nanos now) {
   return {floor_div(now.count(), limit.period().count()), 0};
 }
 
-FixedWindowStep fixed_window(const Limit& limit, const FixedWindowState& state, Nanos now,
-                             uint64_t cost) {
+FixedWindowState fixed_window(const Limit& limit, const FixedWindowState& state, Nanos now,
+                              uint64_t cost, Decision& decision) {
   const int64_t window = limit.period().count();
   const int64_t max = static_cast<int64_t>(limit.size());
   int64_t index = floor_div(now.count(), window);
@@ -22,21 +22,22 @@ FixedWindowStep fixed_window(const Limit& limit, const FixedWindowState& state, 
   const int64_t window_end_in = (index + 1) * window - now.count();
   const int64_t after = count + static_cast<int64_t>(cost);
 
-  FixedWindowStep step;
-  step.decision.limit = limit.size();
+  FixedWindowState next;
+  decision = Decision{};
+  decision.limit = limit.size();
   if (after <= max) {
-    step.decision.allowed = true;
-    step.decision.remaining = static_cast<uint64_t>(max - after);
-    step.decision.reset_after = Nanos{window_end_in};
-    step.next = {index, after};
+    decision.allowed = true;
+    decision.remaining = static_cast<uint64_t>(max - after);
+    decision.reset_after = Nanos{window_end_in};
+    next = {index, after};
   } else {
-    step.decision.allowed = false;
-    step.decision.remaining = static_cast<uint64_t>(max - count);
-    step.decision.reset_after = Nanos{count > 0 ? window_end_in : 0};
-    step.decision.retry_after = Nanos{window_end_in};
-    step.next = state;
+    decision.allowed = false;
+    decision.remaining = static_cast<uint64_t>(max - count);
+    decision.reset_after = Nanos{count > 0 ? window_end_in : 0};
+    decision.retry_after = Nanos{window_end_in};
+    next = state;
   }
-  return step;
+  return next;
 }
 
 }  // namespace sluice::core

@@ -21,7 +21,15 @@ struct FixedWindowStep {
 };
 
 FixedWindowState fixed_window_fresh(const Limit& limit, Nanos now);
-FixedWindowStep fixed_window(const Limit& limit, const FixedWindowState& state, Nanos now,
-                             uint64_t cost);
+// Writes the decision in place and returns the next state: the form stores
+// call (core/step.h says why). The second form returns both.
+FixedWindowState fixed_window(const Limit& limit, const FixedWindowState& state, Nanos now,
+                              uint64_t cost, Decision& decision);
+inline FixedWindowStep fixed_window(const Limit& limit, const FixedWindowState& state, Nanos now,
+                                    uint64_t cost) {
+  FixedWindowStep step;
+  step.next = fixed_window(limit, state, now, cost, step.decision);
+  return step;
+}
 
 }  // namespace sluice::core

@@ -8,8 +8,8 @@ GcraState gcra_fresh(Nanos now) {
   return {now.count(), 0};
 }
 
-GcraStep gcra(const Limit& limit, const GcraState& state, Nanos now, uint64_t cost,
-              Nanos max_wait) {
+GcraState gcra(const Limit& limit, const GcraState& state, Nanos now, uint64_t cost, Nanos max_wait,
+               Decision& decision) {
   const int64_t unit = limit.token_units();
   const int64_t rate = limit.units_per_ns();
   const int64_t full = static_cast<int64_t>(limit.size()) * unit;
@@ -28,34 +28,35 @@ GcraStep gcra(const Limit& limit, const GcraState& state, Nanos now, uint64_t co
   // the largest exact size (full = 2^62): form the sum in 128 bits.
   const i128 wanted = static_cast<i128>(debt) + need;
 
-  GcraStep step;
-  step.decision.limit = limit.size();
+  GcraState next;
+  decision = Decision{};
+  decision.limit = limit.size();
   if (wanted <= full) {
     const int64_t new_debt = debt + need;
-    step.decision.allowed = true;
-    step.decision.remaining = static_cast<uint64_t>((full - new_debt) / unit);
-    step.decision.reset_after = Nanos{ceil_div(new_debt, rate)};
-    step.next = {now.count() + new_debt / rate, new_debt % rate};
+    decision.allowed = true;
+    decision.remaining = static_cast<uint64_t>((full - new_debt) / unit);
+    decision.reset_after = Nanos{ceil_div(new_debt, rate)};
+    next = {now.count() + new_debt / rate, new_debt % rate};
   } else if (wanted - full <= queue) {
     // Queued: TAT moves on as for any charge; the request's turn comes when
     // TAT is back within the bucket's size of now.
     const int64_t new_debt = static_cast<int64_t>(wanted);
-    step.decision.allowed = true;
-    step.decision.remaining = 0;
-    step.decision.reset_after = Nanos{ceil_div(new_debt, rate)};
-    step.decision.wait = Nanos{ceil_div(static_cast<int64_t>(wanted - full), rate)};
-    step.next = {now.count() + new_debt / rate, new_debt % rate};
+    decision.allowed = true;
+    decision.remaining = 0;
+    decision.reset_after = Nanos{ceil_div(new_debt, rate)};
+    decision.wait = Nanos{ceil_div(static_cast<int64_t>(wanted - full), rate)};
+    next = {now.count() + new_debt / rate, new_debt % rate};
   } else {
-    step.decision.allowed = false;
+    decision.allowed = false;
     // A `now` earlier than a previous call's (caller-supplied time running
     // backwards) can put the debt above `full`: nothing is left then.
-    step.decision.remaining = debt >= full ? 0 : static_cast<uint64_t>((full - debt) / unit);
-    step.decision.reset_after = Nanos{ceil_div(debt, rate)};
+    decision.remaining = debt >= full ? 0 : static_cast<uint64_t>((full - debt) / unit);
+    decision.reset_after = Nanos{ceil_div(debt, rate)};
     // Beyond the debt a queued request may take (0 without max_wait).
-    step.decision.retry_after = Nanos{ceil_div(static_cast<int64_t>(wanted - full - queue), rate)};
-    step.next = state;
+    decision.retry_after = Nanos{ceil_div(static_cast<int64_t>(wanted - full - queue), rate)};
+    next = state;
   }
-  return step;
+  return next;
 }
 
 }  // namespace sluice::core

@@ -29,7 +29,15 @@ struct GcraStep {
 };
 
 GcraState gcra_fresh(Nanos now);
-GcraStep gcra(const Limit& limit, const GcraState& state, Nanos now, uint64_t cost,
-              Nanos max_wait = Nanos{0});
+// Writes the decision in place and returns the next state: the form stores
+// call (core/step.h says why). The second form returns both.
+GcraState gcra(const Limit& limit, const GcraState& state, Nanos now, uint64_t cost, Nanos max_wait,
+               Decision& decision);
+inline GcraStep gcra(const Limit& limit, const GcraState& state, Nanos now, uint64_t cost,
+                     Nanos max_wait = Nanos{0}) {
+  GcraStep step;
+  step.next = gcra(limit, state, now, cost, max_wait, step.decision);
+  return step;
+}
 
 }  // namespace sluice::core

@@ -70,11 +70,4 @@ std::optional<PackedState> refund(const Limit& limit, PackedState state, Nanos c
   return std::nullopt;
 }
 
-bool sliding_log_refund(SlidingLog& log, const Limit& limit, Nanos charged_at, Nanos now,
-                        uint64_t cost) {
-  // Entries at or before the horizon have left the window.
-  if (charged_at.count() <= now.count() - limit.period().count()) return false;
-  return log.take_back(charged_at.count(), cost);
-}
-
 }  // namespace sluice::core

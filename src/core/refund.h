@@ -25,8 +25,12 @@ std::optional<PackedState> refund(const Limit& limit, PackedState state, Nanos c
 // Takes `cost` units recorded at `charged_at` out of `log`: from the entry
 // at that time, or (time ran backwards, so the charge joined a later entry)
 // from the first entry after it. Nothing when the charge has left the
-// window. Returns whether anything changed.
-bool sliding_log_refund(SlidingLog& log, const Limit& limit, Nanos charged_at, Nanos now,
-                        uint64_t cost);
+// window. Returns whether anything changed. `Log`: SlidingLog or InlineLog.
+template <class Log>
+bool sliding_log_refund(Log& log, const Limit& limit, Nanos charged_at, Nanos now, uint64_t cost) {
+  // Entries at or before the horizon have left the window.
+  if (charged_at.count() <= now.count() - limit.period().count()) return false;
+  return log.take_back(charged_at.count(), cost);
+}
 
 }  // namespace sluice::core

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/inline_log.h"
+
 namespace sluice::core {
 
 void SlidingLog::pop_front(size_t n) {
@@ -59,46 +61,50 @@ bool SlidingLog::take_back(int64_t at_ns, uint64_t cost) {
   return taken;
 }
 
-SlidingLogStep sliding_log(const Limit& limit, const SlidingLog& log, Nanos now, uint64_t cost) {
+template <class Log>
+size_t sliding_log(const Limit& limit, const Log& log, Nanos now, uint64_t cost,
+                   Decision& decision) {
   const int64_t window = limit.period().count();
   const int64_t horizon = now.count() - window;  // entries at or before it are out
-  SlidingLogStep step;
+  decision = Decision{};
   uint64_t used = log.total_cost();
   size_t expired = 0;
   while (expired < log.size() && log.at(expired).at_ns <= horizon) {
     used -= log.at(expired).cost;
     ++expired;
   }
-  step.expired = expired;
-  step.decision.limit = limit.size();
+  decision.limit = limit.size();
   const uint64_t max = limit.size();
   if (used + cost <= max) {
-    step.decision.allowed = true;
-    step.decision.remaining = max - used - cost;
+    decision.allowed = true;
+    decision.remaining = max - used - cost;
     const int64_t newest = log.empty() ? now.count() : std::max(log.back().at_ns, now.count());
-    step.decision.reset_after = Nanos{newest + window - now.count()};
-    return step;
+    decision.reset_after = Nanos{newest + window - now.count()};
+    return expired;
   }
-  step.decision.allowed = false;
-  step.decision.remaining = max - used;
-  step.decision.reset_after = Nanos{log.back().at_ns + window - now.count()};
+  decision.allowed = false;
+  decision.remaining = max - used;
+  decision.reset_after = Nanos{log.back().at_ns + window - now.count()};
   // Oldest first, each entry leaves the window at at_ns + window; wait for
   // just enough of them to make room for `cost`.
   uint64_t in_window = used;
   for (size_t i = expired; i < log.size(); ++i) {
     in_window -= log.at(i).cost;
     if (in_window + cost <= max) {
-      step.decision.retry_after = Nanos{log.at(i).at_ns + window - now.count()};
+      decision.retry_after = Nanos{log.at(i).at_ns + window - now.count()};
       if (limit.algorithm() == Algorithm::kConcurrency)
-        step.decision.retry_after = concurrency_retry_after(step.decision.retry_after);
+        decision.retry_after = concurrency_retry_after(decision.retry_after);
       break;
     }
   }
-  return step;
+  return expired;
 }
 
-void sliding_log_commit(SlidingLog& log, const SlidingLogStep& step, Nanos now, uint64_t cost) {
-  log.pop_front(step.expired);
+template size_t sliding_log(const Limit&, const SlidingLog&, Nanos, uint64_t, Decision&);
+template size_t sliding_log(const Limit&, const InlineLog&, Nanos, uint64_t, Decision&);
+
+void sliding_log_commit(SlidingLog& log, size_t expired, Nanos now, uint64_t cost) {
+  log.pop_front(expired);
   log.push_back(now.count(), cost);
 }
 

@@ -52,7 +52,19 @@ struct SlidingLogStep {
 };
 
 // Also concurrency's step (Limit::keeps_log()): the slots held are the log.
-SlidingLogStep sliding_log(const Limit& limit, const SlidingLog& log, Nanos now, uint64_t cost);
+// `Log` is a SlidingLog or an InlineLog (core/inline_log.h), the same
+// arithmetic on either (both instantiated in sliding_log.cc). Writes the
+// decision in place (core/step.h says why) and returns how many leading
+// entries are outside the window; the second form returns both.
+template <class Log>
+size_t sliding_log(const Limit& limit, const Log& log, Nanos now, uint64_t cost,
+                   Decision& decision);
+template <class Log>
+SlidingLogStep sliding_log(const Limit& limit, const Log& log, Nanos now, uint64_t cost) {
+  SlidingLogStep step;
+  step.expired = sliding_log(limit, log, now, cost, step.decision);
+  return step;
+}
 
 // A concurrency denial's retry_after from the log's wait (until the oldest
 // slot's lease ends): at most 1 s, because a slot is usually given back long
@@ -63,7 +75,11 @@ inline Nanos concurrency_retry_after(Nanos lease_wait) {
   return lease_wait < kConcurrencyRetry ? lease_wait : kConcurrencyRetry;
 }
 
-// Applies an allowed step to the log: drops the expired entries, records the request.
-void sliding_log_commit(SlidingLog& log, const SlidingLogStep& step, Nanos now, uint64_t cost);
+// Applies an allowed step to the log: drops the `expired` entries, records the request.
+void sliding_log_commit(SlidingLog& log, size_t expired, Nanos now, uint64_t cost);
+inline void sliding_log_commit(SlidingLog& log, const SlidingLogStep& step, Nanos now,
+                               uint64_t cost) {
+  sliding_log_commit(log, step.expired, now, cost);
+}
 
 }  // namespace sluice::core

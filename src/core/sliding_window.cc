@@ -8,8 +8,8 @@ SlidingWindowState sliding_window_fresh(const Limit& limit, Nanos now) {
   return {floor_div(now.count(), limit.period().count()), 0, 0};
 }
 
-SlidingWindowStep sliding_window(const Limit& limit, const SlidingWindowState& state, Nanos now,
-                                 uint64_t cost) {
+SlidingWindowState sliding_window(const Limit& limit, const SlidingWindowState& state, Nanos now,
+                                  uint64_t cost, Decision& decision) {
   const int64_t window = limit.period().count();
   const i128 max = static_cast<i128>(limit.size());
   int64_t index = floor_div(now.count(), window);
@@ -33,27 +33,28 @@ SlidingWindowStep sliding_window(const Limit& limit, const SlidingWindowState& s
   const int64_t after = current + static_cast<int64_t>(cost);
   const i128 budget = max * window;
 
-  SlidingWindowStep step;
-  step.decision.limit = limit.size();
+  SlidingWindowState next;
+  decision = Decision{};
+  decision.limit = limit.size();
   const auto until_restored = [&](int64_t cur, int64_t prev) -> int64_t {
     if (cur > 0) return window_start + 2 * window - now.count();
     if (prev > 0) return window_start + window - now.count();
     return 0;
   };
   if (weighted_previous + static_cast<i128>(after) * window <= budget) {
-    step.decision.allowed = true;
-    step.decision.remaining = static_cast<uint64_t>(
+    decision.allowed = true;
+    decision.remaining = static_cast<uint64_t>(
         (budget - weighted_previous - static_cast<i128>(after) * window) / window);
-    step.decision.reset_after = Nanos{until_restored(after, previous)};
-    step.next = {index, static_cast<uint32_t>(after), static_cast<uint32_t>(previous)};
-    return step;
+    decision.reset_after = Nanos{until_restored(after, previous)};
+    next = {index, static_cast<uint32_t>(after), static_cast<uint32_t>(previous)};
+    return next;
   }
 
-  step.decision.allowed = false;
+  decision.allowed = false;
   const i128 left = budget - weighted_previous - static_cast<i128>(current) * window;
-  step.decision.remaining = left > 0 ? static_cast<uint64_t>(left / window) : 0;
-  step.decision.reset_after = Nanos{until_restored(current, previous)};
-  step.next = state;
+  decision.remaining = left > 0 ? static_cast<uint64_t>(left / window) : 0;
+  decision.reset_after = Nanos{until_restored(current, previous)};
+  next = state;
 
   // Earliest retry. In this window, `previous` weighs less as time passes:
   // allowed once previous * (window - e) <= slack * window, i.e. at
@@ -62,8 +63,8 @@ SlidingWindowStep sliding_window(const Limit& limit, const SlidingWindowState& s
   if (slack >= 0 && previous > 0) {
     const int64_t e = window - static_cast<int64_t>(static_cast<i128>(slack) * window / previous);
     if (e < window) {
-      step.decision.retry_after = Nanos{window_start + e - now.count()};
-      return step;
+      decision.retry_after = Nanos{window_start + e - now.count()};
+      return next;
     }
   }
   // Next window: `current` becomes the previous count and nothing is current.
@@ -76,8 +77,8 @@ SlidingWindowStep sliding_window(const Limit& limit, const SlidingWindowState& s
     e_next = window - static_cast<int64_t>(static_cast<i128>(room) * window / current);
     if (e_next < 0) e_next = 0;
   }
-  step.decision.retry_after = Nanos{window_start + window + e_next - now.count()};
-  return step;
+  decision.retry_after = Nanos{window_start + window + e_next - now.count()};
+  return next;
 }
 
 }  // namespace sluice::core

@@ -25,7 +25,15 @@ struct SlidingWindowStep {
 };
 
 SlidingWindowState sliding_window_fresh(const Limit& limit, Nanos now);
-SlidingWindowStep sliding_window(const Limit& limit, const SlidingWindowState& state, Nanos now,
-                                 uint64_t cost);
+// Writes the decision in place and returns the next state: the form stores
+// call (core/step.h says why). The second form returns both.
+SlidingWindowState sliding_window(const Limit& limit, const SlidingWindowState& state, Nanos now,
+                                  uint64_t cost, Decision& decision);
+inline SlidingWindowStep sliding_window(const Limit& limit, const SlidingWindowState& state,
+                                        Nanos now, uint64_t cost) {
+  SlidingWindowStep step;
+  step.next = sliding_window(limit, state, now, cost, step.decision);
+  return step;
+}
 
 }  // namespace sluice::core

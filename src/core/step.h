@@ -38,40 +38,50 @@ S unpack(const PackedState& p) {
   return std::bit_cast<S>(p);
 }
 
-// One algorithm's step on packed state (`extra`: the queueing max_wait of
-// the bucket algorithms).
-template <class S, class Step, class... Extra>
-PackedStep run(Step algorithm_step, const Limit& limit, PackedState state, Nanos now, uint64_t cost,
-               Extra... extra) {
-  const auto s = algorithm_step(limit, unpack<S>(state), now, cost, extra...);
-  return {s.decision, pack(s.next)};
-}
-
 }  // namespace detail
 
 // The state of a key never seen (a full bucket, an empty window).
 // Not for sliding_log.
 PackedState fresh_state(const Limit& limit, Nanos now);
 
-// Not for sliding_log. Inline; with link-time optimisation (the Release
-// build) the algorithms inline into it too. `max_wait` (queueing) is read
-// by the bucket algorithms only: callers check queues_requests() first.
-inline PackedStep step(const Limit& limit, PackedState state, Nanos now, uint64_t cost,
-                       Nanos max_wait = Nanos{0}) {
+// Decides on `state` and returns the next state (the input state when
+// denied), writing the decision into `decision`. Not for sliding_log. Inline;
+// with link-time optimisation (the Release build) the algorithms inline into
+// it too. `max_wait` (queueing) is read by the bucket algorithms only:
+// callers check queues_requests() first.
+//
+// The decision is written in place, not returned inside a struct: a caller
+// copying a returned Decision reads it with wide loads of the narrow stores
+// that just built it, which stalls store-to-load forwarding; in the memory
+// store that copy was a fifth of a decision's time (perf, docs/BENCHMARKS.md).
+inline PackedState step(const Limit& limit, PackedState state, Nanos now, uint64_t cost,
+                        Nanos max_wait, Decision& decision) {
+  using detail::pack;
+  using detail::unpack;
   switch (limit.algorithm()) {
     case Algorithm::kTokenBucket:
-      return detail::run<TokenBucketState>(token_bucket, limit, state, now, cost, max_wait);
+      return pack(
+          token_bucket(limit, unpack<TokenBucketState>(state), now, cost, max_wait, decision));
     case Algorithm::kGcra:
-      return detail::run<GcraState>(gcra, limit, state, now, cost, max_wait);
+      return pack(gcra(limit, unpack<GcraState>(state), now, cost, max_wait, decision));
     case Algorithm::kFixedWindow:
-      return detail::run<FixedWindowState>(fixed_window, limit, state, now, cost);
+      return pack(fixed_window(limit, unpack<FixedWindowState>(state), now, cost, decision));
     case Algorithm::kSlidingWindow:
-      return detail::run<SlidingWindowState>(sliding_window, limit, state, now, cost);
+      return pack(sliding_window(limit, unpack<SlidingWindowState>(state), now, cost, decision));
     case Algorithm::kSlidingLog:
     case Algorithm::kConcurrency:
       break;
   }
-  return {Decision{}, state};
+  decision = Decision{};
+  return state;
+}
+
+// The same, returning both.
+inline PackedStep step(const Limit& limit, PackedState state, Nanos now, uint64_t cost,
+                       Nanos max_wait = Nanos{0}) {
+  PackedStep s;
+  s.next = step(limit, state, now, cost, max_wait, s.decision);
+  return s;
 }
 
 // Whether the algorithm can queue a request (AcquireRequest::max_wait): the

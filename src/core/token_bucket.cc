@@ -29,8 +29,8 @@ TokenBucketState token_bucket_refill(const Limit& limit, const TokenBucketState&
   return {level, std::max(state.last_ns, now.count())};
 }
 
-TokenBucketStep token_bucket(const Limit& limit, const TokenBucketState& state, Nanos now,
-                             uint64_t cost, Nanos max_wait) {
+TokenBucketState token_bucket(const Limit& limit, const TokenBucketState& state, Nanos now,
+                              uint64_t cost, Nanos max_wait, Decision& decision) {
   const int64_t unit = limit.token_units();
   const int64_t rate = limit.units_per_ns();
   const int64_t full = static_cast<int64_t>(limit.size()) * unit;
@@ -41,36 +41,37 @@ TokenBucketStep token_bucket(const Limit& limit, const TokenBucketState& state, 
   const int64_t need = static_cast<int64_t>(cost) * unit;
   const int64_t debt = debt_allowed(max_wait.count(), rate);
 
-  TokenBucketStep step;
-  step.decision.limit = limit.size();
+  TokenBucketState next;
+  decision = Decision{};
+  decision.limit = limit.size();
   if (level >= need) {
     const int64_t left = level - need;
-    step.decision.allowed = true;
-    step.decision.remaining = static_cast<uint64_t>(left / unit);
+    decision.allowed = true;
+    decision.remaining = static_cast<uint64_t>(left / unit);
     // rate is 1 for most limits (100 per minute, 10 per second...): no division.
-    step.decision.reset_after = Nanos{rate == 1 ? full - left : ceil_div(full - left, rate)};
-    step.next = {left, last};
+    decision.reset_after = Nanos{rate == 1 ? full - left : ceil_div(full - left, rate)};
+    next = {left, last};
   } else if (static_cast<i128>(need) - level <= debt) {
     // Queued: the level goes below empty; the request's turn comes when
     // refill has brought it back to empty.
     const int64_t left = level - need;
-    step.decision.allowed = true;
-    step.decision.remaining = 0;
-    step.decision.reset_after = Nanos{ceil_div(static_cast<i128>(full) - left, i128{rate})};
-    step.decision.wait = Nanos{ceil_div(-left, rate)};
-    step.next = {left, last};
+    decision.allowed = true;
+    decision.remaining = 0;
+    decision.reset_after = Nanos{ceil_div(static_cast<i128>(full) - left, i128{rate})};
+    decision.wait = Nanos{ceil_div(-left, rate)};
+    next = {left, last};
   } else {
-    step.decision.allowed = false;
+    decision.allowed = false;
     // A level in debt (queued requests) leaves nothing.
-    step.decision.remaining = level > 0 ? static_cast<uint64_t>(level / unit) : 0;
-    step.decision.reset_after = Nanos{ceil_div(static_cast<i128>(full) - level, i128{rate})};
+    decision.remaining = level > 0 ? static_cast<uint64_t>(level / unit) : 0;
+    decision.reset_after = Nanos{ceil_div(static_cast<i128>(full) - level, i128{rate})};
     // The shortest wait that refills the missing units (beyond the debt a
     // queued request may take); ceil so that retrying exactly then succeeds
     // and 1 ns earlier does not.
-    step.decision.retry_after = Nanos{ceil_div(static_cast<i128>(need) - level - debt, i128{rate})};
-    step.next = state;
+    decision.retry_after = Nanos{ceil_div(static_cast<i128>(need) - level - debt, i128{rate})};
+    next = state;
   }
-  return step;
+  return next;
 }
 
 }  // namespace sluice::core

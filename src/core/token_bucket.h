@@ -32,7 +32,15 @@ struct TokenBucketStep {
 TokenBucketState token_bucket_fresh(const Limit& limit, Nanos now);
 // The state refilled up to `now` (up to full), nothing charged.
 TokenBucketState token_bucket_refill(const Limit& limit, const TokenBucketState& state, Nanos now);
-TokenBucketStep token_bucket(const Limit& limit, const TokenBucketState& state, Nanos now,
-                             uint64_t cost, Nanos max_wait = Nanos{0});
+// Writes the decision in place and returns the next state: the form stores
+// call (core/step.h says why). The second form returns both.
+TokenBucketState token_bucket(const Limit& limit, const TokenBucketState& state, Nanos now,
+                              uint64_t cost, Nanos max_wait, Decision& decision);
+inline TokenBucketStep token_bucket(const Limit& limit, const TokenBucketState& state, Nanos now,
+                                    uint64_t cost, Nanos max_wait = Nanos{0}) {
+  TokenBucketStep step;
+  step.next = token_bucket(limit, state, now, cost, max_wait, step.decision);
+  return step;
+}
 
 }  // namespace sluice::core

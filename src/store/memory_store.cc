@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/inline_log.h"
 #include "core/refund.h"
 #include "core/sliding_log.h"
 #include "core/step.h"
@@ -20,10 +21,11 @@ namespace {
 
 // A fingerprint is two flags and 62 bits of keyed hash; 0 marks an empty slot.
 //
-// The top bit marks a slot whose state is a heap-allocated sliding log
-// (state.a holds the pointer). It is part of the identity, so that a
-// sliding_log limit can never find another algorithm's state and read it as
-// a pointer.
+// The top bit marks a slot whose state is a sliding log (sliding_log,
+// concurrency): an InlineLog while it fits, else a heap-allocated SlidingLog
+// whose address is state.a (see heap_log()). It is part of the identity, so
+// that a sliding_log limit can never find another algorithm's state and read
+// it as a pointer.
 constexpr uint64_t kLogBit = uint64_t{1} << 63;
 // Bit 62 of a held fingerprint marks a slot whose last decision denied: the
 // state eviction keeps longest (see evict_one). It is not part of the
@@ -96,18 +98,31 @@ inline void prefetch_for_write(const void* p) {
 #endif
 }
 
+// A log slot's state is an InlineLog (core/inline_log.h: b != 0), nothing
+// yet ({0, 0}, an empty InlineLog), or, once the log outgrew the slot, the
+// address of a SlidingLog on the heap in a, with b == 0.
+bool heap_log(const core::PackedState& state) {
+  return !core::InlineLog::packed_in(state) && state.a != 0;
+}
+
 core::SlidingLog* log_of(const Slot& slot) {
   return std::bit_cast<core::SlidingLog*>(slot.state.a);
+}
+
+// The sliding_log step on a log slot's state, wherever the log is: writes
+// the decision, returns the count of expired entries for commit_log().
+size_t log_step(const Limit& limit, const core::PackedState& state, Nanos now, uint64_t cost,
+                Decision& decision) {
+  if (heap_log(state)) {
+    const auto* log = std::bit_cast<const core::SlidingLog*>(state.a);
+    return core::sliding_log(limit, *log, now, cost, decision);
+  }
+  return core::sliding_log(limit, core::InlineLog(state), now, cost, decision);
 }
 
 uint64_t random_seed() {
   std::random_device rd;
   return (static_cast<uint64_t>(rd()) << 32) ^ rd();
-}
-
-const core::SlidingLog& empty_log() {
-  static const core::SlidingLog log;
-  return log;
 }
 
 }  // namespace
@@ -214,25 +229,58 @@ class alignas(64) MemoryStore::Shard {
     size_atomic_.store(0, std::memory_order_relaxed);
   }
 
-  core::SlidingLog* new_log(Slot& slot) {
-    auto* log = new core::SlidingLog();
-    slot.state.a = std::bit_cast<int64_t>(log);
-    return log;
+  // Records an allowed log step in `slot`: in the slot while the log fits
+  // an InlineLog, else in a SlidingLog on the heap, which goes back into
+  // the slot once it holds one entry or none (hysteresis: a key that moves
+  // between one and three entries allocates once per round, not per call).
+  void commit_log(Slot& slot, size_t expired, Nanos now, uint64_t cost) {
+    if (!heap_log(slot.state)) {
+      core::InlineLog log(slot.state);
+      if (core::sliding_log_commit(log, expired, now, cost)) {
+        slot.state = log.packed();
+        return;
+      }
+      // A spill: the same entries, on the heap, then the commit there.
+      auto* heap = new core::SlidingLog();
+      for (size_t i = 0; i < log.size(); ++i) heap->push_back(log.at(i).at_ns, log.at(i).cost);
+      log_bytes_ += static_cast<int64_t>(heap->memory_bytes());
+      slot.state = {std::bit_cast<int64_t>(heap), 0};
+    }
+    core::SlidingLog* log = log_of(slot);
+    const int64_t before = static_cast<int64_t>(log->memory_bytes());
+    core::sliding_log_commit(*log, expired, now, cost);
+    log_bytes_ += static_cast<int64_t>(log->memory_bytes()) - before;
+    shrink_log(slot);
   }
 
-  void account_log_bytes(int64_t delta) { log_bytes_ += delta; }
+  // Gives back a charge of a log slot (Store::refund).
+  void refund_log(Slot& slot, const RefundRequest& r, Nanos now) {
+    if (!heap_log(slot.state)) {
+      core::InlineLog log(slot.state);
+      if (core::sliding_log_refund(log, *r.limit, r.charged_at, now, r.cost))
+        slot.state = log.packed();
+      return;
+    }
+    core::SlidingLog* log = log_of(slot);
+    const int64_t before = static_cast<int64_t>(log->memory_bytes());
+    core::sliding_log_refund(*log, *r.limit, r.charged_at, now, r.cost);
+    log_bytes_ += static_cast<int64_t>(log->memory_bytes()) - before;
+    shrink_log(slot);
+  }
 
   // One limit on one key, the common request; a lockout (Limit::block) is
   // checked first and started when the limit denies. Call with `lock` held.
-  Decision acquire_one(const AcquireRequest& r, uint64_t fp, Nanos now) {
-    if (r.limit->block().count() == 0) return decide_one(r, fp, now);
-    Decision d;
-    if (blocked(fp, *r.limit, now, &d)) return d;
+  // Writes the caller's decision in place: a Decision returned by value was
+  // assembled on the stack and copied with wide loads of narrow stores just
+  // made, which stall store-to-load forwarding (perf: half the samples of
+  // MemoryStore::acquire sat on those loads).
+  void acquire_one(const AcquireRequest& r, uint64_t fp, Nanos now, Decision& out) {
+    if (r.limit->block().count() == 0) return decide_one(r, fp, now, out);
+    if (blocked(fp, *r.limit, now, &out)) return;
     // The state decide_one touches is spared if the lockout's insertion evicts.
     const uint32_t since = tick_ + 1;
-    d = decide_one(r, fp, now);
-    if (!d.allowed) d = start_block(fp, *r.limit, now, since);
-    return d;
+    decide_one(r, fp, now, out);
+    if (!out.allowed) out = start_block(fp, *r.limit, now, since);
   }
 
   // A lockout in force on fp's key: fills `out` with its denial.
@@ -275,13 +323,7 @@ class alignas(64) MemoryStore::Shard {
     const size_t slot = find(fp);
     if (slot == npos) return;  // forgotten: full already
     Slot& s = slots_[slot];
-    if (r.limit->keeps_log()) {
-      core::SlidingLog* log = log_of(s);
-      const int64_t before = static_cast<int64_t>(log->memory_bytes());
-      core::sliding_log_refund(*log, *r.limit, r.charged_at, now, r.cost);
-      account_log_bytes(static_cast<int64_t>(log->memory_bytes()) - before);
-      return;
-    }
+    if (r.limit->keeps_log()) return refund_log(s, r, now);
     if (expired(s, now)) return;
     // The expiry stays: a refund only brings the state back to full sooner.
     if (auto next = core::refund(*r.limit, s.state, r.charged_at, now, r.cost)) s.state = *next;
@@ -290,15 +332,15 @@ class alignas(64) MemoryStore::Shard {
   // One limit on one key without a lockout: one probe, and the state written
   // back in place. Decides and changes state exactly as the batch path of
   // MemoryStore::acquire does for a batch of one. Call with `lock` held.
-  Decision decide_one(const AcquireRequest& r, uint64_t fp, Nanos now) {
+  void decide_one(const AcquireRequest& r, uint64_t fp, Nanos now, Decision& out) {
     const uint32_t batch_start = tick_ + 1;
     size_t slot = find(fp);
     const bool found = slot != npos;
     if (found) slots_[slot].lru = touch();
     if (r.limit->keeps_log()) {
-      const core::SlidingLog* log = found ? log_of(slots_[slot]) : &empty_log();
-      const core::SlidingLogStep step = core::sliding_log(*r.limit, *log, now, r.cost);
-      if (step.decision.allowed) {
+      const size_t expired = log_step(
+          *r.limit, found ? slots_[slot].state : core::PackedState{0, 0}, now, r.cost, out);
+      if (out.allowed) {
         // insert() may move slots, but `slot` is only used after it. A slot
         // found was touched above; only a new one needs its tick.
         if (!found) {
@@ -306,21 +348,25 @@ class alignas(64) MemoryStore::Shard {
           slots_[slot].lru = touch();
         }
         Slot& s = slots_[slot];
-        core::SlidingLog* held = found ? log_of(s) : new_log(s);
-        const int64_t before = found ? static_cast<int64_t>(held->memory_bytes()) : 0;
-        core::sliding_log_commit(*held, step, now, r.cost);
-        account_log_bytes(static_cast<int64_t>(held->memory_bytes()) - before);
+        commit_log(s, expired, now, r.cost);
         s.fp = fp;
-        s.expires_s = seconds_up(now.count() + step.decision.reset_after.count());
+        s.expires_s = seconds_up(now.count() + out.reset_after.count());
       } else if (found) {
         slots_[slot].fp |= kDenyBit;
       }
-      return step.decision;
+      return;
     }
     const bool live = found && !expired(slots_[slot], now);
-    const core::PackedState state = live ? slots_[slot].state : core::fresh_state(*r.limit, now);
-    const core::PackedStep step = core::step(*r.limit, state, now, r.cost, r.max_wait);
-    if (step.decision.allowed) {
+    // `state` and `next` are pinned to general registers (the empty asm
+    // statements). Without that GCC merges the values of either branch in an
+    // SSE register, reached from the two general registers a call returns
+    // them in by two 8-byte stores and one 16-byte load of the stack, a
+    // store-forwarding stall (perf: a fifth of this function, per decision).
+    core::PackedState state = live ? slots_[slot].state : core::fresh_state(*r.limit, now);
+    asm("" : "+r"(state.a), "+r"(state.b));
+    core::PackedState next = core::step(*r.limit, state, now, r.cost, r.max_wait, out);
+    asm("" : "+r"(next.a), "+r"(next.b));
+    if (out.allowed) {
       // A slot found was touched above; only a new one needs its tick.
       if (!found) {
         slot = insert(fp, now, batch_start);
@@ -328,14 +374,13 @@ class alignas(64) MemoryStore::Shard {
       }
       Slot& s = slots_[slot];
       s.fp = fp;
-      s.state = step.next;
-      s.expires_s = full_again_s(*r.limit, step.next, now, step.decision.reset_after);
+      s.state = next;
+      s.expires_s = full_again_s(*r.limit, s.state, now, out.reset_after);
     } else if (found) {
       // Kept through eviction while it denies (evict_one); an OR on the
       // slot, already being written, is the cheapest form (callgrind).
       slots_[slot].fp |= kDenyBit;
     }
-    return step.decision;
   }
 
   size_t size() const { return size_atomic_.load(std::memory_order_relaxed); }
@@ -358,13 +403,22 @@ class alignas(64) MemoryStore::Shard {
   size_t next(size_t i) const { return i + 1 == capacity_ ? 0 : i + 1; }
 
   void free_state(Slot& slot) {
-    if (slot.fp & kLogBit) {
+    if ((slot.fp & kLogBit) && heap_log(slot.state)) {
       core::SlidingLog* log = log_of(slot);
-      if (log != nullptr) {
-        log_bytes_ -= static_cast<int64_t>(log->memory_bytes());
-        delete log;
-      }
+      log_bytes_ -= static_cast<int64_t>(log->memory_bytes());
+      delete log;
     }
+  }
+
+  // A heap log down to one entry or none goes back into its slot.
+  void shrink_log(Slot& slot) {
+    core::SlidingLog* log = log_of(slot);
+    if (log->size() > 1) return;
+    core::InlineLog small;
+    if (!log->empty() && !small.push_back(log->at(0).at_ns, log->at(0).cost)) return;
+    log_bytes_ -= static_cast<int64_t>(log->memory_bytes());
+    delete log;
+    slot.state = small.packed();
   }
 
   void grow() {
@@ -541,8 +595,8 @@ struct Pending {
   size_t shard = 0;
   size_t slot = 0;  // index found in phase 1, or npos
   core::PackedState next{0, 0};
-  core::SlidingLogStep log_step;
-  bool blocked = false;  // a lockout in force answered for it
+  size_t log_expired = 0;  // keeps_log(): entries the commit drops
+  bool blocked = false;    // a lockout in force answered for it
 };
 
 }  // namespace
@@ -567,7 +621,7 @@ Status MemoryStore::acquire(std::span<const AcquireRequest> requests, Nanos now,
     Shard& shard = shards_[static_cast<size_t>(fp >> 40) & shard_mask_];
     shard.prefetch(fp);
     std::lock_guard<store::SpinLock> guard(shard.lock);
-    out[0] = shard.acquire_one(r, fp, now);
+    shard.acquire_one(r, fp, now, out[0]);
     out[0].decided_at = now;
     return {};
   }
@@ -621,15 +675,13 @@ Status MemoryStore::acquire(std::span<const AcquireRequest> requests, Nanos now,
     const bool live = slot != Shard::npos && !shard.expired(shard.at(slot), now);
     if (slot != Shard::npos) shard.at(slot).lru = shard.touch();
     if (r.limit->keeps_log()) {
-      const core::SlidingLog* log = slot != Shard::npos ? log_of(shard.at(slot)) : &empty_log();
-      pending[i].log_step = core::sliding_log(*r.limit, *log, now, r.cost);
-      out[i] = pending[i].log_step.decision;
+      pending[i].log_expired =
+          log_step(*r.limit, slot != Shard::npos ? shard.at(slot).state : core::PackedState{0, 0},
+                   now, r.cost, out[i]);
     } else {
       const core::PackedState state =
           live ? shard.at(slot).state : core::fresh_state(*r.limit, now);
-      const core::PackedStep step = core::step(*r.limit, state, now, r.cost, r.max_wait);
-      pending[i].next = step.next;
-      out[i] = step.decision;
+      pending[i].next = core::step(*r.limit, state, now, r.cost, r.max_wait, out[i]);
     }
     // Marked by its own limit's answer, whatever the batch's: a limit that
     // allowed does not hold its key back, even if another limit denied.
@@ -654,14 +706,10 @@ Status MemoryStore::acquire(std::span<const AcquireRequest> requests, Nanos now,
       Shard& shard = shards_[pending[i].shard];
       const AcquireRequest& r = requests[i];
       size_t slot = shard.find(pending[i].fp);
-      const bool is_new = slot == Shard::npos;
-      if (is_new) slot = shard.insert(pending[i].fp, now, batch_start[i]);
+      if (slot == Shard::npos) slot = shard.insert(pending[i].fp, now, batch_start[i]);
       Slot& s = shard.at(slot);
       if (r.limit->keeps_log()) {
-        core::SlidingLog* log = is_new ? shard.new_log(s) : log_of(s);
-        const int64_t before = is_new ? 0 : static_cast<int64_t>(log->memory_bytes());
-        core::sliding_log_commit(*log, pending[i].log_step, now, r.cost);
-        shard.account_log_bytes(static_cast<int64_t>(log->memory_bytes()) - before);
+        shard.commit_log(s, pending[i].log_expired, now, r.cost);
         s.expires_s = seconds_up(now.count() + out[i].reset_after.count());
       } else {
         s.state = pending[i].next;

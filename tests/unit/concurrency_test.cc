@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <random>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "sluice/limiter.h"
 #include "sluice/memory_store.h"
@@ -17,6 +20,7 @@ using namespace std::chrono_literals;
 using testing::allowed;
 using testing::denied;
 using testing::kNoon;
+using testing::Model;
 using testing::must;
 
 Decision acquire(Store& store, const Limit& limit, std::string_view key, Nanos now) {
@@ -111,6 +115,130 @@ TEST(ConcurrencyMemoryStore, TakesNoSlotWhenAnotherLimitOfTheRequestDenies) {
   EXPECT_FALSE(out[1].allowed);
   // The denied request took no slot: one of two is still free.
   EXPECT_EQ(acquire(store, slots, "k", kNoon), allowed(2, 0, 60s));
+}
+
+// A key's slots live in its table slot while it holds one or two (an
+// InlineLog); a third moves them to the heap, and they come back once one is
+// left. memory_bytes() counts only the heap part beyond the table.
+TEST(ConcurrencyMemoryStore, TwoSlotsStayInTheTableAThirdMovesToTheHeapAndBack) {
+  MemoryStore store(testing::store_options(1'000, 1));
+  const Limit l = must(Limit::concurrency(3, 60s));
+  const Limit bucket = must(Limit::token_bucket(10, 1, 1s));
+  ASSERT_TRUE(acquire(store, bucket, "k", kNoon).allowed);  // allocates the table
+  const size_t table = store.memory_bytes();
+  EXPECT_EQ(acquire(store, l, "k", kNoon), allowed(3, 2, 60s));
+  EXPECT_EQ(acquire(store, l, "k", kNoon + 1ms), allowed(3, 1, 60s));
+  EXPECT_EQ(store.memory_bytes(), table);
+  EXPECT_EQ(acquire(store, l, "k", kNoon + 2ms), allowed(3, 0, 60s));
+  EXPECT_GT(store.memory_bytes(), table);
+  EXPECT_EQ(acquire(store, l, "k", kNoon + 3ms), denied(3, 0, 59'999ms, 1s));
+  release(store, l, "k", kNoon + 1ms, kNoon + 4ms);  // 2 held: still on the heap
+  EXPECT_GT(store.memory_bytes(), table);
+  release(store, l, "k", kNoon, kNoon + 5ms);  // 1 held: back in the table
+  EXPECT_EQ(store.memory_bytes(), table);
+  // The slot left is the one taken at +2 ms.
+  EXPECT_EQ(acquire(store, l, "k", kNoon + 6ms), allowed(3, 1, 60s));
+  EXPECT_EQ(acquire(store, l, "k", kNoon + 7ms), allowed(3, 0, 60s));
+  EXPECT_EQ(acquire(store, l, "k", kNoon + 60s + 2ms), allowed(3, 0, 60s));  // +2 ms's lease ended
+  EXPECT_TRUE(must(store.reset(l, "k")));
+  EXPECT_EQ(store.memory_bytes(), table);
+}
+
+// Leases end on the store's `now` (here a ManualClock through the Limiter),
+// in the table and on the heap alike.
+TEST(ConcurrencyPermit, SlotsNeverGivenBackFreeThemselvesWhenTheirLeasesEnd) {
+  ManualClock clock(kNoon);
+  auto store = std::make_shared<MemoryStore>();
+  Limiter limiter(store, {must(Limit::concurrency(3, 10s))}, clock);
+  std::vector<Permit> held;
+  for (int i = 0; i < 3; ++i) {
+    held.push_back(must(limiter.acquire("k")));
+    ASSERT_TRUE(held.back().allowed());
+    clock.advance(1s);
+  }
+  EXPECT_EQ(must(limiter.acquire("k")).decision(), denied(3, 0, 9s, 1s));
+  clock.advance(7s);  // +10 s: the first lease ends
+  Permit fourth = must(limiter.acquire("k"));
+  EXPECT_EQ(fourth.decision(), allowed(3, 0, 10s));
+  clock.advance(2s);  // +12 s: the second and third end too
+  Permit fifth = must(limiter.acquire("k"));
+  EXPECT_EQ(fifth.decision(), allowed(3, 1, 10s));
+  // Releasing the expired permits gives back nothing of the live slots.
+  for (Permit& p : held) ASSERT_TRUE(p.release().ok());
+  EXPECT_EQ(must(limiter.acquire("k")).decision(), allowed(3, 0, 10s));
+}
+
+// A key at its max keeps its slots through a flood of new keys (eviction
+// keeps denying states), and a key whose slots were on the heap gives that
+// memory back when it is evicted.
+TEST(ConcurrencyMemoryStore, EvictionKeepsAFullKeyAndFreesAnEvictedOne) {
+  MemoryStore store(testing::store_options(20, 1));
+  const Limit two = must(Limit::concurrency(2, 1min));
+  const Limit three = must(Limit::concurrency(3, 1min));
+  const Limit flood = must(Limit::token_bucket(10, 1, 1h));  // full again 1 h after a call
+  ASSERT_TRUE(acquire(store, two, "full", kNoon).allowed);
+  ASSERT_TRUE(acquire(store, two, "full", kNoon + 1ms).allowed);
+  ASSERT_FALSE(acquire(store, two, "full", kNoon + 2ms).allowed);
+  int flooded = 0;
+  const auto flood_one = [&] {
+    const std::string key = "flood" + std::to_string(flooded++);
+    ASSERT_TRUE(acquire(store, flood, key, kNoon + 3ms).allowed) << key;
+  };
+  // 18 keys: the table has grown to the size it keeps from here on.
+  for (int i = 0; i < 17; ++i) flood_one();
+  const size_t table = store.memory_bytes();
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(acquire(store, three, "heap", kNoon + 1ms * i).allowed);
+  EXPECT_GT(store.memory_bytes(), table);
+  // 20 keys, then a 21st: "heap" (free again at +1 min) is the state nearest
+  // full and goes, with its heap part; "full" denies, and stays.
+  flood_one();
+  flood_one();
+  EXPECT_EQ(store.size(), 20u);
+  EXPECT_EQ(store.memory_bytes(), table);
+  EXPECT_EQ(acquire(store, two, "full", kNoon + 4ms), denied(2, 0, 59'997ms, 1s));
+  EXPECT_EQ(acquire(store, three, "heap", kNoon + 5ms), allowed(3, 2, 1min));
+}
+
+// Random acquires and releases on a few keys, against the log model: every
+// decision exact, through slots in the table, spills to the heap (a third
+// slot, or a cost above 255 at one instant), returns to the table, leases
+// ending, and releases of charges whose lease has ended.
+TEST(ConcurrencyMemoryStore, EveryDecisionMatchesTheLogModel) {
+  MemoryStore store(testing::store_options(1'000, 1));
+  const Limit l = must(Limit::concurrency(600, 5s));
+  std::vector<Model> models;
+  for (int k = 0; k < 3; ++k) models.emplace_back(l);
+  std::vector<std::vector<std::pair<Nanos, uint64_t>>> charges(models.size());
+  std::mt19937_64 rng(11);
+  Nanos now = kNoon;
+  size_t table = 0;  // memory_bytes() with every log in its slot
+  int spilled = 0;   // calls after which some log was on the heap
+  for (int i = 0; i < 20'000; ++i) {
+    const size_t k = rng() % models.size();
+    const std::string key = "k" + std::to_string(k);
+    const uint64_t r = rng() % 100;
+    now += r < 10 ? 0ns : r < 13 ? 6s : std::chrono::milliseconds(rng() % 1000);
+    if (rng() % 2 == 0 && !charges[k].empty()) {
+      const size_t c = rng() % charges[k].size();
+      const auto [at, cost] = charges[k][c];
+      charges[k].erase(charges[k].begin() + static_cast<std::ptrdiff_t>(c));
+      const RefundRequest back{&l, key, cost, at};
+      ASSERT_TRUE(store.refund({&back, 1}, now).ok());
+      models[k].refund_log(at, now, cost);
+      continue;
+    }
+    const uint64_t cost = rng() % 10 == 0 ? 150 : 1 + rng() % 2;
+    const AcquireRequest req{&l, key, cost};
+    Decision d;
+    ASSERT_TRUE(store.acquire({&req, 1}, now, {&d, 1}).ok());
+    ASSERT_EQ(d, models[k].apply(now, cost)) << "call " << i;
+    if (d.allowed) charges[k].emplace_back(now, cost);
+    if (table == 0) table = store.memory_bytes();
+    spilled += store.memory_bytes() > table;
+  }
+  // Both forms were exercised at length.
+  EXPECT_GT(spilled, 1000);
+  EXPECT_LT(spilled, 19'000);
 }
 
 TEST(ConcurrencyPermit, GivesItsSlotBackWhenItGoes) {

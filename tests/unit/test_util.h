@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/refund.h"
 #include "core/sliding_log.h"
 #include "core/step.h"
 #include "sluice/sluice.h"
@@ -92,15 +93,14 @@ class Model {
 
   // The decision at `now`, without committing anything.
   Decision peek(Nanos now, uint64_t cost) const {
-    if (limit_.algorithm() == Algorithm::kSlidingLog)
-      return core::sliding_log(limit_, log_, now, cost).decision;
+    if (limit_.keeps_log()) return core::sliding_log(limit_, log_, now, cost).decision;
     const core::PackedState state = state_ ? *state_ : core::fresh_state(limit_, now);
     return core::step(limit_, state, now, cost).decision;
   }
 
   // The decision at `now`, committed when allowed.
   Decision apply(Nanos now, uint64_t cost) {
-    if (limit_.algorithm() == Algorithm::kSlidingLog) {
+    if (limit_.keeps_log()) {
       const core::SlidingLogStep step = core::sliding_log(limit_, log_, now, cost);
       if (step.decision.allowed) core::sliding_log_commit(log_, step, now, cost);
       return step.decision;
@@ -109,6 +109,12 @@ class Model {
     const core::PackedStep step = core::step(limit_, state, now, cost);
     if (step.decision.allowed) state_ = step.next;
     return step.decision;
+  }
+
+  // Gives back a charge made at `charged_at` (Store::refund), for the log
+  // algorithms (sliding_log, concurrency).
+  void refund_log(Nanos charged_at, Nanos now, uint64_t cost) {
+    core::sliding_log_refund(log_, limit_, charged_at, now, cost);
   }
 
  private:
