@@ -94,16 +94,18 @@ policies:
 )");
   const Deployment d = load(path);
   EXPECT_FALSE(d.config.has_value());
-  EXPECT_EQ(texts(d.errors),
-            (std::vector<std::string>{
-                path + ":7:11: policies.smooth: with store.backend redis: store.redis.mode cached "
-                       "cannot decide sliding_window 10 per 60s locally: only token_bucket and "
-                       "fixed_window merge hits from several instances (use mode exact for this "
-                       "limit's deployment)",
-                path + ":8:11: policies.locked: with store.backend redis: store.redis.mode cached "
-                       "cannot decide token_bucket 5 per 1s locally: a block must be seen by every "
-                       "instance the moment it starts (use mode exact for this limit's "
-                       "deployment)"}));
+  EXPECT_EQ(
+      texts(d.errors),
+      (std::vector<std::string>{
+          path + ":7:11: policies.smooth: with store.backend redis: store.redis.mode cached "
+                 "cannot decide sliding_window limit=10 window=1m locally: only token_bucket and "
+                 "fixed_window merge hits from several instances (use mode exact for this "
+                 "limit's deployment)",
+          path + ":8:11: policies.locked: with store.backend redis: store.redis.mode cached "
+                 "cannot decide token_bucket capacity=5 refill=1/1s block=1m locally: a block must "
+                 "be seen by every "
+                 "instance the moment it starts (use mode exact for this limit's "
+                 "deployment)"}));
 }
 
 TEST(Deployment, TheSameLimitIsFineOnTheMemoryStore) {

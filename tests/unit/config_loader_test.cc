@@ -679,7 +679,7 @@ TEST(ConfigLoader, StoreErrors) {
             Errors{"t.yaml:3:20: store.redis.sync_interval: sync_interval is read only with "
                    "`mode: cached`"});
   EXPECT_EQ(errors_of("store:\n  redis:\n    mode: cached\n    sync_interval: 0s\n"),
-            Errors{"t.yaml:4:20: store.redis.sync_interval: must be greater than 0"});
+            Errors{"t.yaml:4:20: store.redis.sync_interval: must be greater than 0, got \"0s\""});
   EXPECT_EQ(errors_of("store:\n  redis:\n    mode: cached\n    cluster: true\n"),
             Errors{"t.yaml:3:11: store.redis.mode: mode cached syncs with one Redis: a cluster "
                    "needs mode exact (cached mode on a cluster is not built yet)"});
