@@ -61,7 +61,27 @@ CachedTable::Entry* CachedTable::find_or_add(const Limit& limit, std::string red
   auto [added, _] = entries_.try_emplace(std::move(redis_key), limit, script.value());
   lru_.push_front(added->first);
   added->second.lru = lru_.begin();
+  list_dirty(added->second);  // to fetch
   return &added->second;
+}
+
+void CachedTable::list_dirty(Entry& e) {
+  if (e.listed) return;
+  e.listed = true;
+  dirty_.emplace_back(*e.lru);
+  // While syncs fail, keys evicted and added again would pile up here: drop
+  // the names of keys gone and the repeats, keeping it near the table's size.
+  if (dirty_.size() > 2 * max_keys_ + 16) {
+    std::vector<Entry*> kept;
+    std::erase_if(dirty_, [&](const std::string& key) {
+      auto it = entries_.find(key);
+      if (it == entries_.end() || !it->second.listed) return true;
+      it->second.listed = false;  // a repeat of this key is dropped
+      kept.push_back(&it->second);
+      return false;
+    });
+    for (Entry* k : kept) k->listed = true;
+  }
 }
 
 // The least recently used key with nothing to send: its state is Redis's,
@@ -104,7 +124,14 @@ Result<CachedTable::Outcome> CachedTable::decide(std::span<const AcquireRequest>
     if (e == nullptr || !e->fetched) all_fetched = false;
     undo_.push_back({e, e != nullptr ? e->local : core::PackedState{}});
   }
-  if (!all_fetched) return Outcome::kAskRedis;
+  if (!all_fetched) {
+    // Redis charges every limit of the request: the fetched ones' local
+    // states learn it at the next sync.
+    for (auto& [e, _] : undo_) {
+      if (e != nullptr && e->fetched) list_dirty(*e);
+    }
+    return Outcome::kAskRedis;
+  }
   // Each limit steps its key's state in turn (a key named twice sees the
   // first step); a denial puts every state back: all-or-nothing.
   bool all_allowed = true;
@@ -119,7 +146,7 @@ Result<CachedTable::Outcome> CachedTable::decide(std::span<const AcquireRequest>
   }
   for (size_t i = requests.size(); i-- > 0;) {
     Entry& e = *undo_[i].first;
-    e.touched = true;
+    list_dirty(e);
     if (!all_allowed) {
       e.local = undo_[i].second;
       continue;
@@ -140,14 +167,17 @@ std::vector<SyncItem> CachedTable::take_batch(Nanos* now) {
   std::lock_guard<std::mutex> lock(mutex_);
   *now = latest_now_;
   std::vector<SyncItem> batch;
-  for (auto& [key, e] : entries_) {
-    if (!e.touched && !e.fetch_wanted) continue;
-    batch.push_back(SyncItem{key, e.script, e.unsent, e.unsent_window});
+  batch.reserve(dirty_.size());
+  for (std::string& key : dirty_) {
+    auto it = entries_.find(key);
+    if (it == entries_.end() || !it->second.listed) continue;  // gone, or listed twice
+    Entry& e = it->second;
+    e.listed = false;
+    batch.push_back(SyncItem{std::move(key), e.script, e.unsent, e.unsent_window});
     e.in_flight += e.unsent;
     e.unsent = 0;
-    e.fetch_wanted = false;
-    e.touched = false;
   }
+  dirty_.clear();
   return batch;
 }
 

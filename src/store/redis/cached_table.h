@@ -88,8 +88,9 @@ class CachedTable {
     ScriptLimit script;
     core::PackedState local{0, 0};
     bool fetched = false;
-    bool fetch_wanted = true;
-    bool touched = false;  // decided since the last sync: refresh its global state
+    // In dirty_: to fetch, or decided since the last sync (its hits to send,
+    // and a key that only denied learns what the other instances left).
+    bool listed = false;
     uint64_t unsent = 0;
     int64_t unsent_window = 0;
     uint64_t in_flight = 0;
@@ -98,6 +99,7 @@ class CachedTable {
   };
 
   Entry* find_or_add(const Limit& limit, std::string redis_key);
+  void list_dirty(Entry& e);
   void evict_one();
   // The state Redis returned, in the local arithmetic's units.
   static core::PackedState from_script(const Entry& e, const SyncState& s, Nanos now);
@@ -109,6 +111,9 @@ class CachedTable {
   mutable std::mutex mutex_;
   std::unordered_map<std::string, Entry> entries_;
   std::list<std::string_view> lru_;  // most recently used first; views of entries_' keys
+  // The keys the next sync sends, so that a sync costs what was decided,
+  // not the table's size. A key evicted or forgotten meanwhile is skipped.
+  std::vector<std::string> dirty_;
   Nanos latest_now_{0};
   std::vector<std::pair<Entry*, core::PackedState>> undo_;  // scratch of decide()
 };
