@@ -19,14 +19,24 @@
 #                  flight on one thread (batched), token_bucket 100 + 20/s
 #   inproc-batch1  the same with max_batch 1: one request per script call, as
 #                  a cluster's calls mostly are (a batch is per slot)
+#   inproc-denied90, inproc-denied90-nocache
+#                  inproc with 9 requests in 10 on a limit of 1 per hour
+#                  (denied after each key's first): with the deny cache
+#                  (default) and without
+#   inproc-cached  inproc in cached mode (store.redis.mode cached, sync every
+#                  50 ms), 10,000 keys: each sync carries every key decided
+#                  since the last one
+#   inproc-cached-hot  the same on 10 keys (hot keys)
 #   serve          `sluice serve` on the Redis store, wrk -t2 -c50 POST /v1/check
 #                  (policy token_bucket 1,000,000 + 1,000,000/s: nothing denied)
 #   rls            the same server's Envoy RLS service (examples/envoy's
 #                  descriptors, minute limits), <build>/bench/rls/rls_load with
 #                  50 calls in flight
+#   serve-denied90 serve, 9 requests in 10 for a policy of 1 per hour
+#                  (bench/redis/check_denied_keys.lua), deny cache on
+#   serve-cached   serve in cached mode (sync every 50 ms), as serve
 # With BASELINE, inproc, serve and rls run again with that build's binaries
 # (rows "base-..."), in the same round, on the same Redis.
-# Rows of the deny cache and of cached mode go beside these when they exist.
 # Redis CPU: redis-server's utime + stime (/proc/<pid>/stat) over the run;
 # Sluice CPU: the sluice process's, likewise.
 set -euo pipefail
@@ -61,7 +71,7 @@ cleanup() {
 trap cleanup EXIT
 for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.05; done
 hz=$(getconf CLK_TCK)
-per() { awk -v t="$1" -v hz="$hz" -v n="$2" 'BEGIN {printf "%.2f", n ? t / hz * 1e6 / n : 0}'; }
+per() { awk -v t="$1" -v hz="$hz" -v n="$2" 'BEGIN {printf "%.3f", n ? t / hz * 1e6 / n : 0}'; }
 results="$dir/results"
 
 # row NAME RATE REDIS_US [SLUICE_US]: one line per run, kept for the summary.
@@ -115,18 +125,22 @@ incrby_expire() {
     "$(per $((t1 + t2)) "$PAIRS")"
 }
 
+# inproc NAME BUILD [MAX_BATCH] [more redis_throughput flags]
 inproc() {
   local name=$1 build=$2 batch=${3:-64} out
+  shift 3 || shift $#
   redis-cli -p "$port" flushall >/dev/null
   out=$("$(driver "$build")" --address "127.0.0.1:$port" --seconds "$SECS" --in-flight 50 \
-    --keys 10000 --threads 1 --max-batch "$batch" --redis-pid "$pid")
+    --keys 10000 --threads 1 --max-batch "$batch" --redis-pid "$pid" "$@")
+  echo "  $name: $(echo "$out" | grep -oE 'decisions=[0-9]+ allowed=[0-9]+')" >&2
   row "$name" "$(echo "$out" | sed -nE 's/.*decisions_per_s=([0-9]+).*/\1/p')" \
     "$(echo "$out" | sed -nE 's/.*redis_cpu_us_per_decision=([0-9.]+).*/\1/p')"
 }
 
-# Starts `sluice serve` from BUILD on the Redis store, with the RLS service.
+# Starts `sluice serve` from BUILD on the Redis store, with the RLS service;
+# MODE exact (default) or cached.
 start_serve() {
-  local build=$1
+  local build=$1 mode=${2:-exact}
   http=$(free_port); admin=$(free_port); grpc=$(free_port)
   cat > "$dir/serve.yaml" <<YAML
 listen: 127.0.0.1:$http
@@ -139,8 +153,10 @@ store:
   redis:
     addresses: [127.0.0.1:$port]
     timeout: 50ms
+    mode: $mode
 policies:
   bench: {algorithm: token_bucket, capacity: 1000000, refill_rate: 1000000/s}
+  denied: {algorithm: token_bucket, capacity: 1, refill_rate: 1/h}
 YAML
   "$build/sluice" serve --config "$dir/serve.yaml" 2> "$dir/serve.log" &
   sluice_pid=$!
@@ -161,19 +177,25 @@ stop_serve() {
   sluice_pid=""
 }
 
+# serve NAME BUILD [MODE] [WRK_SCRIPT]: the /v1/check row, then (exact mode, the
+# default script) the RLS row on the same server.
 serve() {
-  local name=$1 build=$2 c0 c1 s0 s1 out total
+  local name=$1 build=$2 mode=${3:-exact} script=${4:-bench/redis/check_random_keys.lua}
+  local c0 c1 s0 s1 out total
   [ -x "$build/sluice" ] || return 0
-  start_serve "$build"
+  start_serve "$build" "$mode"
   redis-cli -p "$port" flushall >/dev/null
   c0=$(cpu_ticks "$pid"); s0=$(cpu_ticks "$sluice_pid")
-  out=$(wrk -t2 -c50 -d"${SECS}s" -s bench/redis/check_random_keys.lua "http://127.0.0.1:$http/v1/check")
+  out=$(wrk -t2 -c50 -d"${SECS}s" -s "$script" "http://127.0.0.1:$http/v1/check")
   c1=$(cpu_ticks "$pid"); s1=$(cpu_ticks "$sluice_pid")
   total=$(echo "$out" | awk '/requests in/ {print $1}')
   echo "$out" | grep -q "Non-2xx" && echo "  $name: $(echo "$out" | grep Non-2xx)" >&2
+  curl -s "http://127.0.0.1:$admin/metrics" | grep -E '^sluice_(redis_syncs_total|deny_cache_hits_total)' |
+    sed "s/^/  $name: /" >&2
   row "$name" "$(echo "$out" | awk '/Requests\/sec/ {printf "%d", $2}')" \
     "$(per $((c1 - c0)) "$total")" "$(per $((s1 - s0)) "$total")"
-  if [ -x "$build/bench/rls/rls_load" ]; then
+  if [ "$mode" = exact ] && [ "$script" = bench/redis/check_random_keys.lua ] &&
+    [ -x "$build/bench/rls/rls_load" ]; then
     redis-cli -p "$port" flushall >/dev/null
     c0=$(cpu_ticks "$pid"); s0=$(cpu_ticks "$sluice_pid")
     out=$("$build/bench/rls/rls_load" --target "127.0.0.1:$grpc" --seconds "$SECS" --in-flight 50 \
@@ -196,8 +218,14 @@ for round in $(seq "$ROUNDS"); do
   [ -n "$BASE" ] && inproc base-inproc "$BASE"
   inproc inproc-batch1 "$BUILD" 1
   [ -n "$BASE" ] && inproc base-inproc-batch1 "$BASE" 1
+  inproc inproc-denied90 "$BUILD" 64 --denied 9
+  inproc inproc-denied90-nocache "$BUILD" 64 --denied 9 --deny-cache no
+  inproc inproc-cached "$BUILD" 64 --mode cached
+  inproc inproc-cached-hot "$BUILD" 64 --mode cached --keys 10
   serve serve "$BUILD"
   [ -n "$BASE" ] && serve base-serve "$BASE"
+  serve serve-denied90 "$BUILD" exact bench/redis/check_denied_keys.lua
+  serve serve-cached "$BUILD" cached
 done
 
 # Medians per row, and each row against the seed script and the MGET + SET PX floor.
@@ -215,6 +243,6 @@ awk '
     seed = median(cpu["seed"]); floor = median(cpu["floor-mget_set_px"])
     for (i = 1; i <= n; ++i) {
       r = order[i]; c = median(cpu[r]); s = median(sl[r])
-      printf "| %s | %d | %.2f | %.2fx | %.2fx | %s |\n", r, median(rate[r]), c, c / seed, c / floor, s
+      printf "| %s | %d | %.3f | %.3fx | %.3fx | %s |\n", r, median(rate[r]), c, c / seed, c / floor, s
     }
   }' "$results"

@@ -8,6 +8,11 @@
 //       --keys 10000 --threads 1 --redis-pid 1234 [--time local] [--limits 1..4]
 //       [--max-batch N] [--cluster yes]   (then --address is a seed and --redis-pid may list
 //                          every master's pid, comma-separated)
+//       [--mode cached] [--sync-interval MS]   cached mode (local decisions, hits synced)
+//       [--denied N]       N requests in 10 go to a limit of 1 per hour on their key (denied
+//                          after its first), the others to the normal limits: with
+//                          N = 9, a 90%-denied load for the deny cache
+//       [--deny-cache no]  turns the deny cache off
 #include <unistd.h>
 
 #include <algorithm>
@@ -43,6 +48,10 @@ struct Args {
   bool local_time = false;
   int limits = 1;  // limits per request (all-or-nothing)
   int max_batch = 64;
+  bool cached = false;
+  int sync_interval_ms = 50;
+  int denied = 0;  // of 10 requests
+  bool deny_cache = true;
 };
 
 // utime + stime of a process, in clock ticks.
@@ -67,6 +76,9 @@ long long cpu_ticks(long pid) {
 struct Worker {
   sluice::RedisStore* store = nullptr;
   const std::vector<sluice::Limit>* limits = nullptr;
+  const sluice::Limit* exhausted = nullptr;  // with --denied
+  int denied = 0;
+  uint64_t issued = 0;
   const std::vector<std::string>* keys = nullptr;
   bool local_time = false;
   boost::asio::io_context io;
@@ -86,8 +98,12 @@ struct Worker {
   void issue(size_t s) {
     Slot& slot = slots[s];
     const std::string& key = (*keys)[next_key++ % keys->size()];
-    const size_t n = limits->size();
+    size_t n = limits->size();
     for (size_t i = 0; i < n; ++i) slot.requests[i] = {&(*limits)[i], key, 1};
+    if (static_cast<int>(issued++ % 10) < denied) {
+      n = 1;
+      slot.requests[0] = {exhausted, key, 1};
+    }
     ++outstanding;
     const sluice::Nanos now = local_time ? sluice::SystemClock::instance().now() : sluice::Nanos{0};
     store->acquire_async({slot.requests, n}, now, {slot.out, n}, [this, s](sluice::Status st) {
@@ -144,6 +160,14 @@ int main(int argc, char** argv) {
       a.limits = std::atoi(v);
     } else if (flag == "--max-batch") {
       a.max_batch = std::atoi(v);
+    } else if (flag == "--mode") {
+      a.cached = std::strcmp(v, "cached") == 0;
+    } else if (flag == "--sync-interval") {
+      a.sync_interval_ms = std::atoi(v);
+    } else if (flag == "--denied") {
+      a.denied = std::atoi(v);
+    } else if (flag == "--deny-cache") {
+      a.deny_cache = std::strcmp(v, "no") != 0;
     } else {
       std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
       return 2;
@@ -159,6 +183,11 @@ int main(int argc, char** argv) {
   o.max_batch = static_cast<size_t>(std::max(a.max_batch, 1));
   o.timeout = std::chrono::milliseconds(1'000);
   o.time_source = a.local_time ? sluice::RedisTimeSource::kLocal : sluice::RedisTimeSource::kRedis;
+  o.deny_cache = a.deny_cache;
+  if (a.cached) {
+    o.mode = sluice::RedisMode::kCached;
+    o.sync_interval = std::chrono::milliseconds(a.sync_interval_ms);
+  }
   auto created = sluice::RedisStore::create(o);
   if (!created.ok()) {
     std::fprintf(stderr, "%s\n", created.error().message.c_str());
@@ -177,6 +206,7 @@ int main(int argc, char** argv) {
   if (a.limits > 2)
     limits.push_back(sluice::Limit::sliding_window(500, std::chrono::minutes(1)).value());
   if (a.limits > 3) limits.push_back(sluice::Limit::gcra(50, 10, std::chrono::seconds(1)).value());
+  const sluice::Limit exhausted = sluice::Limit::token_bucket(1, 1, std::chrono::hours(1)).value();
   std::vector<std::string> keys;
   for (int k = 0; k < a.keys; ++k) keys.push_back("bench|client:" + std::to_string(k));
 
@@ -186,7 +216,9 @@ int main(int argc, char** argv) {
     w->store = store.get();
     w->limits = &limits;
     w->keys = &keys;
-    w->local_time = a.local_time;
+    w->local_time = a.local_time || a.cached;  // cached mode decides on this host's clock
+    w->exhausted = &exhausted;
+    w->denied = a.denied;
     w->next_key = static_cast<uint64_t>(t) * 7919;
     workers.push_back(std::move(w));
   }
@@ -220,15 +252,16 @@ int main(int argc, char** argv) {
     allowed += w->allowed;
     errors += w->errors;
   }
-  std::printf("threads=%d in_flight=%d keys=%d limits=%d time=%s\n", a.threads, a.in_flight, a.keys,
-              a.limits, a.local_time ? "local" : "redis");
+  std::printf("threads=%d in_flight=%d keys=%d limits=%d time=%s mode=%s denied=%d/10\n", a.threads,
+              a.in_flight, a.keys, a.limits, a.local_time ? "local" : "redis",
+              a.cached ? "cached" : "exact", a.denied);
   std::printf("decisions=%llu allowed=%llu errors=%llu seconds=%.2f decisions_per_s=%.0f\n",
               static_cast<unsigned long long>(done), static_cast<unsigned long long>(allowed),
               static_cast<unsigned long long>(errors), elapsed, done / elapsed);
   if (!a.redis_pids.empty() && done > 0) {
     const double ticks_per_s = static_cast<double>(sysconf(_SC_CLK_TCK));
     const double cpu_s = (cpu_after - cpu_before) / ticks_per_s;
-    std::printf("redis_cpu_s=%.2f redis_cpu_us_per_decision=%.2f\n", cpu_s, cpu_s * 1e6 / done);
+    std::printf("redis_cpu_s=%.2f redis_cpu_us_per_decision=%.3f\n", cpu_s, cpu_s * 1e6 / done);
   }
   return errors == 0 ? 0 : 1;
 }

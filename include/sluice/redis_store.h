@@ -76,6 +76,21 @@
 // reset through this store forgets the key; another instance's are not seen
 // until R passes. deny_cache.h has the details.
 //
+// Cached mode (options.mode kCached, opt-in; docs/SCALING.md). Each store
+// decides locally, with the memory store's arithmetic (src/core), from the
+// last global state Redis gave it plus its own hits not yet sent, and sends
+// its hits to Redis every sync_interval in one script call (one Redis; a
+// cluster is refused). The first request for a key goes to Redis exactly
+// (an ordinary call) and the next sync fetches the key's state; from then on
+// the key is decided locally. A sync applies the hits to the global state
+// (a bucket may go into debt: hits are never dropped) and returns it. Over-
+// admission across instances is bounded (docs/SCALING.md derives the
+// bound). token_bucket and fixed_window only, without block: check_limit()
+// refuses the others. A failed sync keeps deciding locally and resends the
+// same hits under the same sequence number, which the script applies at
+// most once. reset() forgets the local state too; destruction sends the
+// unsent hits (one last sync). stats().syncs counts the syncs answered.
+//
 // Thread-safety: all methods may be called from any thread, with the rules on
 // attach()/detach() above.
 #pragma once
@@ -117,6 +132,11 @@ struct RedisTlsOptions {
   // cluster node's: as the cluster announces it).
   std::string server_name;
   friend bool operator==(const RedisTlsOptions&, const RedisTlsOptions&) = default;
+};
+
+enum class RedisMode {
+  kExact,   // every decision is a Redis script call (default)
+  kCached,  // local decisions, hits sent every sync_interval (see the class comment)
 };
 
 struct RedisStoreOptions {
@@ -166,6 +186,13 @@ struct RedisStoreOptions {
   // bytes each); a reset() or refund() of a key forgets its denial here.
   bool deny_cache = true;
   size_t deny_cache_entries = 65'536;
+  // Cached mode: decide locally, send hits every sync_interval (a timer on
+  // the internal thread; sync() sends at once). cached_keys bounds the local
+  // table: idle keys without unsent hits are evicted, least recently used
+  // first. The deny cache is not used in cached mode (nothing to save).
+  RedisMode mode = RedisMode::kExact;
+  std::chrono::milliseconds sync_interval{50};
+  size_t cached_keys = 100'000;
 };
 
 // Error counters since the store was created.
@@ -186,6 +213,8 @@ struct RedisStoreStats {
   uint64_t late_applied = 0;  // of those, calls Redis applied: charged, though the caller
                               // had the on_failure answer
   uint64_t deny_cache_hits = 0;  // requests denied by the deny cache, with no Redis call
+  uint64_t syncs = 0;            // cached mode: sync calls Redis answered
+  uint64_t sync_failures = 0;    // cached mode: sync calls that failed (hits kept, resent)
 };
 
 class RedisStore final : public Store {
@@ -201,8 +230,9 @@ class RedisStore final : public Store {
 
   // Whether `limit` can be computed exactly by the Redis scripts (see above);
   // the error explains why not. check_limit() for a config not yet served.
-  static Status limit_fits(const Limit& limit);
-  Status check_limit(const Limit& limit) const override { return limit_fits(limit); }
+  // In cached mode also whether the limit can be decided locally.
+  static Status limit_fits(const Limit& limit, RedisMode mode = RedisMode::kExact);
+  Status check_limit(const Limit& limit) const override;
 
   // Binds the calling thread to `io`, which this thread runs: later
   // acquire_async() calls from this thread use a connection driven by `io`.
@@ -243,6 +273,13 @@ class RedisStore final : public Store {
 
   // Blocks until ready() or `timeout` passes; returns ready().
   bool wait_ready(std::chrono::milliseconds timeout) const;
+
+  // Cached mode: sends every unsent hit (and fetches the keys not yet
+  // fetched) now, in one call, and waits for it. The timer does this every
+  // sync_interval; tests call it to sync at a chosen moment. A sync already
+  // in flight is waited for first. OK at once in exact mode; the failure's
+  // status when the call fails (the hits stay, and are resent).
+  Status sync();
 
   RedisStoreStats stats() const;
   const RedisStoreOptions& options() const;

@@ -52,12 +52,23 @@ void register_redis_metrics(const std::shared_ptr<RedisStore>& store, observe::R
                      "Requests denied by the Redis store's deny cache (store.redis.deny_cache): a "
                      "key Redis had denied, answered with no Redis call until its retry_after.",
                      {}, [s] { return s->stats().deny_cache_hits; });
+  r.counter_function("sluice_redis_syncs_total",
+                     "Cached mode (store.redis.mode cached): sync calls that sent this instance's "
+                     "hits to Redis, by result.",
+                     {{"result", "ok"}}, [s] { return s->stats().syncs; });
+  r.counter_function("sluice_redis_syncs_total",
+                     "Cached mode (store.redis.mode cached): sync calls that sent this instance's "
+                     "hits to Redis, by result.",
+                     {{"result", "failed"}}, [s] { return s->stats().sync_failures; });
 }
 
 }  // namespace
 
 LimitCheck limit_check_for(const policy::StoreConfig& store) {
-  if (store.backend == policy::StoreConfig::Backend::kRedis) return &RedisStore::limit_fits;
+  if (store.backend == policy::StoreConfig::Backend::kRedis) {
+    const RedisMode mode = store.redis.mode_cached ? RedisMode::kCached : RedisMode::kExact;
+    return [mode](const Limit& limit) { return RedisStore::limit_fits(limit, mode); };
+  }
   return {};
 }
 
@@ -71,6 +82,8 @@ RedisStoreOptions redis_store_options(const policy::RedisConfig& redis) {
   o.password = redis.password;
   o.database = redis.database;
   o.deny_cache = redis.deny_cache;
+  o.mode = redis.mode_cached ? RedisMode::kCached : RedisMode::kExact;
+  o.sync_interval = redis.sync_interval;
   o.tls = {redis.tls.enabled, redis.tls.ca_file, redis.tls.cert_file, redis.tls.key_file,
            redis.tls.server_name};
   if (redis.time_source_redis) {

@@ -57,7 +57,9 @@ std::string summary(const Deployment& d) {
       (c.default_route ? "a default limit" : "no default limit") + ", " +
       (c.store.backend == policy::StoreConfig::Backend::kRedis
            ? std::string(c.store.redis.cluster ? "redis cluster store" : "redis store") +
-                 (c.store.redis.deny_cache ? " with deny cache" : "")
+                 (c.store.redis.mode_cached  ? " in cached mode"
+                  : c.store.redis.deny_cache ? " with deny cache"
+                                             : "")
            : "memory store") +
       ", listen " + c.listen.text();
   if (c.tls) s += c.tls->min_tls13 ? " with TLS 1.3" : " with TLS 1.2+";

@@ -53,7 +53,11 @@ std::string store_text(const policy::StoreConfig& s) {
   out += cat({" (database ", std::to_string(s.redis.database), ", timeout ",
               std::to_string(s.redis.timeout.count()), " ms, time from ",
               s.redis.time_source_redis ? "redis" : "local clock",
-              s.redis.deny_cache ? ", deny cache" : "", ")"});
+              s.redis.deny_cache ? ", deny cache" : "",
+              s.redis.mode_cached ? cat({", cached mode, sync every ",
+                                         std::to_string(s.redis.sync_interval.count()), " ms"})
+                                  : std::string(),
+              ")"});
   return out;
 }
 
@@ -70,7 +74,8 @@ bool same_store(const policy::StoreConfig& a, const policy::StoreConfig& b) {
          a.redis.password == b.redis.password && a.redis.database == b.redis.database &&
          a.redis.timeout == b.redis.timeout &&
          a.redis.time_source_redis == b.redis.time_source_redis && a.redis.tls == b.redis.tls &&
-         a.redis.deny_cache == b.redis.deny_cache;
+         a.redis.deny_cache == b.redis.deny_cache && a.redis.mode_cached == b.redis.mode_cached &&
+         a.redis.sync_interval == b.redis.sync_interval;
 }
 
 // Connections the admin port may hold, beside server.max_connections of the

@@ -56,6 +56,8 @@ struct RedisConfig {
   int database = 0;
   bool time_source_redis = true;  // time_source: redis | local
   bool deny_cache = true;         // deny locally what Redis just denied, until its retry_after
+  bool mode_cached = false;       // mode: exact | cached (local decisions, hits synced)
+  Millis sync_interval{50};       // cached mode: how often hits go to Redis
   RedisTlsConfig tls;
   friend bool operator==(const RedisConfig&, const RedisConfig&) = default;
 };

@@ -86,8 +86,9 @@ const Keys kRlsKeys = {"config_dir",  "response_headers", "dynamic_metadata",
                        "shadow_mode", "merge_domains",    "near_limit_ratio"};
 const Keys kUpstreamKeys = {"url", "connect_timeout", "timeout", "max_idle_connections"};
 const Keys kStoreKeys = {"backend", "max_keys", "redis"};
-const Keys kRedisKeys = {"addresses", "url",      "cluster",     "timeout", "on_failure",
-                         "password",  "database", "time_source", "tls",     "deny_cache"};
+const Keys kRedisKeys = {"addresses",  "url",        "cluster",  "timeout",
+                         "on_failure", "password",   "database", "time_source",
+                         "tls",        "deny_cache", "mode",     "sync_interval"};
 const Keys kRedisTlsKeys = {"ca_file", "cert_file", "key_file", "server_name"};
 const Keys kClientIpKeys = {"trusted_proxies", "ipv6_prefix"};
 const Keys kAccessKeys = {"allow", "deny"};
@@ -481,6 +482,19 @@ class Loader {
     }
     if (const Item* d = m->get("deny_cache")) {
       if (auto b = walker_.boolean(*d)) redis.deny_cache = *b;
+    }
+    const Item* mode = m->get("mode");
+    if (mode != nullptr) {
+      if (auto c = walker_.choice(*mode, {"exact", "cached"})) redis.mode_cached = *c == 1;
+    }
+    if (const Item* s = m->get("sync_interval")) {
+      millis(s, false, &redis.sync_interval);
+      if (!redis.mode_cached) walker_.error(*s, "sync_interval is read only with `mode: cached`");
+    }
+    if (redis.mode_cached && redis.cluster) {
+      walker_.error(*mode,
+                    "mode cached syncs with one Redis: a cluster needs mode exact (cached mode "
+                    "on a cluster is not built yet)");
     }
     if (redis.cluster && redis.database != 0) {
       const Item* where = m->get("database") ? m->get("database") : url;

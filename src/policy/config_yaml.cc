@@ -195,6 +195,9 @@ void redis(YAML::Emitter& out, const RedisConfig& r) {
   out << YAML::Key << "on_failure" << YAML::Value << (r.on_failure_allow ? "allow" : "deny");
   out << YAML::Key << "time_source" << YAML::Value << (r.time_source_redis ? "redis" : "local");
   out << YAML::Key << "deny_cache" << YAML::Value << r.deny_cache;
+  out << YAML::Key << "mode" << YAML::Value << (r.mode_cached ? "cached" : "exact");
+  if (r.mode_cached)
+    out << YAML::Key << "sync_interval" << YAML::Value << millis_text(r.sync_interval);
   if (r.tls.enabled) {  // the block turns TLS on beside addresses, and goes with rediss://
     out << YAML::Key << "tls" << YAML::Value << YAML::BeginMap;
     for (const auto& [key, value] :

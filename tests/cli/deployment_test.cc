@@ -81,6 +81,33 @@ default:
       << errors[2];
 }
 
+TEST(Deployment, CachedModeRefusesWhatItCannotDecideLocallyAtItsPosition) {
+  Files files;
+  const std::string path = files.write("sluice.yaml", R"(store:
+  backend: redis
+  redis: {mode: cached}
+policies:
+  bucket: {capacity: 5, refill_rate: 1/s}
+  window: {algorithm: fixed_window, limit: 10, window: 1m}
+  smooth: {algorithm: sliding_window, limit: 10, window: 1m}
+  locked: {capacity: 5, refill_rate: 1/s, block: 1m}
+)");
+  const Deployment d = load(path);
+  EXPECT_FALSE(d.config.has_value());
+  EXPECT_EQ(
+      texts(d.errors),
+      (std::vector<std::string>{
+          path + ":7:11: policies.smooth: with store.backend redis: store.redis.mode cached "
+                 "cannot decide sliding_window limit=10 window=1m locally: only token_bucket and "
+                 "fixed_window merge hits from several instances (use mode exact for this "
+                 "limit's deployment)",
+          path + ":8:11: policies.locked: with store.backend redis: store.redis.mode cached "
+                 "cannot decide token_bucket capacity=5 refill=1/1s block=1m locally: a block must "
+                 "be seen by every "
+                 "instance the moment it starts (use mode exact for this limit's "
+                 "deployment)"}));
+}
+
 TEST(Deployment, TheSameLimitIsFineOnTheMemoryStore) {
   Files files;
   EXPECT_TRUE(load(files.write("a.yaml", std::string("policies:\n  big: ") + kTooBig + "\n")).ok());

@@ -65,6 +65,18 @@ TEST(StoreSetup, TheDenyCacheIsOnUnlessTheFileTurnsItOff) {
           .deny_cache);
 }
 
+TEST(StoreSetup, ModeIsExactUnlessTheFileAsksForCachedWithItsSyncInterval) {
+  const RedisStoreOptions exact = store_options_from_file("store:\n  backend: redis\n");
+  EXPECT_EQ(exact.mode, RedisMode::kExact);
+  const RedisStoreOptions cached = store_options_from_file(
+      "store:\n  backend: redis\n  redis:\n    mode: cached\n    sync_interval: 20ms\n");
+  EXPECT_EQ(cached.mode, RedisMode::kCached);
+  EXPECT_EQ(cached.sync_interval, std::chrono::milliseconds(20));
+  EXPECT_EQ(store_options_from_file("store:\n  backend: redis\n  redis:\n    mode: cached\n")
+                .sync_interval,
+            std::chrono::milliseconds(50));
+}
+
 TEST(StoreSetup, ADenyCacheThatIsNotABooleanIsAnErrorAtItsPosition) {
   const policy::LoadResult r =
       policy::load_config_string("store:\n  redis:\n    deny_cache: sometimes\n", "t.yaml");

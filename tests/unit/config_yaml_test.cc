@@ -78,6 +78,7 @@ store:
     on_failure: allow
     time_source: redis
     deny_cache: true
+    mode: exact
 client_ip:
   trusted_proxies:
     []

@@ -9,6 +9,8 @@
 #include <mutex>
 #include <thread>
 
+#include "store/redis/cached_sync.h"
+#include "store/redis/cached_table.h"
 #include "store/redis/client.h"
 #include "store/redis/deny_cache.h"
 #include "store/redis/script_limit.h"
@@ -127,7 +129,8 @@ class RedisStore::Impl {
         id_(next_store_id.fetch_add(1)),
         work_(boost::asio::make_work_guard(io_)),
         health_timer_(io_),
-        refresh_timer_(io_) {}
+        refresh_timer_(io_),
+        sync_timer_(io_) {}
 
   ~Impl() { stop(); }
 
@@ -147,16 +150,20 @@ class RedisStore::Impl {
       health_check();
       schedule_health();
       if (shared_->options.cluster) schedule_refresh();
+      if (cached_sync_ != nullptr) schedule_sync();
     });
   }
 
   void stop() {
     if (!thread_.joinable()) return;
+    // Graceful: the hits not yet sent leave in one last sync.
+    if (cached_sync_ != nullptr) (void)sync();
     boost::asio::post(io_, [this] {
       // Handlers already queued still run: they see stopping_ and re-arm nothing.
       stopping_ = true;
       health_timer_.cancel();
       refresh_timer_.cancel();
+      sync_timer_.cancel();
       internal_.reset();
       work_.reset();
     });
@@ -250,6 +257,22 @@ class RedisStore::Impl {
       internal_->refund(owned->list, now,
                         [owned, done = std::move(done)](Status s) { done(std::move(s)); });
     });
+  }
+
+  // --- cached mode's sync (internal thread) ---
+
+  void schedule_sync() {
+    sync_timer_.expires_after(shared_->options.sync_interval);
+    sync_timer_.async_wait([this](const boost::system::error_code& ec) {
+      if (ec || stopping_ || internal_ == nullptr) return;
+      cached_sync_->run(*internal_, [](Status) {});
+      schedule_sync();
+    });
+  }
+
+  Status sync() {
+    if (cached_sync_ == nullptr) return {};
+    return run_sync([this](Client& client, auto finish) { cached_sync_->run(client, finish); });
   }
 
   // --- health and topology (internal thread) ---
@@ -410,6 +433,7 @@ class RedisStore::Impl {
   std::unique_ptr<Client> internal_;  // lives on the internal thread
   boost::asio::steady_timer health_timer_;
   boost::asio::steady_timer refresh_timer_;
+  boost::asio::steady_timer sync_timer_;
   std::atomic<bool> ready_{false};
   std::atomic<size_t> observed_keys_{0};  // DBSIZE summed at the last health check
   std::atomic<bool> refresh_requested_{false};
@@ -420,6 +444,9 @@ class RedisStore::Impl {
   std::mutex attached_mutex_;
   std::vector<std::unique_ptr<Client>> attached_;
   std::unique_ptr<redis::DenyCache> deny_cache_;  // null with options.deny_cache off
+  // Cached mode's local states and their sync; null in exact mode.
+  std::unique_ptr<redis::CachedTable> cached_;
+  std::unique_ptr<redis::CachedSync> cached_sync_;
 };
 
 Result<std::shared_ptr<RedisStore>> RedisStore::create(RedisStoreOptions options) {
@@ -434,8 +461,14 @@ Result<std::shared_ptr<RedisStore>> RedisStore::create(RedisStoreOptions options
     return invalid("redis store: need 0 < reconnect_min <= reconnect_max");
   if (options.ttl_extra.count() < 0) return invalid("redis store: ttl_extra must be 0 or more");
   if (options.health_interval.count() <= 0 || options.topology_refresh.count() <= 0 ||
-      options.connect_timeout.count() <= 0 || options.stall_timeout.count() <= 0)
+      options.connect_timeout.count() <= 0 || options.stall_timeout.count() <= 0 ||
+      options.sync_interval.count() <= 0)
     return invalid("redis store: intervals and timeouts must be greater than 0");
+  if (options.mode == RedisMode::kCached && options.cluster)
+    return invalid(
+        "redis store: mode cached syncs with one Redis; a cluster needs mode exact (for now)");
+  if (options.mode == RedisMode::kCached && options.cached_keys == 0)
+    return invalid("redis store: cached_keys must be at least 1");
 
   auto shared = std::make_shared<Shared>();
   bool plain_url = false;
@@ -458,7 +491,10 @@ Result<std::shared_ptr<RedisStore>> RedisStore::create(RedisStoreOptions options
   if (Status tls = set_up_tls(options.tls, plain_url, *shared); !tls.ok()) return tls.error();
   shared->options = std::move(options);
   auto impl = std::make_unique<Impl>(shared);
-  if (shared->options.deny_cache) {
+  if (shared->options.mode == RedisMode::kCached) {
+    impl->cached_ = std::make_unique<redis::CachedTable>(shared->options.cached_keys);
+    impl->cached_sync_ = std::make_unique<redis::CachedSync>(*impl->cached_, *shared);
+  } else if (shared->options.deny_cache) {
     impl->deny_cache_ = std::make_unique<redis::DenyCache>(
         shared->options.deny_cache_entries, shared->options.time_source == RedisTimeSource::kLocal);
   }
@@ -470,10 +506,19 @@ RedisStore::RedisStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 RedisStore::~RedisStore() = default;
 
-Status RedisStore::limit_fits(const Limit& limit) {
+Status RedisStore::limit_fits(const Limit& limit, RedisMode mode) {
   Result<redis::ScriptLimit> r = redis::script_limit(limit);
   if (!r.ok()) return r.error();
+  if (mode == RedisMode::kCached) return redis::CachedTable::limit_fits(limit);
   return {};
+}
+
+Status RedisStore::check_limit(const Limit& limit) const {
+  return limit_fits(limit, options().mode);
+}
+
+Status RedisStore::sync() {
+  return impl_->sync();
 }
 
 void RedisStore::attach(boost::asio::io_context& io) {
@@ -486,6 +531,12 @@ void RedisStore::detach() {
 
 Status RedisStore::acquire(std::span<const AcquireRequest> requests, Nanos now,
                            std::span<Decision> out) {
+  if (redis::CachedTable* cached = impl_->cached_.get()) {
+    // A key not fetched yet is decided by Redis (below); the next sync fetches it.
+    auto local = cached->decide(requests, options().key_prefix, now, out);
+    if (!local.ok()) return local.error();
+    if (local.value() == redis::CachedTable::Outcome::kDecided) return {};
+  }
   redis::DenyCache* cache = impl_->deny_cache_.get();
   redis::DenyCall call;
   if (cache != nullptr && cache->answer(requests, now, options().cluster, out, &call)) return {};
@@ -497,6 +548,13 @@ Status RedisStore::acquire(std::span<const AcquireRequest> requests, Nanos now,
 
 void RedisStore::acquire_async(std::span<const AcquireRequest> requests, Nanos now,
                                std::span<Decision> out, Done done) {
+  if (redis::CachedTable* cached = impl_->cached_.get()) {
+    auto local = cached->decide(requests, options().key_prefix, now, out);
+    if (!local.ok() || local.value() == redis::CachedTable::Outcome::kDecided) {
+      done(local.ok() ? Status() : Status(local.error()));
+      return;
+    }
+  }
   if (redis::DenyCache* cache = impl_->deny_cache_.get()) {
     redis::DenyCall call;
     if (cache->answer(requests, now, options().cluster, out, &call)) {
@@ -574,6 +632,7 @@ Result<bool> RedisStore::reset(const Limit& limit, std::string_view key) {
   const int slot = impl_->shared_->options.cluster ? key_slot(redis_key) : -1;
   const auto timeout = impl_->health_timeout();
   if (impl_->deny_cache_ != nullptr) impl_->deny_cache_->forget(limit, key);
+  if (impl_->cached_ != nullptr) impl_->cached_->forget(redis_key);
   bool existed = false;
   Status s = impl_->run_sync([&](Client& client, auto finish) {
     client.command(redis::command({"DEL", redis_key, lockout_key}), std::string(), slot, timeout,
@@ -633,6 +692,10 @@ RedisStoreStats RedisStore::stats() const {
   s.late_replies = get(c.late_replies);
   s.late_applied = get(c.late_applied);
   if (impl_->deny_cache_ != nullptr) s.deny_cache_hits = impl_->deny_cache_->hits();
+  if (impl_->cached_sync_ != nullptr) {
+    s.syncs = impl_->cached_sync_->syncs();
+    s.sync_failures = impl_->cached_sync_->failures();
+  }
   return s;
 }
 

@@ -8,5 +8,8 @@ namespace sluice::redis {
 
 extern const std::string_view kLuaScript;
 extern const std::string_view kLuaScriptSha1;  // 40 lower-case hex digits
+// Cached mode's sync (scripts/cached_sync.lua), a script of its own.
+extern const std::string_view kCachedSyncScript;
+extern const std::string_view kCachedSyncScriptSha1;
 
 }  // namespace sluice::redis

@@ -582,6 +582,48 @@ TEST(RedisServe, WithoutTheDenyCacheEveryDenialIsAScriptCall) {
   EXPECT_EQ(server->metric("sluice_deny_cache_hits_total"), 0);
 }
 
+// Cached mode through the server: after a key's first request (Redis's) and
+// the sync that fetches it, the server decides it alone, exactly as one
+// instance should; every Redis call it makes from then on is a sync, each
+// counted in sluice_redis_syncs_total; /admin/reset forgets the local state.
+TEST(RedisServe, CachedModeDecidesLocallyAndOnlySyncsCallRedis) {
+  SLUICE_REQUIRE_REDIS();
+  RedisServer redis;
+  ASSERT_TRUE(redis.start());
+  auto server = SluiceProcess::start(
+      "store:\n  backend: redis\n  redis:\n    addresses: [" + redis.address() +
+      "]\n    timeout: 2s\n    mode: cached\n    sync_interval: 20ms\nserver:\n  threads: "
+      "2\npolicies:\n  p: {algorithm: token_bucket, capacity: 100, refill_rate: 1/d}\n");
+  ASSERT_NE(server, nullptr);
+  ASSERT_TRUE(wait_ready(*server, true, 10s)) << server->log();
+  const std::string syncs = R"(sluice_redis_syncs_total{result="ok"})";
+  ASSERT_EQ(check(*server, "hot").status, 200);  // Redis decides, the next sync fetches
+  ASSERT_TRUE(wait_for([&] { return server->metric(syncs) >= 1; }, 10s)) << server->log();
+  const long long calls_before = redis.script_calls();
+  const long long syncs_before = server->metric(syncs);
+  auto connection = server->connect();
+  int allowed = 0;
+  for (int i = 0; i < 200; ++i) {
+    const HttpResponse r =
+        connection->request("POST", "/v1/check", kJson, R"({"policy":"p","key":"hot"})");
+    ASSERT_TRUE(r.status == 200 || r.status == 429) << r.status;
+    allowed += r.status == 200 ? 1 : 0;
+  }
+  EXPECT_EQ(allowed, 99);  // one instance: exact, 100 - 1
+  // Every script call since is a sync (the hits go with the next one; then
+  // nothing is sent until the key is decided again): the two counts meet
+  // once the last sync is answered, and no decision ever added a call.
+  EXPECT_TRUE(wait_for(
+      [&] { return redis.script_calls() - calls_before == server->metric(syncs) - syncs_before; },
+      10s))
+      << redis.script_calls() - calls_before << " script calls, "
+      << server->metric(syncs) - syncs_before << " syncs";
+  EXPECT_GE(server->metric(syncs) - syncs_before, 1);
+  EXPECT_EQ(server->metric(R"(sluice_redis_syncs_total{result="failed"})"), 0);
+  ASSERT_EQ(server->admin_post("/admin/reset", R"({"policy":"p","key":"hot"})").status, 200);
+  EXPECT_EQ(check(*server, "hot").status, 200);  // a fresh bucket, decided by Redis again
+}
+
 TEST(RedisServe, AReloadChangesOnFailureWithoutARestart) {
   SLUICE_REQUIRE_REDIS();
   RedisServer redis;

@@ -1,0 +1,101 @@
+-- cached_sync.lua: the sync of cached mode (RedisStore, mode cached). One
+-- instance's hits since its last sync are applied to the global states, and
+-- the states are returned. A script of its own (embed_scripts.cmake keeps it
+-- out of the decision script); its states are the decision script's keys
+-- and values (token_bucket.lua, fixed_window.lua).
+--
+-- KEYS[1]   the instance's sequence key: <prefix>sync:<instance id>
+-- KEYS[2..] state keys
+-- ARGV[1]   now: microseconds since the epoch, by the instance's clock
+-- ARGV[2]   the call's sequence number (> 0); a resend carries the same one
+-- ARGV[3]   milliseconds added to every TTL
+-- Then per state key: algorithm, p1, p2, p3 (entry.lua's definitions),
+--   hits: tokens (token_bucket) or requests (fixed_window) charged by the
+--         instance since its last sync; 0 only reads the state (a first fetch)
+--   window: fixed_window: the index of the window the hits were counted in
+-- Returns per state key: 1 and its state's two numbers (token_bucket: the
+-- level in units and its time in us; fixed_window: the window index and the
+-- count), or 0, 0, 0 for a key that does not exist.
+--
+-- At most once: a call whose sequence number is not above the one the
+-- sequence key holds applies nothing and only reads (a resend of a call
+-- Redis applied but whose reply was lost). Atomic as every script: no other
+-- command runs between the reads and the writes.
+--
+-- Hits are charged at `now`, whenever they were decided: a bucket refills
+-- to now first, then pays (never more than charging each at its own time),
+-- and may go below empty (debt); every later decision, local or not,
+-- refills it as any level. A fixed window's hits count in their window
+-- while it is the key's current one; hits of a window that has ended are
+-- dropped (no decision reads that window again).
+local fmod = math.fmod
+local spack, sunpack = struct.pack, struct.unpack
+local function cdiv(a, b)
+  local r = fmod(a, b)
+  if r == 0 then return a / b end
+  return (a - r) / b + 1
+end
+
+local now = tonumber(ARGV[1])
+local seq = tonumber(ARGV[2])
+local extra_ms = tonumber(ARGV[3])
+local seen = tonumber(redis.call('GET', KEYS[1]) or '0')
+local apply = seq > seen
+if apply then redis.call('SET', KEYS[1], ARGV[2], 'PX', 86400000) end
+local t = redis.call('TIME')
+local redis_now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+
+-- The decision script's value: the state, then the Redis time its TTL runs to.
+local function put(key, a, b, ttl_us)
+  local ms = cdiv(ttl_us, 1000)
+  if ms < 1 then ms = 1 end
+  ms = 2 * (ms + extra_ms)
+  redis.call('SET', key, spack('<ddd', a, b, redis_now + (ms - 1) * 1000), 'PX', ms)
+end
+
+local out = {}
+for i = 2, #KEYS do
+  local key = KEYS[i]
+  local j = 4 + 6 * (i - 2)
+  local kind = ARGV[j]
+  local p1, p2, p3 = tonumber(ARGV[j + 1]), tonumber(ARGV[j + 2]), tonumber(ARGV[j + 3])
+  local hits, window = tonumber(ARGV[j + 4]), tonumber(ARGV[j + 5])
+  local raw = redis.call('GET', key)
+  local found, a, b = 0, 0, 0
+  if raw then found, a, b = 1, sunpack('<dd', raw) end
+  if apply and hits > 0 then
+    if kind == 'token_bucket' then
+      local full = p1 * p2
+      local level, last = full, now
+      if found == 1 then level, last = a, b end
+      local elapsed = now - last
+      if elapsed > 0 then
+        if elapsed >= cdiv(full - level, p3) then
+          level = full
+        else
+          level = level + elapsed * p3
+        end
+        last = now
+      end
+      level = level - hits * p2
+      put(key, level, last, cdiv(full - level, p3))
+      found, a, b = 1, level, last
+    elseif kind == 'fixed_window' then
+      local index, count = window, 0
+      if found == 1 and a >= window then index, count = a, b end
+      if index == window then
+        count = count + hits
+        local ends_in = (index + 1) * p2 - now
+        if ends_in < 1 then ends_in = 1 end
+        put(key, index, count, ends_in)
+        found, a, b = 1, index, count
+      end
+    else
+      return redis.error_reply('ERR sluice: cached mode cannot apply ' .. tostring(kind))
+    end
+  end
+  out[#out + 1] = found
+  out[#out + 1] = a
+  out[#out + 1] = b
+end
+return out
