@@ -481,6 +481,30 @@ TEST(Gateway, PooledConnectionsTheUpstreamClosedWhileIdleAreNotUsed) {
   EXPECT_EQ(upstream.connections(), 20);
 }
 
+TEST(Gateway, APooledConnectionTheUpstreamClosesWhileIdleIsClosedWithoutWaitingForARequest) {
+  TestUpstream upstream;
+  ASSERT_NE(upstream.port(), 0);
+  auto server = SluiceProcess::start(gateway_yaml(upstream.url(), ""));  // one worker
+  ASSERT_NE(server, nullptr);
+  auto c = server->connect();
+  ASSERT_EQ(c->request("GET", "/first").status, 200);  // its connection is pooled
+  ASSERT_TRUE(wait_until([&] { return established_to(upstream.port()) == 1; }));
+  upstream.close_idle_connections();
+  ASSERT_TRUE(wait_until([&] { return upstream.closed() == 1; }));
+  // The pool watches its idle connections: the upstream's close is seen and
+  // the gateway closes its side with no request to find it (no socket left
+  // in CLOSE_WAIT, where an unwatched pooled connection would stay).
+  EXPECT_TRUE(wait_until([&] {
+    return connections_to(upstream.port(), "08") == 0 && established_to(upstream.port()) == 0;
+  }));
+  // A POST (never sent twice) goes on a new connection, once.
+  const HttpResponse r = c->request("POST", "/second");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "{\"n\":2}");
+  EXPECT_EQ(upstream.requests(), 2);
+  EXPECT_EQ(upstream.connections(), 2);
+}
+
 TEST(Gateway, OnlyIdempotentRequestsAreRetriedAfterAReusedConnectionDies) {
   // The upstream reads the second request of every connection and closes it
   // without an answer: to the gateway this is the race of a keep-alive
