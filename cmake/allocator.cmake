@@ -9,7 +9,9 @@
 # malloc and operator new for the whole process (Boost, gRPC, OpenSSL too),
 # and the .deb depends on its runtime package (dpkg-shlibdeps finds it).
 # Sanitizer and fuzz builds keep glibc: ASan brings its own allocator.
-set(SLUICE_ALLOCATOR_DEFAULT mimalloc)
+# glibc by default: none of the three was ahead of it beyond the spread of
+# repeated runs on any path (2026-12-02), and it needs no package.
+set(SLUICE_ALLOCATOR_DEFAULT glibc)
 set(SLUICE_ALLOCATOR ${SLUICE_ALLOCATOR_DEFAULT}
   CACHE STRING "malloc of the sluice binary: glibc, mimalloc, jemalloc or tcmalloc")
 set_property(CACHE SLUICE_ALLOCATOR PROPERTY STRINGS glibc mimalloc jemalloc tcmalloc)
@@ -37,7 +39,7 @@ function(sluice_use_allocator target)
   find_library(SLUICE_ALLOCATOR_LIBRARY_${allocator} NAMES ${library})
   if(NOT SLUICE_ALLOCATOR_LIBRARY_${allocator})
     message(FATAL_ERROR "SLUICE_ALLOCATOR=${allocator} needs lib${library} "
-      "(Debian: ${package}; scripts/install-deps.sh installs it), or -DSLUICE_ALLOCATOR=glibc")
+      "(Debian: apt-get install ${package}), or -DSLUICE_ALLOCATOR=glibc")
   endif()
   # --no-as-needed: nothing calls the library by name, malloc is found in it
   # because it comes first; the linker must not drop it as unused.

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # System calls per request (run by hand, loopback only, bounded): the Sluice
 # gateway and nginx (bench/gateway/servers.sh, at its best) in front of the same
-# upstream, each traced by `strace -c -f` during one wrk run per path, the
-# counts divided by the requests wrk completed. strace slows both servers, so
-# the request rates here mean nothing; calls per request do.
+# upstream, counted by `perf stat` on the syscall tracepoints during one wrk run
+# per path, divided by the requests wrk completed. Not strace: it slows the
+# server so much that the next request is always there when a read starts,
+# which hides the reads that find nothing (see docs/BENCHMARKS.md).
 #
 #   bench/gateway/syscalls.sh [BUILD_DIR]     # default: build (a Release build)
 #
@@ -20,9 +21,9 @@ threads=${THREADS:-1}
 
 source bench/lib.sh
 BENCH_NAME="gateway syscalls"
-need_programs "$build_dir/sluice, $build_dir/sluice-demo-upstream, wrk, strace and nginx" \
+need_programs "$build_dir/sluice, $build_dir/sluice-demo-upstream, wrk, perf and nginx" \
   "$build_dir/sluice" "$build_dir/sluice-demo-upstream" "$(command -v wrk || true)" \
-  "$(command -v strace || true)" "$(command -v nginx || true)"
+  "$(command -v perf || true)" "$(command -v nginx || true)"
 start_work sluice-gw-syscalls
 
 up_port=$(free_port)
@@ -48,31 +49,31 @@ for u in "http://127.0.0.1:$sl_port" "http://127.0.0.1:$ng_port"; do
   wrk -t1 -c1 -d1s "$u/deny" >/dev/null
 done
 
-# traced NAME PID URL [wrk args...]: the calls per request of PID's threads
-# and children (nginx: its workers), the most frequent first.
+# traced NAME PID URL [wrk args...]: the calls per request of PID and its
+# children (nginx: its workers): all, and those a request makes.
+events=raw_syscalls:sys_enter
+for c in recvfrom sendto sendmsg writev epoll_wait epoll_ctl getsockopt; do
+  events+=",syscalls:sys_enter_$c"
+done
 traced() {
-  local name=$1 pid=$2 url=$3 out requests tids
+  local name=$1 pid=$2 url=$3 out requests targets=$2 c
   shift 3
-  tids=$( (ls "/proc/$pid/task"; for c in $(pgrep -P "$pid"); do ls "/proc/$c/task"; done) | paste -sd,)
-  strace -c -f -p "$tids" -o "$work/strace.txt" 2>/dev/null &
-  local strace_pid=$!
-  sleep 0.5
+  for c in $(pgrep -P "$pid" || true); do targets+=",$c"; done
+  perf stat -x, -e "$events" -p "$targets" -o "$work/stat.txt" -- sleep "$duration" &
+  local perf_pid=$!
   out=$(wrk -t1 -c"$connections" -d"${duration}s" "$@" "$url")
-  kill -INT "$strace_pid"
-  wait "$strace_pid" || true
+  wait "$perf_pid" || true
   requests=$(awk '/requests in/ {print $1}' <<<"$out")
-  awk -v n="$requests" -v name="$name" '
-    $NF ~ /^[a-z_0-9]+$/ && $4 ~ /^[0-9]+$/ && $NF != "total" { calls[$NF] = $4; total += $4 }
-    END {
-      printf "%-14s %6.2f calls/request:", name, total / n
-      PROCINFO["sorted_in"] = "@val_num_desc"
-      for (c in calls) if (calls[c] / n >= 0.005) printf " %s %.2f", c, calls[c] / n
-      printf "  (%d requests)\n", n
-    }' "$work/strace.txt"
+  awk -F, -v n="$requests" -v name="$name" '
+    $3 ~ /sys_enter/ {
+      call = $3; sub(/.*sys_enter_?/, "", call)
+      printf "%s %s %.2f", (printed++ ? "" : sprintf("%-14s", name)), (call == "" ? "all" : call), $1 / n
+    }
+    END { printf "  (%d requests)\n", n }' "$work/stat.txt"
 }
 
 auth=(-H "X-Original-Method: GET" -H "X-Original-URI: /pass")
-echo "System calls per request, strace -c -f, wrk -t1 -c$connections -d${duration}s, $threads worker(s) each"
+echo "System calls per request (perf stat), wrk -t1 -c$connections -d${duration}s, $threads worker(s) each"
 traced "pass   sluice" "$sluice_pid" "http://127.0.0.1:$sl_port/pass"
 traced "pass   nginx" "$nginx_pid" "http://127.0.0.1:$ng_port/pass"
 traced "deny   sluice" "$sluice_pid" "http://127.0.0.1:$sl_port/deny"

@@ -2,7 +2,6 @@
 
 #include <sys/socket.h>
 
-#include <algorithm>
 #include <cerrno>
 
 #include <boost/system/error_code.hpp>
@@ -33,15 +32,9 @@ std::unique_ptr<UpstreamConnection> UpstreamPool::take(std::string_view endpoint
                                                        std::chrono::steady_clock::time_point now,
                                                        bool verify) {
   expire(now);
-  auto& idle = idle_->connections;
-  while (!idle.empty()) {
-    std::unique_ptr<UpstreamConnection> c = std::move(idle.back());
-    idle.pop_back();
-    c->idle_ticket = 0;
-    // The idle wait goes (its handler sees operation_aborted); what the
-    // exchange reads next is the response.
-    boost::system::error_code ignored;
-    c->socket.cancel(ignored);
+  while (!idle_.empty()) {
+    std::unique_ptr<UpstreamConnection> c = std::move(idle_.back());
+    idle_.pop_back();
     const bool usable = c->endpoint == endpoint && c->socket.is_open() && c->buffer.size() == 0 &&
                         (!verify || looks_open(*c));
     if (usable) return c;
@@ -58,46 +51,21 @@ void UpstreamPool::put(std::unique_ptr<UpstreamConnection> connection, size_t ma
   }
   expire(now);
   connection->idle_since = now;
-  connection->idle_ticket = ++idle_->last_ticket;
-  watch(idle_, *connection);
-  auto& idle = idle_->connections;
-  idle.push_back(std::move(connection));
-  if (idle.size() > max_idle) {
-    const size_t excess = idle.size() - max_idle;
-    for (size_t i = 0; i < excess; ++i) close_connection(*idle[i]);
-    idle.erase(idle.begin(), idle.begin() + static_cast<std::ptrdiff_t>(excess));
+  idle_.push_back(std::move(connection));
+  if (idle_.size() > max_idle) {
+    const size_t excess = idle_.size() - max_idle;
+    for (size_t i = 0; i < excess; ++i) close_connection(*idle_[i]);
+    idle_.erase(idle_.begin(), idle_.begin() + static_cast<std::ptrdiff_t>(excess));
   }
-}
-
-// Readable while idle: the upstream closed the connection (EOF or reset) or
-// sent bytes nobody asked for. Either way it cannot carry a request: closed
-// now. The ticket tells a wait of this stay in the pool from one that
-// completed while the connection was being taken.
-void UpstreamPool::watch(const std::shared_ptr<Idle>& idle, UpstreamConnection& connection) {
-  connection.socket.async_wait(
-      boost::asio::ip::tcp::socket::wait_read,
-      [weak = std::weak_ptr<Idle>(idle),
-       ticket = connection.idle_ticket](const boost::system::error_code& ec) {
-        if (ec) return;  // taken (cancelled) or closed
-        const std::shared_ptr<Idle> pool = weak.lock();
-        if (!pool) return;
-        auto& connections = pool->connections;
-        const auto it = std::find_if(connections.begin(), connections.end(),
-                                     [ticket](const auto& c) { return c->idle_ticket == ticket; });
-        if (it == connections.end()) return;
-        close_connection(**it);
-        connections.erase(it);
-      });
 }
 
 void UpstreamPool::expire(std::chrono::steady_clock::time_point now) {
-  auto& idle = idle_->connections;
   size_t old = 0;
-  while (old < idle.size() && now - idle[old]->idle_since > kMaxIdleTime) {
-    close_connection(*idle[old]);
+  while (old < idle_.size() && now - idle_[old]->idle_since > kMaxIdleTime) {
+    close_connection(*idle_[old]);
     ++old;
   }
-  if (old > 0) idle.erase(idle.begin(), idle.begin() + static_cast<std::ptrdiff_t>(old));
+  if (old > 0) idle_.erase(idle_.begin(), idle_.begin() + static_cast<std::ptrdiff_t>(old));
 }
 
 }  // namespace sluice::http
