@@ -412,10 +412,7 @@ void ProxyExchange::acquire() {
   deadline_ = now + upstream_.timeout;
   // An upgrade takes its own connection: it becomes the tunnel, never pooled.
   if (upgrade_) return connect_new();
-  // A request the retry rule would not send again is not risked on a
-  // connection the upstream may have closed unseen: the pool peeks at it.
-  const bool retryable = !has_body_ && is_idempotent(method_);
-  conn_ = shared_->pool.take(endpoint_, now, !retryable);
+  conn_ = shared_->pool.take(endpoint_, now);
   if (conn_) {
     conn_reused_ = true;
     return write_first_piece();
@@ -644,7 +641,7 @@ void ProxyExchange::on_write_response(beast::error_code ec, bool last) {
 void ProxyExchange::finish() {
   session().log_access(response_parser_->get().result_int(), response_body_bytes_);
   // Clean: both messages complete, the upstream did not ask to close, and no
-  // stray bytes after the response (take() checks the buffer too).
+  // stray bytes after the response (looks_open() checks the buffer too).
   const bool reusable =
       request_done_ && response_parser_->is_done() && response_parser_->keep_alive() && !upgrade_;
   if (reusable) {

@@ -29,15 +29,12 @@ bool UpstreamPool::looks_open(UpstreamConnection& connection) {
 }
 
 std::unique_ptr<UpstreamConnection> UpstreamPool::take(std::string_view endpoint,
-                                                       std::chrono::steady_clock::time_point now,
-                                                       bool verify) {
+                                                       std::chrono::steady_clock::time_point now) {
   expire(now);
   while (!idle_.empty()) {
     std::unique_ptr<UpstreamConnection> c = std::move(idle_.back());
     idle_.pop_back();
-    const bool usable = c->endpoint == endpoint && c->socket.is_open() && c->buffer.size() == 0 &&
-                        (!verify || looks_open(*c));
-    if (usable) return c;
+    if (c->endpoint == endpoint && looks_open(*c)) return c;
     close_connection(*c);
   }
   return nullptr;

@@ -8,16 +8,10 @@
 // longer than kMaxIdleTime.
 //
 // Idle connections have no read pending, so an upstream that closes one while
-// it waits is noticed only when it is taken. Taking costs no system call when
-// the request is one the proxy's retry rule (proxy.cc) would send again on a
-// new connection (no body, an idempotent method): a closed connection costs
-// that request a failed write or read and the retry. Any other request asks
-// take() to `verify`: it peeks at the socket (non-blocking, one system call)
-// and drops connections that reached EOF, got an error, or hold unexpected
-// bytes; a close that races with the request being sent is then left to the
-// retry rule too. (Watching idle connections would cost a system call per
-// request as well: with Asio, a read started after a successful one is tried
-// at once and finds nothing, and a wait re-arms the descriptor.)
+// it waits is noticed only when it is taken: take() peeks at the socket
+// (non-blocking, one system call) and drops connections that reached EOF, got
+// an error, or hold unexpected bytes. A close that races with the request
+// being sent is left to the proxy's retry rule (proxy.cc).
 //
 // Connections to another upstream than the one asked for (the config was
 // reloaded with a new `upstream`) are closed when met.
@@ -53,13 +47,13 @@ class UpstreamPool {
  public:
   // Idle connections older than this are closed rather than reused: most
   // servers close idle keep-alive connections sooner, and a closed one costs a
-  // failed peek or a retry; holding descriptors for nothing is not worth it.
+  // failed peek; holding descriptors for nothing is not worth it.
   static constexpr std::chrono::seconds kMaxIdleTime{60};
 
-  // The most recently used idle connection to `endpoint`, or null (then
-  // connect a new one). `verify`: only one that still looks open (the peek).
+  // The most recently used idle connection to `endpoint` that still looks
+  // open, or null (then connect a new one).
   std::unique_ptr<UpstreamConnection> take(std::string_view endpoint,
-                                           std::chrono::steady_clock::time_point now, bool verify);
+                                           std::chrono::steady_clock::time_point now);
   // Keeps `connection` for reuse (it must be clean: no pending operation, no
   // unread response bytes), closing the oldest idle ones above `max_idle`.
   void put(std::unique_ptr<UpstreamConnection> connection, size_t max_idle,
