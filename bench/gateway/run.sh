@@ -10,14 +10,18 @@
 # default 1), ROUNDS (default 1: each comparison once; 2 alternates them twice),
 # BASELINE (optional: another build directory whose `sluice` runs beside the
 # first, same config, for before/after figures in the same run; named "base"),
+# BUILDS (optional: more of them, "NAME=DIR NAME=DIR", e.g. one per allocator),
+# NEWCONN=0 (skip the connection-per-request rows),
 # TLS=1 (both gateways terminate TLS with the same certificate, ECDSA P-256
 # made here by openssl; wrk speaks https; nginx has TLS 1.2 and 1.3 as Sluice
 # does and its shared session cache).
 #
-# Scenarios, each with the same wrk command against Sluice and against nginx:
+# Scenarios, each with the same wrk command against Sluice and against nginx
+# (nginx's configuration: bench/gateway/servers.sh):
 #   pass   GET /pass   limit far above the offered load: every request is proxied
 #   deny   GET /deny   limit of 1 per hour: every request after the first gets 429
-#   auth   GET /v1/auth on Sluice alone (its decision API port, 204), allowed and denied
+#   auth   GET /v1/auth allowed (204, Sluice's decision API port) against
+#          nginx's `return 204`; authdeny: denied (429), Sluice alone
 #   newconn  GET /deny with "Connection: close": a new connection per request
 #          (with TLS=1, a TLS handshake per request too)
 # nginx runs at its best: rejections are logged below its error_log level (as
@@ -74,98 +78,45 @@ dec_port=$(free_port)
 "$upstream_bin" --host 127.0.0.1 --port "$up_port" --threads 1 2>"$work/upstream.log" &
 pids+=($!)
 
-cat >"$work/sluice.yaml" <<EOF
-listen: 127.0.0.1:$sl_port
-admin: 127.0.0.1:$admin_port
-upstream: http://127.0.0.1:$up_port
-$sluice_tls
-decision_api:
-  listen: 127.0.0.1:$dec_port
-headers: [legacy]
-server:
-  threads: $threads
-logging:
-  level: warn
-routes:
-  - match: GET /pass
-    limits: [{capacity: 1000000000, refill_rate: 1000000000/s}]
-  - match: GET /deny
-    limits: [{capacity: 1, refill_rate: 1/h}]
-EOF
+source bench/gateway/servers.sh
+write_sluice_config "$work/sluice.yaml"
 "$sluice" serve --config "$work/sluice.yaml" 2>"$work/sluice.log" &
 sluice_pid=$!
 pids+=($sluice_pid)
 
-base_pid=""
-if [[ -n ${BASELINE:-} ]]; then
-  if [[ ! -x $BASELINE/sluice ]]; then
-    echo "gateway bench: BASELINE=$BASELINE has no sluice" >&2
+# Other builds, each a `sluice` beside the first with the same config on
+# ports of its own: BASELINE is "base=DIR"; BUILDS adds "NAME=DIR ...".
+others=()
+[[ -n ${BASELINE:-} ]] && others+=("base=$BASELINE")
+for b in ${BUILDS:-}; do others+=("$b"); done
+other_names=()
+declare -A other_pid other_port other_dec_port
+for b in "${others[@]}"; do
+  name=${b%%=*}
+  dir=${b#*=}
+  if [[ ! -x $dir/sluice ]]; then
+    echo "gateway bench: $name=$dir has no sluice" >&2
     exit 1
   fi
-  base_port=$(free_port)
-  base_admin_port=$(free_port)
-  base_dec_port=$(free_port)
-  sed -e "s/^listen: .*/listen: 127.0.0.1:$base_port/" -e "s/^admin: .*/admin: 127.0.0.1:$base_admin_port/" \
-    -e "s/^  listen: 127.0.0.1:$dec_port/  listen: 127.0.0.1:$base_dec_port/" \
-    "$work/sluice.yaml" >"$work/base.yaml"
-  # A baseline from before decision_api answered /v1/auth on its listen port.
-  if ! "$BASELINE/sluice" validate --config "$work/base.yaml" >/dev/null 2>&1; then
-    sed -i -e '/^decision_api:/d' -e "/^  listen: 127.0.0.1:$base_dec_port/d" "$work/base.yaml"
-    base_dec_port=$base_port
+  port=$(free_port)
+  o_admin_port=$(free_port)
+  o_dec_port=$(free_port)
+  sed -e "s/^listen: .*/listen: 127.0.0.1:$port/" -e "s/^admin: .*/admin: 127.0.0.1:$o_admin_port/" \
+    -e "s/^  listen: 127.0.0.1:$dec_port/  listen: 127.0.0.1:$o_dec_port/" \
+    "$work/sluice.yaml" >"$work/$name.yaml"
+  # A build from before decision_api answered /v1/auth on its listen port.
+  if ! "$dir/sluice" validate --config "$work/$name.yaml" >/dev/null 2>&1; then
+    sed -i -e '/^decision_api:/d' -e "/^  listen: 127.0.0.1:$o_dec_port/d" "$work/$name.yaml"
+    o_dec_port=$port
   fi
-  "$BASELINE/sluice" serve --config "$work/base.yaml" 2>"$work/base.log" &
-  base_pid=$!
-  pids+=($base_pid)
-fi
+  "$dir/sluice" serve --config "$work/$name.yaml" 2>"$work/$name.log" &
+  other_pid[$name]=$!
+  pids+=($!)
+  other_port[$name]=$port
+  other_dec_port[$name]=$o_dec_port
+  other_names+=("$name")
+done
 
-# start_nginx NAME PORT LOG_LEVEL: a config and a running nginx in $work/NAME.
-start_nginx() {
-  local name=$1 port=$2 level=$3 dir="$work/$1"
-  mkdir -p "$dir"
-  cat >"$dir/nginx.conf" <<EOF
-$user_line
-worker_processes $threads;
-error_log $dir/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path $dir/body;
-  proxy_temp_path $dir/proxy;
-  fastcgi_temp_path $dir/fastcgi;
-  uwsgi_temp_path $dir/uwsgi;
-  scgi_temp_path $dir/scgi;
-  limit_req_zone \$binary_remote_addr zone=pass:10m rate=1000000r/s;
-  limit_req_zone \$binary_remote_addr zone=deny:10m rate=1r/m;
-  limit_req_status 429;
-  limit_req_log_level $level;
-  $nginx_tls
-  upstream app {
-    server 127.0.0.1:$up_port;
-    keepalive 64;
-  }
-  server {
-    listen 127.0.0.1:$port$nginx_ssl;
-    location /pass {
-      limit_req zone=pass burst=1000 nodelay;
-      proxy_pass http://app;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
-    }
-    location /deny {
-      limit_req zone=deny nodelay;
-      proxy_pass http://app;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
-    }
-  }
-}
-EOF
-  nginx -p "$dir/" -c "$dir/nginx.conf" -g "daemon off; pid $dir/nginx.pid;" 2>"$dir/stderr.log" &
-}
-user_line=""
-[[ $(id -u) == 0 ]] && user_line="user $(id -un);"
 # At its best: a rejection is an info line, below error_log's warn: not written.
 start_nginx nginx "$ng_port" info
 nginx_pid=$!
@@ -179,7 +130,7 @@ wait_port "$sl_port"
 wait_port "$ng_port"
 wait_port "$nglog_port"
 wait_port "$dec_port"
-[[ -n $base_pid ]] && wait_port "$base_port"
+for name in "${other_names[@]}"; do wait_port "${other_port[$name]}"; done
 sleep 0.5
 
 results="$work/results.txt"
@@ -191,33 +142,46 @@ echo "sluice $("$sluice" --version 2>/dev/null | head -1), $(nginx -v 2>&1)"
 echo
 # Warm both paths (pools, caches) and spend /deny's single token.
 urls=("$scheme://127.0.0.1:$sl_port" "$scheme://127.0.0.1:$ng_port" "$scheme://127.0.0.1:$nglog_port")
-[[ -n $base_pid ]] && urls+=("$scheme://127.0.0.1:$base_port")
+for name in "${other_names[@]}"; do urls+=("$scheme://127.0.0.1:${other_port[$name]}"); done
 for u in "${urls[@]}"; do
   wrk -t1 -c10 -d1s "$u/pass" >/dev/null
   wrk -t1 -c1 -d1s "$u/deny" >/dev/null
 done
+allowed=(-H "X-Original-Method: GET" -H "X-Original-URI: /pass")
+denied=(-H "X-Original-Method: GET" -H "X-Original-URI: /deny")
 for ((r = 1; r <= rounds; r++)); do
   wrk_run "pass  sluice" "$sluice_pid" "$scheme://127.0.0.1:$sl_port/pass"
   wrk_run "pass  nginx" "$nginx_pid" "$scheme://127.0.0.1:$ng_port/pass"
-  [[ -n $base_pid ]] && wrk_run "pass  base" "$base_pid" "$scheme://127.0.0.1:$base_port/pass"
+  for name in "${other_names[@]}"; do
+    wrk_run "pass  $name" "${other_pid[$name]}" "$scheme://127.0.0.1:${other_port[$name]}/pass"
+  done
   wrk_run "deny  sluice" "$sluice_pid" "$scheme://127.0.0.1:$sl_port/deny"
   wrk_run "deny  nginx" "$nginx_pid" "$scheme://127.0.0.1:$ng_port/deny"
   wrk_run "deny  nginx+log" "$nginxlog_pid" "$scheme://127.0.0.1:$nglog_port/deny"
-  [[ -n $base_pid ]] && wrk_run "deny  base" "$base_pid" "$scheme://127.0.0.1:$base_port/deny"
-  wrk_run "newconn sluice" "$sluice_pid" "$scheme://127.0.0.1:$sl_port/deny" -H "Connection: close"
-  wrk_run "newconn nginx" "$nginx_pid" "$scheme://127.0.0.1:$ng_port/deny" -H "Connection: close"
-  [[ -n $base_pid ]] && wrk_run "newconn base" "$base_pid" "$scheme://127.0.0.1:$base_port/deny" \
-    -H "Connection: close"
-  wrk_run "auth allowed sluice" "$sluice_pid" "http://127.0.0.1:$dec_port/v1/auth" \
-    -H "X-Original-Method: GET" -H "X-Original-URI: /pass"
-  wrk_run "auth denied sluice" "$sluice_pid" "http://127.0.0.1:$dec_port/v1/auth" \
-    -H "X-Original-Method: GET" -H "X-Original-URI: /deny"
-  if [[ -n $base_pid ]]; then
-    wrk_run "auth allowed base" "$base_pid" "http://127.0.0.1:$base_dec_port/v1/auth" \
-      -H "X-Original-Method: GET" -H "X-Original-URI: /pass"
-    wrk_run "auth denied base" "$base_pid" "http://127.0.0.1:$base_dec_port/v1/auth" \
-      -H "X-Original-Method: GET" -H "X-Original-URI: /deny"
+  for name in "${other_names[@]}"; do
+    wrk_run "deny  $name" "${other_pid[$name]}" "$scheme://127.0.0.1:${other_port[$name]}/deny"
+  done
+  if [[ ${NEWCONN:-1} == 1 ]]; then
+    wrk_run "newconn sluice" "$sluice_pid" "$scheme://127.0.0.1:$sl_port/deny" -H "Connection: close"
+    wrk_run "newconn nginx" "$nginx_pid" "$scheme://127.0.0.1:$ng_port/deny" -H "Connection: close"
+    for name in "${other_names[@]}"; do
+      wrk_run "newconn $name" "${other_pid[$name]}" "$scheme://127.0.0.1:${other_port[$name]}/deny" \
+        -H "Connection: close"
+    done
   fi
+  # auth: allowed (204) against nginx's `return 204`; authdeny: denied (429),
+  # Sluice's builds alone. The decision API port is plain HTTP.
+  wrk_run "auth  sluice" "$sluice_pid" "http://127.0.0.1:$dec_port/v1/auth" "${allowed[@]}"
+  [[ $tls == 0 ]] && wrk_run "auth  nginx" "$nginx_pid" "http://127.0.0.1:$ng_port/v1/auth" "${allowed[@]}"
+  for name in "${other_names[@]}"; do
+    wrk_run "auth  $name" "${other_pid[$name]}" "http://127.0.0.1:${other_dec_port[$name]}/v1/auth" \
+      "${allowed[@]}"
+  done
+  wrk_run "authdeny sluice" "$sluice_pid" "http://127.0.0.1:$dec_port/v1/auth" "${denied[@]}"
+  for name in "${other_names[@]}"; do
+    wrk_run "authdeny $name" "${other_pid[$name]}" \
+      "http://127.0.0.1:${other_dec_port[$name]}/v1/auth" "${denied[@]}"
+  done
 done
 echo
 ratios "$results"

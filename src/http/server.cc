@@ -135,14 +135,23 @@ struct Server::Worker {
 // ---------------------------------------------------------------- Listener
 
 // One acceptor, accepting on the thread of `io` and starting each session
-// there (`serve`). A public port has one Listener per worker, each on a
-// duplicate of the one listening socket (share()): a connection is accepted
-// and served by the same thread, with no hand-off between threads. Above
+// there (`serve`). A public port has one Listener per worker: a connection is
+// accepted and served by the same thread, with no hand-off between threads.
+// With several workers each has a listening socket of its own on the port
+// (SO_REUSEPORT, join()), and the kernel spreads new connections over them by
+// a hash of their addresses. One socket shared by all (as before) woke every
+// worker for each connection and left them to race for it: the first awake
+// accepted everything queued, so under keep-alive load one worker served all
+// connections while the others idled (docs/BENCHMARKS.md, "Gateway (wrk)").
+// The first socket binds without SO_REUSEPORT, so a port already taken (a
+// second `sluice serve` on it, say) still fails at bind; it sets the option
+// before listen() so that the other workers' sockets can join it. Above
 // `max_open` open connections (all ports), a new one is answered 503 and
 // closed at once, counted and logged at most once a second (per Listener).
 class Server::Listener {
  public:
   using Serve = std::function<void(tcp::socket, ConnectionTicket)>;
+  using ReusePort = asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>;
 
   Listener(asio::io_context& io, std::string name, ServerContext& context,
            std::atomic<size_t>& open, size_t max_open, Serve serve)
@@ -154,7 +163,8 @@ class Server::Listener {
         max_open_(max_open),
         serve_(std::move(serve)) {}
 
-  Status bind(const policy::HostPort& where) {
+  // `group`: other workers' Listeners will join() this one.
+  Status bind(const policy::HostPort& where, bool group) {
     boost::system::error_code ec;
     asio::ip::address address = asio::ip::make_address(where.host, ec);
     if (ec) {
@@ -177,23 +187,28 @@ class Server::Listener {
     if (acceptor_.open(endpoint.protocol(), ec)) return fail("open");
     if (acceptor_.set_option(tcp::acceptor::reuse_address(true), ec)) return fail("configure");
     if (acceptor_.bind(endpoint, ec)) return fail("bind");
+    if (group && acceptor_.set_option(ReusePort(true), ec)) return fail("configure");
     if (acceptor_.listen(asio::socket_base::max_listen_connections, ec)) return fail("listen on");
     return {};
   }
 
-  // Accepts on the socket `first` listens on (a duplicate descriptor), from
-  // this Listener's thread. Whichever thread is free first takes a connection.
-  Status share(Listener& first) {
+  // Listens on the port of `first` (bound with `group`) with a socket of its
+  // own in the same SO_REUSEPORT group, from this Listener's thread.
+  Status join(Listener& first) {
     boost::system::error_code ec;
-    tcp::acceptor& from = first.acceptor_;
-    const int fd = ::dup(from.native_handle());
-    if (fd >= 0) acceptor_.assign(from.local_endpoint().protocol(), fd, ec);
-    if (fd < 0 || ec) {
-      if (fd >= 0 && ec) ::close(fd);
-      return Error{ErrorCode::kInvalidArgument,
-                   cat({"cannot share the ", name_, " socket with a worker: ",
-                        fd < 0 ? std::string(std::strerror(errno)) : ec.message()})};
+    const tcp::endpoint endpoint = first.local_endpoint();
+    auto fail = [&](const char* what) {
+      return Status(Error{ErrorCode::kInvalidArgument,
+                          cat({"cannot ", what, " a worker's ", name_, " socket on ",
+                               endpoint_text(endpoint), ": ", ec.message()})});
+    };
+    if (acceptor_.open(endpoint.protocol(), ec)) return fail("open");
+    if (acceptor_.set_option(tcp::acceptor::reuse_address(true), ec) ||
+        acceptor_.set_option(ReusePort(true), ec)) {
+      return fail("configure");
     }
+    if (acceptor_.bind(endpoint, ec)) return fail("bind");
+    if (acceptor_.listen(asio::socket_base::max_listen_connections, ec)) return fail("listen on");
     return {};
   }
 
@@ -207,7 +222,7 @@ class Server::Listener {
     asio::post(acceptor_.get_executor(), [this] { do_accept(); });
   }
   // The socket stops taking connections now (shutdown is safe from any
-  // thread, and reaches every duplicate); the acceptor closes on its thread.
+  // thread); the acceptor closes on its thread.
   void stop() {
     stopped_.store(true);
     ::shutdown(acceptor_.native_handle(), SHUT_RDWR);
@@ -385,7 +400,8 @@ Status Server::start() {
                                       tls ? context_.state.load()->tls : nullptr)
                 ->start();
           });
-      Status st = out->empty() ? listener->bind(where) : listener->share(*out->front());
+      Status st =
+          out->empty() ? listener->bind(where, workers_.size() > 1) : listener->join(*out->front());
       if (!st.ok()) return st;
       out->push_back(std::move(listener));
     }
@@ -410,7 +426,7 @@ Status Server::start() {
                                   admin_sessions_, true)
             ->start();
       });
-  if (Status st = admin_listener_->bind(cfg.admin); !st.ok()) return st;
+  if (Status st = admin_listener_->bind(cfg.admin, false); !st.ok()) return st;
   return {};
 }
 

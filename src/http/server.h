@@ -3,11 +3,12 @@
 //
 // Threads: one worker thread per core (server.threads, 0 = hardware
 // concurrency), each running its own io_context with the sessions it was
-// given; and the control thread (the caller of run()) running an io_context
-// with the acceptors, the admin port, signals, reloads and periodic store
-// upkeep. Accepted front-door sockets are handed to the workers round robin:
-// one acceptor, so two servers can never share a port by accident (as
-// SO_REUSEPORT would allow). No lock is held across I/O: sessions of a worker
+// accepted; and the control thread (the caller of run()) running an io_context
+// with the admin port, signals, reloads and periodic store upkeep. Each
+// worker accepts on the public ports itself, on a listening socket of its own
+// (one SO_REUSEPORT group per port, whose first socket binds without the
+// option, so two servers still cannot share a port by accident: see
+// Server::Listener in server.cc). No lock is held across I/O: sessions of a worker
 // touch only their own io_context's data, and the config is one
 // atomic<shared_ptr<const State>> swapped by reloads.
 //

@@ -38,6 +38,7 @@
 #include <mutex>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -137,10 +138,11 @@ bool wait_until(Done done, std::chrono::milliseconds timeout = std::chrono::seco
   return true;
 }
 
-// How many TCP connections to 127.0.0.1:port are ESTABLISHED on this host
-// (/proc/net/tcp; the side that connected). One whose peer closed it is in
-// CLOSE_WAIT: the peer's FIN has reached its socket.
-inline int established_to(uint16_t port) {
+// How many TCP connections to 127.0.0.1:port are in `state` on this host
+// (/proc/net/tcp, its hex code; the side that connected): "01" ESTABLISHED,
+// "08" CLOSE_WAIT (the peer's FIN has reached the socket, which its owner
+// has not closed yet).
+inline int connections_to(uint16_t port, std::string_view state_code) {
   char remote[16];
   std::snprintf(remote, sizeof remote, "0100007F:%04X", port);
   std::ifstream table("/proc/net/tcp");
@@ -151,9 +153,12 @@ inline int established_to(uint16_t port) {
     std::istringstream fields(line);
     std::string slot, local, rem, state;
     fields >> slot >> local >> rem >> state;
-    if (rem == remote && state == "01") ++count;
+    if (rem == remote && state == state_code) ++count;
   }
   return count;
+}
+inline int established_to(uint16_t port) {
+  return connections_to(port, "01");
 }
 
 // ---------------------------------------------------------------- DemoUpstream
@@ -285,6 +290,9 @@ class TestUpstream {
   }
   // The status of the answers in Mode::kNormal from now on (200 until set).
   void answer_with(int status) { status_.store(status); }
+  // Closes the connections accepted so far once they wait for a request, as
+  // a server whose keep-alive timeout passed (within the 20 ms of a poll).
+  void close_idle_connections() { close_idle_upto_.store(connections_.load()); }
   // The header block (request line and fields, "\r\n" separated) of each request, in order.
   std::vector<std::string> request_heads() const {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -304,9 +312,9 @@ class TestUpstream {
       if (::poll(&p, 1, 20) <= 0) continue;
       const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
       if (fd < 0) continue;
-      connections_.fetch_add(1);
+      const int number = connections_.fetch_add(1) + 1;
       std::lock_guard<std::mutex> lock(mutex_);
-      threads_.emplace_back([this, fd] { serve(fd); });
+      threads_.emplace_back([this, fd, number] { serve(fd, number); });
     }
   }
 
@@ -317,9 +325,12 @@ class TestUpstream {
     }
     return true;
   }
-  bool read_more(int fd, std::string& buf) {
+  // `idle_connection`: the number of a connection waiting for its next
+  // request, which close_idle_connections() may end.
+  bool read_more(int fd, std::string& buf, int idle_connection = 0) {
     for (;;) {
       if (stop_) return false;
+      if (idle_connection != 0 && idle_connection <= close_idle_upto_.load()) return false;
       pollfd p{fd, POLLIN, 0};
       const int r = ::poll(&p, 1, 20);
       if (r == 0) continue;
@@ -340,13 +351,13 @@ class TestUpstream {
     }
   }
 
-  void serve(int fd) {
+  void serve(int fd, int number) {
     std::string buf;
     int on_this_connection = 0;
     for (;;) {
       size_t end;
       while ((end = buf.find("\r\n\r\n")) == std::string::npos) {
-        if (!read_more(fd, buf)) return finish(fd);
+        if (!read_more(fd, buf, buf.empty() ? number : 0)) return finish(fd);
       }
       const std::string head = buf.substr(0, end);
       buf.erase(0, end + 4);
@@ -423,6 +434,7 @@ class TestUpstream {
   std::atomic<int> connections_{0};
   std::atomic<int> requests_{0};
   std::atomic<int> closed_{0};
+  std::atomic<int> close_idle_upto_{0};
   std::atomic<int> status_{200};
   std::mutex gate_mutex_;
   std::condition_variable gate_;

@@ -481,6 +481,29 @@ TEST(Gateway, PooledConnectionsTheUpstreamClosedWhileIdleAreNotUsed) {
   EXPECT_EQ(upstream.connections(), 20);
 }
 
+TEST(Gateway, APooledConnectionTheUpstreamClosedWhileIdleIsDroppedWhenTaken) {
+  TestUpstream upstream;
+  ASSERT_NE(upstream.port(), 0);
+  auto server = SluiceProcess::start(gateway_yaml(upstream.url(), ""));  // one worker
+  ASSERT_NE(server, nullptr);
+  auto c = server->connect();
+  ASSERT_EQ(c->request("GET", "/first").status, 200);  // its connection is pooled
+  ASSERT_TRUE(wait_until([&] { return established_to(upstream.port()) == 1; }));
+  upstream.close_idle_connections();
+  // The close reached the gateway's side, which nobody watches while idle:
+  // that socket stays in CLOSE_WAIT until it is taken.
+  ASSERT_TRUE(wait_until(
+      [&] { return upstream.closed() == 1 && connections_to(upstream.port(), "08") == 1; }));
+  // Taking it, the pool's peek sees the close: the GET goes on a new
+  // connection, once, and the closed one is gone.
+  const HttpResponse r = c->request("GET", "/second");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "{\"n\":2}");
+  EXPECT_EQ(upstream.requests(), 2);
+  EXPECT_EQ(upstream.connections(), 2);
+  EXPECT_EQ(connections_to(upstream.port(), "08"), 0);
+}
+
 TEST(Gateway, OnlyIdempotentRequestsAreRetriedAfterAReusedConnectionDies) {
   // The upstream reads the second request of every connection and closes it
   // without an answer: to the gateway this is the race of a keep-alive
