@@ -664,6 +664,8 @@ void Server::on_drain_tick() {
   if ((open == 0 && !companion_busy) || late) {
     if (open > 0) {
       spdlog::warn("shutdown grace over: closing {} connection(s) still open", open);
+    } else if (companion_busy) {
+      spdlog::warn("shutdown grace over: stopping with gRPC calls still in flight");
     } else {
       spdlog::info("all connections drained");
     }
