@@ -47,10 +47,12 @@ Every endpoint, its requests and answers: docs/API.md.
 Signals: SIGHUP reloads FILE, the RLS descriptor files and the TLS
 certificate together (if one is bad, all are refused and the old ones stay);
 SIGTERM or SIGINT stops accepting, finishes requests in flight (up to
-server.shutdown_grace) and exits 0.
+server.shutdown_grace) and exits 0; a second SIGTERM or SIGINT during that
+drain stops at once, cutting the requests still in flight.
 
 Exit codes: 0 after a graceful shutdown, 1 when FILE or a descriptor file is
-invalid or a port cannot be bound, 2 on bad usage.
+invalid or a port cannot be bound, 2 on bad usage, 128 + the signal's number
+(143 for SIGTERM, 130 for SIGINT) when a second signal cut the drain short.
 )";
 
 constexpr OptionSpec kOptions[] = {

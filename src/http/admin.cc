@@ -302,6 +302,11 @@ Response AdminHandler::reload() {
   return json_response(HttpStatus::bad_request, std::move(out));
 }
 
+namespace {
+constexpr std::string_view kResetShapes =
+    R"({"policy":NAME,"key":KEY}, {"route":NAME,"client":KEY} or {"consumer":ID})";
+}  // namespace
+
 Response AdminHandler::reset(std::string_view body) {
   auto bad = [](std::string_view message) {
     return error_response(HttpStatus::bad_request, "BAD_REQUEST", message);
@@ -310,7 +315,7 @@ Response AdminHandler::reset(std::string_view body) {
   const boost::json::value v = boost::json::parse(body, ec);
   if (ec) return bad(cat({"malformed JSON body: ", ec.message()}));
   if (!v.is_object()) {
-    return bad(R"(the body must be {"policy":NAME,"key":KEY} or {"route":NAME,"client":KEY})");
+    return bad(cat({"the body must be ", kResetShapes}));
   }
   const boost::json::object& o = v.get_object();
   const std::shared_ptr<const State> state = context_.state.load();
@@ -319,11 +324,14 @@ Response AdminHandler::reset(std::string_view body) {
   const std::string key = string_field(o, "key", &has_key);
   const std::string route_name = string_field(o, "route", &has_route);
   const std::string client = string_field(o, "client", &has_client);
+  bool has_consumer = false;
+  const std::string consumer = string_field(o, "consumer", &has_consumer);
 
   // The (limit, store key) pairs to forget, and how the operator named them.
   std::vector<std::pair<const Limit*, std::string>> targets;
   std::string what;
-  if (has_policy && has_key && !has_route && !has_client) {
+  const int fields = int{has_policy} + has_key + has_route + has_client + has_consumer;
+  if (has_policy && has_key && fields == 2) {
     const policy::NamedPolicy* named = state->policy.find_policy(policy_name);
     if (named == nullptr) {
       return error_response(HttpStatus::not_found, "UNKNOWN_POLICY",
@@ -331,7 +339,23 @@ Response AdminHandler::reset(std::string_view body) {
     }
     targets.emplace_back(&named->limit, policy::Policy::policy_store_key(policy_name, key));
     what = cat({"policy \"", policy_name, "\" key \"", key, "\""});
-  } else if (has_route && has_client && !has_policy && !has_key) {
+  } else if (has_consumer && fields == 1) {
+    // A known consumer's plan is keyed by the consumer; an unknown id has no
+    // state of its own (its plan is keyed by the client address: reset it by
+    // route and client).
+    if (state->policy.consumers() == nullptr || !state->policy.consumers()->find(consumer)) {
+      return error_response(
+          HttpStatus::not_found, "UNKNOWN_CONSUMER",
+          cat({"no consumer \"", consumer,
+               "\" (an unknown id's plan is keyed by the client address: reset it with "
+               "{\"route\":NAME,\"client\":ADDRESS})"}));
+    }
+    const policy::Plan plan = state->policy.plan_consumer(consumer, "");
+    for (const policy::PlannedLimit& planned : plan.limits) {
+      targets.emplace_back(&planned.limit->limit, planned.store_key);
+    }
+    what = cat({"consumer \"", consumer, "\""});
+  } else if (has_route && has_client && fields == 2) {
     const policy::Config& config = state->policy.config();
     const policy::Route* route = nullptr;
     for (const policy::Route& r : config.routes) {
@@ -354,7 +378,7 @@ Response AdminHandler::reset(std::string_view body) {
     for (size_t i = 0; i < keys.size(); ++i) targets.emplace_back(&route->limits[i].limit, keys[i]);
     what = cat({"route \"", route_name, "\" client key \"", *client_key, "\""});
   } else {
-    return bad(R"(expected {"policy":NAME,"key":KEY} or {"route":NAME,"client":KEY})");
+    return bad(cat({"expected ", kResetShapes}));
   }
 
   bool existed = false;

@@ -324,9 +324,11 @@ void ProxyExchange::build_request_head() {
   out.append(" HTTP/1.1\r\n");  // keep-alive to the upstream whatever the client speaks
   // The forwarding fields are rewritten below; "100 Continue" is Sluice's to
   // send (start()), so Expect stops here when Sluice handles it.
-  static constexpr std::string_view kDropPlain[] = {"X-Forwarded-For", "X-Real-IP", "Forwarded"};
-  static constexpr std::string_view kDropExpect[] = {"X-Forwarded-For", "X-Real-IP", "Forwarded",
-                                                     "Expect"};
+  static constexpr std::string_view kDropPlain[] = {"X-Forwarded-For", "X-Real-IP", "Forwarded",
+                                                    "X-Forwarded-Proto", "X-Forwarded-Host"};
+  static constexpr std::string_view kDropExpect[] = {"X-Forwarded-For",  "X-Real-IP",
+                                                     "Forwarded",        "X-Forwarded-Proto",
+                                                     "X-Forwarded-Host", "Expect"};
   proxy::append_end_to_end(in,
                            expect_continue_ ? std::span<const std::string_view>(kDropExpect)
                                             : std::span<const std::string_view>(kDropPlain),

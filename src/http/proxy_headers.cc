@@ -132,6 +132,17 @@ void append_upstream_target(std::string_view base_path, std::string_view target,
   }
 }
 
+namespace {
+
+// Appends every `name` field of `from` as it came; false when there is none.
+bool append_copies(const bhttp::fields& from, std::string_view name, std::string& out) {
+  const auto [first, last] = from.equal_range(name);
+  for (auto it = first; it != last; ++it) append_field(name, sv(it->value()), out);
+  return first != last;
+}
+
+}  // namespace
+
 void append_forwarding_fields(const bhttp::fields& from, const Forwarding& who, std::string& out) {
   out.append("X-Forwarded-For: ");
   const auto [first, last] = from.equal_range("X-Forwarded-For");
@@ -159,10 +170,10 @@ void append_forwarding_fields(const bhttp::fields& from, const Forwarding& who, 
   out.append(who.peer);
   out.append(v6 ? "]\"\r\n" : "\r\n");
 
-  if (from.find("X-Forwarded-Proto") == from.end()) {
+  if (!(who.peer_trusted && append_copies(from, "X-Forwarded-Proto", out))) {
     out.append(who.tls ? "X-Forwarded-Proto: https\r\n" : "X-Forwarded-Proto: http\r\n");
   }
-  if (from.find("X-Forwarded-Host") == from.end()) {
+  if (!(who.peer_trusted && append_copies(from, "X-Forwarded-Host", out))) {
     const auto host = from.find(bhttp::field::host);
     if (host != from.end() && !host->value().empty()) {
       append_field("X-Forwarded-Host", sv(host->value()), out);

@@ -56,18 +56,19 @@ struct Forwarding {
 };
 
 // Appends the forwarding fields of the upstream request, from what the client
-// sent in `from` (whose own X-Forwarded-For, X-Real-IP and Forwarded must be
-// dropped from the copy):
+// sent in `from` (whose own X-Forwarded-For, X-Real-IP, Forwarded,
+// X-Forwarded-Proto and X-Forwarded-Host must be dropped from the copy):
 //   X-Forwarded-For: the client's values (every X-Forwarded-For field, joined
 //     by ", ") with the peer appended;
 //   X-Real-IP: the resolved client, never the client's own claim (an
 //     upstream reads it as the truth);
 //   Forwarded: "for=<peer>", after the client's Forwarded values only when
 //     the peer is a trusted proxy (RFC 7239 node syntax: IPv6 quoted in brackets);
-//   X-Forwarded-Proto: https over TLS, else http, unless the client sent one
-//     (a trusted proxy in front of Sluice knows better; the upstream decides
-//     whom to believe);
-//   X-Forwarded-Host: the client's Host, unless the client sent one.
+//   X-Forwarded-Proto: https over TLS, else http; a trusted proxy's own
+//     X-Forwarded-Proto instead, when it sent one (it saw the client's scheme);
+//   X-Forwarded-Host: the client's Host; a trusted proxy's own instead.
+// An untrusted client cannot set any of them: upstreams build redirects and
+// "secure" decisions on X-Forwarded-Proto and X-Forwarded-Host.
 void append_forwarding_fields(const boost::beast::http::fields& from, const Forwarding& who,
                               std::string& out);
 

@@ -467,6 +467,10 @@ int Server::run() {
     w->io_context.stop();
     if (w->thread.joinable()) w->thread.join();
   }
+  if (cut_by_signal_ != 0) {
+    spdlog::warn("stopped before the drain finished (exit code {})", 128 + cut_by_signal_);
+    return 128 + cut_by_signal_;
+  }
   spdlog::info("stopped");
   return 0;
 }
@@ -526,6 +530,7 @@ void Server::do_signal_wait() {
       admin_handler_.note_reload(reload());
     } else if (shutting_down_) {
       spdlog::warn("second {}: stopping now", signal == SIGINT ? "SIGINT" : "SIGTERM");
+      cut_by_signal_ = signal;
       for (auto& w : workers_) w->io_context.stop();
       control_.stop();
       return;

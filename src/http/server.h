@@ -147,6 +147,10 @@ class Server {
   boost::asio::steady_timer drain_timer_;
   std::chrono::steady_clock::time_point drain_deadline_;
   bool shutting_down_ = false;
+  // The signal that cut the drain short (a second SIGTERM/SIGINT), 0 if none:
+  // run() then returns 128 + it, so a supervisor can tell a cut drain from a
+  // graceful one.
+  int cut_by_signal_ = 0;
   uint64_t generation_ = 1;
 };
 

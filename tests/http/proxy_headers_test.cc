@@ -113,7 +113,28 @@ TEST(ProxyHeaders, XForwardedForGetsThePeerAppendedAndTheOthersAreSetOnce) {
   append_forwarding_fields(proxied, Forwarding{"2001:db8::1", "198.51.100.2", true}, out);
   EXPECT_EQ(out,
             "X-Forwarded-For: 203.0.113.1, 198.51.100.2, 10.0.0.1, 2001:db8::1\r\n"
-            "X-Real-IP: 198.51.100.2\r\nForwarded: for=\"[2001:db8::1]\"\r\n");
+            "X-Real-IP: 198.51.100.2\r\nForwarded: for=\"[2001:db8::1]\"\r\n"
+            "X-Forwarded-Proto: https\r\nX-Forwarded-Host: www.test\r\n");
+}
+
+// Upstreams build redirects and "secure" decisions on X-Forwarded-Proto and
+// X-Forwarded-Host: a client that is not a trusted proxy gets Sluice's own
+// (the caller drops the client's from the copy), a trusted proxy keeps its.
+TEST(ProxyHeaders, ForwardedProtoAndHostOfAnUntrustedPeerAreReplaced) {
+  bhttp::fields claimed;
+  claimed.insert("Host", "api.test");
+  claimed.insert("X-Forwarded-Proto", "https");
+  claimed.insert("X-Forwarded-Host", "bank.test");
+  std::string out;
+  append_forwarding_fields(claimed, Forwarding{"192.0.2.7", "192.0.2.7", false}, out);
+  EXPECT_EQ(out,
+            "X-Forwarded-For: 192.0.2.7\r\nX-Real-IP: 192.0.2.7\r\nForwarded: for=192.0.2.7\r\n"
+            "X-Forwarded-Proto: http\r\nX-Forwarded-Host: api.test\r\n");
+  out.clear();
+  append_forwarding_fields(claimed, Forwarding{"10.0.0.2", "10.0.0.2", true}, out);
+  EXPECT_EQ(out,
+            "X-Forwarded-For: 10.0.0.2\r\nX-Real-IP: 10.0.0.2\r\nForwarded: for=10.0.0.2\r\n"
+            "X-Forwarded-Proto: https\r\nX-Forwarded-Host: bank.test\r\n");
 }
 
 // A client that is not a trusted proxy cannot tell the upstream who it is:

@@ -235,5 +235,32 @@ TEST_F(Consumers, AMalformedConsumersFileAtReloadKeepsTheOldTable) {
   EXPECT_EQ(count_allowed(*server, "GET", "/api/orders", 3, api_key("key-new")), 2);
 }
 
+// /admin/reset {"consumer": id} forgets that consumer's plan (every limit of
+// it, on every route that lists `plan`) and nothing else; an id that is not a
+// consumer has no state of its own and is a 404 that says how to reset it.
+TEST_F(Consumers, AdminResetOfAConsumerForgetsItsPlanOnly) {
+  auto server = start("free");
+  ASSERT_NE(server, nullptr);
+  EXPECT_EQ(count_allowed(*server, "GET", "/api/orders", 6, api_key("key-pro")), 5);
+  EXPECT_EQ(count_allowed(*server, "GET", "/api/orders", 3, api_key("key-free")), 2);
+  EXPECT_EQ(count_allowed(*server, "GET", "/health", 1, api_key("key-pro")), 1);
+
+  const HttpResponse r = server->admin_post("/admin/reset", R"({"consumer":"key-pro"})");
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body, R"({"reset":true,"had_state":true})");
+  EXPECT_TRUE(server->wait_for_log(R"(admin reset: consumer "key-pro" (1 limit(s)))"))
+      << server->log();
+  EXPECT_EQ(count_allowed(*server, "GET", "/api/search", 6, api_key("key-pro")), 5);   // fresh
+  EXPECT_EQ(count_allowed(*server, "GET", "/api/orders", 1, api_key("key-free")), 0);  // kept
+
+  const HttpResponse unknown = server->admin_post("/admin/reset", R"({"consumer":"key-nobody"})");
+  EXPECT_EQ(unknown.status, 404);
+  EXPECT_EQ(unknown.body,
+            R"x({"error":{"code":"UNKNOWN_CONSUMER","message":"no consumer \"key-nobody\" (an )x"
+            R"x(unknown id's plan is keyed by the client address: reset it with )x"
+            R"x({\"route\":NAME,\"client\":ADDRESS})"}})x");
+  EXPECT_EQ(server->admin_post("/admin/reset", R"({"consumer":"key-pro","key":"x"})").status, 400);
+}
+
 }  // namespace
 }  // namespace sluice::test
