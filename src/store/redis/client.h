@@ -14,7 +14,7 @@
 // calls would. A refund is a call of the same kind (its limits' algorithms
 // named with a '-' before, entry.lua), so it is batched, routed, redirected,
 // retried and timed out exactly as an acquire; a refund of requests in
-// several cluster slots is one call per slot.
+// several cluster slots is one call per slot (batched per node as any).
 //
 // A batch is sent by EVALSHA, and again in full (EVAL) on NOSCRIPT; MOVED
 // updates the local slot map, asks for a refresh and resends; ASK resends to
