@@ -263,12 +263,19 @@ TEST_F(ClusterTest, AMigratingSlotUnderLoadKeepsEveryCountExact) {
   const int source = cluster_.owner(slot);
   ASSERT_GE(source, 0);
   const int target = (source + 1) % 3;
-  // Three keys of the slot from the start, five elsewhere, then two more of
-  // the slot once it is migrating (created on the target through ASK).
+  // Three keys of the slot from the start, five elsewhere and one in a lower
+  // slot of the source (so that the source's calls declare that slot and
+  // pass the migrating one's keys as a key group, which the source refuses
+  // while they are split: the call is sent again per slot), then two more
+  // of the slot once it is migrating (created on the target through ASK).
+  int lower = 0;
+  while (lower < slot && cluster_.owner(lower) != source) ++lower;
+  ASSERT_LT(lower, slot);
   std::vector<std::string> keys;
   for (int i = 0; i < 3; ++i)
     keys.push_back(key_in_slot(limit, slot, "mig-old" + std::to_string(i)));
   for (int i = 0; i < 5; ++i) keys.push_back("elsewhere|k" + std::to_string(i));
+  keys.push_back(key_in_slot(limit, lower, "mig-lower"));
   for (int i = 0; i < 2; ++i)
     keys.push_back(key_in_slot(limit, slot, "mig-new" + std::to_string(i)));
   const auto stats_before = store_->stats();
@@ -277,7 +284,7 @@ TEST_F(ClusterTest, AMigratingSlotUnderLoadKeepsEveryCountExact) {
   std::atomic<bool> finished{false};
   std::atomic<Load::Clock::rep> finished_at{0};
   Load load(
-      driver, limit, keys, 8,
+      driver, limit, keys, 9,
       [&](const std::vector<Load::Record>& round) {
         if (!finished.load() || round.front().issued.time_since_epoch().count() <= finished_at)
           return false;
@@ -317,6 +324,7 @@ TEST_F(ClusterTest, AMigratingSlotUnderLoadKeepsEveryCountExact) {
   for (size_t k = 0; k < keys.size(); ++k) EXPECT_EQ(allowed[k], kCapacity) << keys[k];
   const auto stats = store_->stats();
   EXPECT_GT(stats.ask, stats_before.ask);
+  EXPECT_GT(stats.slot_splits, stats_before.slot_splits);
   const std::string slot_text = std::to_string(slot);
   EXPECT_EQ(
       cluster_.node(static_cast<size_t>(source)).integer({"CLUSTER", "COUNTKEYSINSLOT", slot_text}),
@@ -325,11 +333,13 @@ TEST_F(ClusterTest, AMigratingSlotUnderLoadKeepsEveryCountExact) {
       cluster_.node(static_cast<size_t>(target)).integer({"CLUSTER", "COUNTKEYSINSLOT", slot_text}),
       5);
   std::printf(
-      "slot migration under load: %zu calls in %zu rounds, %llu ASK, %llu TRYAGAIN, %llu MOVED\n",
+      "slot migration under load: %zu calls in %zu rounds, %llu ASK, %llu TRYAGAIN, %llu MOVED, "
+      "%llu slot splits\n",
       load.records().size(), load.rounds(),
       static_cast<unsigned long long>(stats.ask - stats_before.ask),
       static_cast<unsigned long long>(stats.tryagain - stats_before.tryagain),
-      static_cast<unsigned long long>(stats.moved - stats_before.moved));
+      static_cast<unsigned long long>(stats.moved - stats_before.moved),
+      static_cast<unsigned long long>(stats.slot_splits - stats_before.slot_splits));
 }
 
 // A loop turn's requests on 300 client keys (about a hundred slots per
