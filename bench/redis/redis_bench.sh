@@ -17,8 +17,9 @@
 #                  and time of both summed per descriptor
 #   inproc         <build>/bench/redis_throughput: RedisStore in process, 50 calls in
 #                  flight on one thread (batched), token_bucket 100 + 20/s
-#   inproc-batch1  the same with max_batch 1: one request per script call, as
-#                  a cluster's calls mostly are (a batch is per slot)
+#   inproc-batch1  the same with max_batch 1: one request per script call
+#                  (a cluster's calls mostly were, when a batch was per slot;
+#                  bench/redis/cluster_bench.sh measures a cluster)
 #   inproc-denied90, inproc-denied90-nocache
 #                  inproc with 9 requests in 10 on a limit of 1 per hour
 #                  (denied after each key's first): with the deny cache

@@ -161,10 +161,11 @@ struct RedisStoreOptions {
   std::chrono::milliseconds ttl_extra{0};
   // Calls waiting for replies on one connection; more fail at once.
   size_t max_in_flight = 10'000;
-  // The calls issued in one event-loop turn to one node (and cluster slot)
-  // travel in one script call, up to this many: Redis pays a script call's
-  // fixed cost once per batch. Each request is still decided on its own,
-  // all-or-nothing, in issue order. 1 sends every call alone.
+  // The calls issued in one event-loop turn to one node (in a cluster, of
+  // any of its slots) travel in one script call, up to this many: Redis pays
+  // a script call's fixed cost once per batch. Each request is still decided
+  // on its own, all-or-nothing, in issue order per slot. 1 sends every call
+  // alone.
   size_t max_batch = 64;
   std::chrono::milliseconds connect_timeout{1'000};
   // Reconnection backoff: doubles from min to max after each failed attempt.
@@ -206,6 +207,7 @@ struct RedisStoreStats {
   uint64_t moved = 0;               // cluster MOVED redirections followed
   uint64_t ask = 0;                 // cluster ASK redirections followed
   uint64_t tryagain = 0;            // cluster TRYAGAIN retries
+  uint64_t slot_splits = 0;         // cluster node calls of several slots resent per slot
   uint64_t reconnects = 0;          // connections (re)established
   uint64_t topology_refreshes = 0;  // slot maps read
   uint64_t expired = 0;       // requests the script skipped: Redis received them past the deadline

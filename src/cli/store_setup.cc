@@ -23,7 +23,9 @@ void register_redis_metrics(const std::shared_ptr<RedisStore>& store, observe::R
   const char* events = "sluice_redis_events_total";
   const char* events_help =
       "Redis store events, by kind: script_load (NOSCRIPT answered), moved, ask, tryagain "
-      "(cluster redirections), reconnect (connections established), topology_refresh (slot maps "
+      "(cluster redirections), slot_split (a cluster node's call of several slots sent again "
+      "per slot: a slot of it moved or is migrating), reconnect (connections established), "
+      "topology_refresh (slot maps "
       "read), expired (requests Redis received past their deadline and did not apply), "
       "late_reply (replies to calls that had already timed out), late_applied (of those, calls "
       "Redis applied: charged although on_failure answered them).";
@@ -43,6 +45,7 @@ void register_redis_metrics(const std::shared_ptr<RedisStore>& store, observe::R
   add(events, events_help, "moved", &RedisStoreStats::moved);
   add(events, events_help, "ask", &RedisStoreStats::ask);
   add(events, events_help, "tryagain", &RedisStoreStats::tryagain);
+  add(events, events_help, "slot_split", &RedisStoreStats::slot_splits);
   add(events, events_help, "reconnect", &RedisStoreStats::reconnects);
   add(events, events_help, "topology_refresh", &RedisStoreStats::topology_refreshes);
   add(events, events_help, "expired", &RedisStoreStats::expired);

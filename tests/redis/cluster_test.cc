@@ -1,10 +1,14 @@
 // RedisStore on a 3-master Redis Cluster on loopback: keys spread over every
 // master, CRC16 slots agree with Redis, a slot migrated during the test is
 // followed through ASK and MOVED without losing a count (also under load),
-// the limits of one request stay in one slot, and a master that dies fails
+// the limits of one request stay in one slot, a loop turn's requests of many
+// slots are one script call per master (and split per slot, still exact,
+// when a slot of the call moves or migrates), and a master that dies fails
 // only its own keys.
 #include <algorithm>
 #include <cstdio>
+#include <future>
+#include <set>
 
 #include "load.h"
 #include "store/redis/script_limit.h"
@@ -73,9 +77,40 @@ class ClusterTest : public ::testing::Test {
     }
   }
 
+  // Script calls each master has run so far.
+  std::vector<long long> script_calls() {
+    std::vector<long long> calls;
+    for (size_t n = 0; n < cluster_.size(); ++n) calls.push_back(cluster_.node(n).script_calls());
+    return calls;
+  }
+
   RedisCluster cluster_;
   std::shared_ptr<RedisStore> store_;
 };
+
+Nanos ceil_us(Nanos d) {
+  return Nanos{(d.count() + 999) / 1'000 * 1'000};
+}
+
+// Issues every request in one loop turn of `driver` (each its own
+// acquire_async) and waits for all; a status per request.
+std::vector<Status> acquire_in_one_turn(AsyncDriver& driver, RedisStore& store,
+                                        std::vector<std::vector<AcquireRequest>>& requests,
+                                        Nanos now, std::vector<std::vector<Decision>>& out) {
+  std::vector<Status> status(requests.size());
+  size_t remaining = requests.size();
+  std::promise<void> all_done;
+  driver.run([&] {
+    for (size_t i = 0; i < requests.size(); ++i) {
+      store.acquire_async(requests[i], now, out[i], [&, i](Status s) {
+        status[i] = std::move(s);
+        if (--remaining == 0) all_done.set_value();
+      });
+    }
+  });
+  all_done.get_future().wait();
+  return status;
+}
 
 TEST_F(ClusterTest, SlotsAreComputedAsRedisComputesThem) {
   EXPECT_EQ(redis::crc16("123456789"), 0x31C3);  // CRC16/XMODEM check value
@@ -228,12 +263,19 @@ TEST_F(ClusterTest, AMigratingSlotUnderLoadKeepsEveryCountExact) {
   const int source = cluster_.owner(slot);
   ASSERT_GE(source, 0);
   const int target = (source + 1) % 3;
-  // Three keys of the slot from the start, five elsewhere, then two more of
-  // the slot once it is migrating (created on the target through ASK).
+  // Three keys of the slot from the start, five elsewhere and one in a lower
+  // slot of the source (so that the source's calls declare that slot and
+  // pass the migrating one's keys as a key group, which the source refuses
+  // while they are split: the call is sent again per slot), then two more
+  // of the slot once it is migrating (created on the target through ASK).
+  int lower = 0;
+  while (lower < slot && cluster_.owner(lower) != source) ++lower;
+  ASSERT_LT(lower, slot);
   std::vector<std::string> keys;
   for (int i = 0; i < 3; ++i)
     keys.push_back(key_in_slot(limit, slot, "mig-old" + std::to_string(i)));
   for (int i = 0; i < 5; ++i) keys.push_back("elsewhere|k" + std::to_string(i));
+  keys.push_back(key_in_slot(limit, lower, "mig-lower"));
   for (int i = 0; i < 2; ++i)
     keys.push_back(key_in_slot(limit, slot, "mig-new" + std::to_string(i)));
   const auto stats_before = store_->stats();
@@ -242,7 +284,7 @@ TEST_F(ClusterTest, AMigratingSlotUnderLoadKeepsEveryCountExact) {
   std::atomic<bool> finished{false};
   std::atomic<Load::Clock::rep> finished_at{0};
   Load load(
-      driver, limit, keys, 8,
+      driver, limit, keys, 9,
       [&](const std::vector<Load::Record>& round) {
         if (!finished.load() || round.front().issued.time_since_epoch().count() <= finished_at)
           return false;
@@ -282,6 +324,7 @@ TEST_F(ClusterTest, AMigratingSlotUnderLoadKeepsEveryCountExact) {
   for (size_t k = 0; k < keys.size(); ++k) EXPECT_EQ(allowed[k], kCapacity) << keys[k];
   const auto stats = store_->stats();
   EXPECT_GT(stats.ask, stats_before.ask);
+  EXPECT_GT(stats.slot_splits, stats_before.slot_splits);
   const std::string slot_text = std::to_string(slot);
   EXPECT_EQ(
       cluster_.node(static_cast<size_t>(source)).integer({"CLUSTER", "COUNTKEYSINSLOT", slot_text}),
@@ -290,11 +333,179 @@ TEST_F(ClusterTest, AMigratingSlotUnderLoadKeepsEveryCountExact) {
       cluster_.node(static_cast<size_t>(target)).integer({"CLUSTER", "COUNTKEYSINSLOT", slot_text}),
       5);
   std::printf(
-      "slot migration under load: %zu calls in %zu rounds, %llu ASK, %llu TRYAGAIN, %llu MOVED\n",
+      "slot migration under load: %zu calls in %zu rounds, %llu ASK, %llu TRYAGAIN, %llu MOVED, "
+      "%llu slot splits\n",
       load.records().size(), load.rounds(),
       static_cast<unsigned long long>(stats.ask - stats_before.ask),
       static_cast<unsigned long long>(stats.tryagain - stats_before.tryagain),
-      static_cast<unsigned long long>(stats.moved - stats_before.moved));
+      static_cast<unsigned long long>(stats.moved - stats_before.moved),
+      static_cast<unsigned long long>(stats.slot_splits - stats_before.slot_splits));
+}
+
+// A loop turn's requests on 300 client keys (about a hundred slots per
+// master) go out as exactly one script call per master, and decide exactly
+// what the memory store decides on the same trace: token_bucket refilling
+// between the rounds, costs of 1 and 2, and on every third key a second limit
+// of the same client (all-or-nothing).
+TEST_F(ClusterTest, ALoopTurnOfManySlotsIsOneScriptCallPerMaster) {
+  RedisStoreOptions o = local_options(cluster_.node(0).address());
+  o.cluster = true;
+  o.max_batch = 1'000;   // a master's share of the turn in one batch
+  o.deny_cache = false;  // every request to Redis, so the counts are exact
+  o.topology_refresh = 24h;
+  store_ = make_store(o);
+  ASSERT_NE(store_, nullptr);
+  const Limit bucket = must(Limit::token_bucket(4, 1, 1s));
+  const Limit window = must(Limit::fixed_window(3, 1s));
+  std::vector<std::string> keys;
+  std::vector<std::set<int>> slots(cluster_.size());
+  for (int i = 0; i < 300; ++i) {
+    keys.push_back("route:many#0|client:" + std::to_string(i));
+    const int slot = RedisStore::key_slot(store_->redis_key(bucket, keys.back()));
+    const int owner = cluster_.owner(slot);
+    ASSERT_GE(owner, 0);
+    slots[static_cast<size_t>(owner)].insert(slot);
+  }
+  for (const auto& of_master : slots) EXPECT_GT(of_master.size(), 50u);
+  AsyncDriver driver(store_);
+  // Every master has the script before counting (a first EVALSHA meets NOSCRIPT).
+  for (int i = 0; i < 30; ++i)
+    ASSERT_TRUE(acquire_one(*store_, bucket, "warm-up|" + std::to_string(i), us(kEpochUs)).ok());
+
+  MemoryStore memory(MemoryStoreOptions{.max_keys = 10'000, .shards = 1, .seed = 1});
+  size_t allowed = 0;
+  size_t denied = 0;
+  for (int round = 0; round < 6; ++round) {
+    const Nanos now = us(kEpochUs + round * 400'000);
+    std::vector<std::vector<AcquireRequest>> requests(keys.size());
+    std::vector<std::vector<Decision>> redis(keys.size());
+    std::vector<std::vector<Decision>> expected(keys.size());
+    for (size_t i = 0; i < keys.size(); ++i) {
+      requests[i].push_back({&bucket, keys[i], 1 + (i + static_cast<size_t>(round)) % 2});
+      if (i % 3 == 0) requests[i].push_back({&window, keys[i], 1});
+      redis[i].resize(requests[i].size());
+      expected[i].resize(requests[i].size());
+      ASSERT_TRUE(memory.acquire(requests[i], now, expected[i]).ok());
+    }
+    const std::vector<long long> before = script_calls();
+    const std::vector<Status> status = acquire_in_one_turn(driver, *store_, requests, now, redis);
+    const std::vector<long long> after = script_calls();
+    for (size_t n = 0; n < cluster_.size(); ++n)
+      EXPECT_EQ(after[n] - before[n], 1) << "master " << n << ", round " << round;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      ASSERT_TRUE(status[i].ok()) << status[i].error().message;
+      for (size_t j = 0; j < requests[i].size(); ++j) {
+        const Decision& m = expected[i][j];
+        const Decision& r = redis[i][j];
+        EXPECT_TRUE(m.allowed == r.allowed && m.limit == r.limit && m.remaining == r.remaining &&
+                    r.reset_after == ceil_us(m.reset_after) &&
+                    r.retry_after == ceil_us(m.retry_after) && r.decided_at == now)
+            << keys[i] << " limit " << j << " round " << round << ": memory {" << m.allowed << ", "
+            << m.remaining << ", " << m.reset_after.count() << ", " << m.retry_after.count()
+            << "} redis {" << r.allowed << ", " << r.remaining << ", " << r.reset_after.count()
+            << ", " << r.retry_after.count() << "}";
+      }
+      (all_allowed(expected[i]) ? allowed : denied) += 1;
+    }
+  }
+  EXPECT_GT(allowed, 300u);
+  EXPECT_GT(denied, 300u);
+  EXPECT_EQ(store_->stats().slot_splits, 0u);
+}
+
+// A master's call of several slots that meets a slot migrating (its keys
+// split between two masters, or all moved) or moved (the client's map is
+// stale) is refused having applied nothing and sent again per slot; each
+// part then follows TRYAGAIN, ASK and MOVED as any call of one slot. Every
+// request is decided exactly once: with capacity 5 and no refill, round r
+// allows iff r <= 5 and leaves 5 - r.
+TEST_F(ClusterTest, ACallOfSeveralSlotsThatMeetsAMigrationSplitsAndChargesOnce) {
+  const Limit limit = must(Limit::token_bucket(5, 1, 24h * 365));
+  RedisStoreOptions o = local_options(cluster_.node(0).address());
+  o.cluster = true;
+  o.deny_cache = false;
+  // Only a MOVED may refresh the slot map: the map stays stale on purpose.
+  o.topology_refresh = 24h;
+  store_ = make_store(o);
+  ASSERT_NE(store_, nullptr);
+  const int low = 100, mid = 200, high = 300;  // in ascending order: `low` is declared
+  const int source = cluster_.owner(low);
+  ASSERT_GE(source, 0);
+  ASSERT_EQ(cluster_.owner(mid), source);
+  ASSERT_EQ(cluster_.owner(high), source);
+  const int target = (source + 1) % 3;
+  const std::vector<std::string> keys = {
+      key_in_slot(limit, low, "split-a"), key_in_slot(limit, mid, "split-b"),
+      key_in_slot(limit, high, "split-c1"), key_in_slot(limit, high, "split-c2")};
+  const auto redis_key = [&](size_t k) { return store_->redis_key(limit, keys[k]); };
+  AsyncDriver driver(store_);
+  int round = 0;
+  const auto play_round = [&] {
+    ++round;
+    std::vector<std::vector<AcquireRequest>> requests(keys.size());
+    std::vector<std::vector<Decision>> out(keys.size(), std::vector<Decision>(1));
+    for (size_t k = 0; k < keys.size(); ++k) requests[k] = {{&limit, keys[k], 1}};
+    const auto status = acquire_in_one_turn(driver, *store_, requests, us(kEpochUs), out);
+    for (size_t k = 0; k < keys.size(); ++k) {
+      ASSERT_TRUE(status[k].ok()) << keys[k] << ", round " << round << ": "
+                                  << status[k].error().message;
+      EXPECT_EQ(out[k][0].allowed, round <= 5) << keys[k] << ", round " << round;
+      EXPECT_EQ(out[k][0].remaining, static_cast<uint64_t>(std::max(0, 5 - round)))
+          << keys[k] << ", round " << round;
+    }
+  };
+  const std::vector<long long> before = script_calls();
+  ASSERT_NO_FATAL_FAILURE(play_round());  // also loads the script on the source
+  const std::vector<long long> loaded = script_calls();
+  ASSERT_NO_FATAL_FAILURE(play_round());
+  EXPECT_EQ(script_calls()[static_cast<size_t>(source)] - loaded[static_cast<size_t>(source)], 1)
+      << "the four keys of three slots in one call";
+  EXPECT_GE(loaded[static_cast<size_t>(source)] - before[static_cast<size_t>(source)], 1);
+  auto stats = store_->stats();
+  EXPECT_EQ(stats.slot_splits, 0u);
+
+  // `high` migrating, its keys split: c2 on the target, c1 still on the
+  // source. The source refuses the group (NOTLOCAL); `high`'s part meets
+  // TRYAGAIN, then c2 alone an ASK.
+  ASSERT_NO_FATAL_FAILURE(begin_migration(high, source, target));
+  ASSERT_NO_FATAL_FAILURE(migrate(source, target, {redis_key(3)}));
+  ASSERT_NO_FATAL_FAILURE(play_round());
+  EXPECT_EQ(store_->stats().slot_splits, stats.slot_splits + 1);
+  EXPECT_GT(store_->stats().tryagain, stats.tryagain);
+  EXPECT_GT(store_->stats().ask, stats.ask);
+  // The refusal asked for the slot map (still naming the source): read
+  // before the slot moves on, so that the next round meets a stale map.
+  ASSERT_TRUE(wait_until(
+      [&] { return store_->stats().topology_refreshes > stats.topology_refreshes; }, 10s));
+  stats = store_->stats();
+
+  // `high` moved for good; the client's map still names the source: the
+  // group is refused again, and `high`'s part follows the MOVED.
+  ASSERT_NO_FATAL_FAILURE(migrate(source, target, {redis_key(2)}));
+  ASSERT_NO_FATAL_FAILURE(finish_migration(high, target));
+  ASSERT_NO_FATAL_FAILURE(play_round());
+  EXPECT_EQ(store_->stats().slot_splits, stats.slot_splits + 1);
+  EXPECT_GT(store_->stats().moved, stats.moved);
+  stats = store_->stats();
+
+  // The declared slot `low` migrating, its key moved: the whole call meets
+  // ASK; `low`'s part follows it.
+  ASSERT_NO_FATAL_FAILURE(begin_migration(low, source, target));
+  ASSERT_NO_FATAL_FAILURE(migrate(source, target, {redis_key(0)}));
+  ASSERT_NO_FATAL_FAILURE(play_round());
+  EXPECT_GE(store_->stats().slot_splits, stats.slot_splits + 1);
+  EXPECT_GT(store_->stats().ask, stats.ask);
+
+  // Then assigned to the target; the rounds go on to the end of the capacity.
+  ASSERT_NO_FATAL_FAILURE(finish_migration(low, target));
+  for (int i = 0; i < 3; ++i) ASSERT_NO_FATAL_FAILURE(play_round());
+  EXPECT_EQ(round, 8);
+  // `mid` never moved.
+  for (size_t k = 0; k < keys.size(); ++k)
+    EXPECT_EQ(cluster_.node(static_cast<size_t>(k == 1 ? source : target))
+                  .integer({"EXISTS", redis_key(k)}),
+              1)
+        << keys[k];
 }
 
 TEST_F(ClusterTest, ExactlyCapacityAllowedAcrossStoresSharingTheCluster) {

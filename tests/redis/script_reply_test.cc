@@ -77,6 +77,10 @@ TEST(ScriptReply, RedirectionsNameASlotAndANode) {
   EXPECT_EQ(read_error_reply("MOVEDX 1 h:1").kind, ErrorReply::Kind::kScript);
   EXPECT_EQ(read_error_reply("NOSCRIPT No matching script").kind, ErrorReply::Kind::kNoScript);
   EXPECT_EQ(read_error_reply("TRYAGAIN Multiple keys").kind, ErrorReply::Kind::kTryAgain);
+  EXPECT_EQ(read_error_reply("NOTLOCAL ERR Script attempted to access a non local key").kind,
+            ErrorReply::Kind::kNotLocal);
+  EXPECT_EQ(read_error_reply("ERR Script attempted to access a non local key").kind,
+            ErrorReply::Kind::kScript);  // raised after a write: not entry.lua's NOTLOCAL
   EXPECT_EQ(read_error_reply("LOADING Redis is loading").kind, ErrorReply::Kind::kServer);
   EXPECT_EQ(read_error_reply("ERR user_script:1: oops").kind, ErrorReply::Kind::kScript);
 }

@@ -52,7 +52,6 @@ struct Client::Batch {
   std::vector<Call*> calls;
   Connection* connection = nullptr;  // where it goes (or went)
   Connection* waiting_on = nullptr;  // whose calls_waiting_ counts its calls
-  int slot = -1;
   bool is_command = false;
   bool use_eval = false;  // after NOSCRIPT: send the script itself
   bool asking = false;    // after ASK: ASKING first
@@ -61,6 +60,16 @@ struct Client::Batch {
   std::chrono::steady_clock::time_point sent_at;  // of the last send, for the clock offset
   std::unique_ptr<boost::asio::steady_timer> retry_timer;
 };
+
+// The slot of a batch's calls, its first call's when they are of several
+// (send() sorts them by slot).
+int Client::slot_of(const Batch* b) {
+  return b->calls.front()->slot;
+}
+
+bool Client::several_slots(const Batch* b) {
+  return b->calls.front()->slot != b->calls.back()->slot;
+}
 
 Client::Client(boost::asio::io_context& io, Shared& shared)
     : io_(io), shared_(shared), acquire_queue_(io), command_queue_(io) {
@@ -132,7 +141,6 @@ Client::Batch* Client::new_batch() {
   b->calls.clear();
   b->connection = nullptr;
   b->waiting_on = nullptr;
-  b->slot = -1;
   b->is_command = false;
   b->use_eval = false;
   b->asking = false;
@@ -358,15 +366,15 @@ void Client::refund(std::span<const RefundRequest> requests, Nanos now, Store::D
 
   // One call per cluster slot (one in all without a cluster), in the order
   // of the slots' first requests: its limits are given back in order, each
-  // on its own, in one script call.
+  // on its own. The calls of one node's slots travel in one script call.
   std::vector<std::string> keys(n);
-  std::vector<int> slot_of(n, -1);
+  std::vector<int> slot_of_request(n, -1);
   std::vector<int> slots;
   for (size_t i = 0; i < n; ++i) {
     keys[i] = state_key(shared_.options.key_prefix, *requests[i].limit, requests[i].key);
-    if (shared_.options.cluster) slot_of[i] = key_slot(keys[i]);
-    if (std::find(slots.begin(), slots.end(), slot_of[i]) == slots.end())
-      slots.push_back(slot_of[i]);
+    if (shared_.options.cluster) slot_of_request[i] = key_slot(keys[i]);
+    if (std::find(slots.begin(), slots.end(), slot_of_request[i]) == slots.end())
+      slots.push_back(slot_of_request[i]);
   }
   struct Group {
     size_t waiting = 0;
@@ -381,7 +389,7 @@ void Client::refund(std::span<const RefundRequest> requests, Nanos now, Store::D
     c->is_refund = true;
     set_now(c, now);
     for (size_t i = 0; i < n; ++i) {
-      if (slot_of[i] != slot) continue;
+      if (slot_of_request[i] != slot) continue;
       append_limit(c, limits[i], keys[i], false, refund_cost(requests[i].cost),
                    static_cast<int64_t>(requests[i].charged_at.count() / 1'000));
     }
@@ -412,8 +420,9 @@ void Client::command(std::string frame, std::string node, int slot,
   submit(c);
 }
 
-// Puts the call in this turn's batch for its node (and slot), opening one if
-// needed; the batches leave at the end of the turn (flush).
+// Puts the call in this turn's batch for its node, opening one if needed;
+// the batches leave at the end of the turn (flush). A node's batch holds
+// calls of every slot it serves (entry.lua).
 void Client::submit(Call* c) {
   Connection& conn = route(c->slot, c->node);
   conn.ensure_connecting();
@@ -433,10 +442,10 @@ void Client::submit(Call* c) {
   }
   Batch* b = nullptr;
   if (!c->is_command) {
-    // The newest open batch for this connection, if it is for the same slot.
+    // The newest open batch for this connection, if it has room.
     for (auto it = open_.rbegin(); it != open_.rend(); ++it) {
       if ((*it)->connection != &conn || (*it)->is_command) continue;
-      if ((*it)->slot == c->slot && (*it)->calls.size() < shared_.options.max_batch) b = *it;
+      if ((*it)->calls.size() < shared_.options.max_batch) b = *it;
       break;
     }
   }
@@ -444,7 +453,6 @@ void Client::submit(Call* c) {
     b = new_batch();
     b->connection = &conn;
     b->waiting_on = &conn;
-    b->slot = c->slot;
     b->is_command = c->is_command;
     b->refs = 1;  // released when its reply (or failure) has been handled
     open_.push_back(b);
@@ -496,14 +504,33 @@ void Client::send(Batch* b) {
   if (b->is_command) {
     frame = b->calls.front()->frame;
   } else {
+    // Calls slot after slot (each slot's in issue order): the first slot's
+    // keys are declared, the other slots' follow as key groups (entry.lua).
+    if (shared_.options.cluster) {
+      std::stable_sort(b->calls.begin(), b->calls.end(),
+                       [](const Call* x, const Call* y) { return x->slot < y->slot; });
+    }
     // Each distinct limit of the batch once, then per call what refers to it.
     defs_.clear();
     def_of_.clear();
-    size_t keys = 0;
-    size_t args = 3;  // ttl_extra, whether calls carry their time, the definitions
+    size_t declared = 0;     // keys of the first slot's calls
+    size_t first_calls = 0;  // calls of the first slot
+    group_keys_.clear();     // per further slot: its keys
+    size_t args = 4;         // ttl_extra, whether calls carry their time, the definitions, groups
     const bool own_time = shared_.options.time_source == RedisTimeSource::kLocal;
-    for (Call* c : b->calls) {
-      keys += c->key_count;
+    for (size_t k = 0; k < b->calls.size(); ++k) {
+      const Call* c = b->calls[k];
+      if (c->slot == slot_of(b)) {
+        declared += c->key_count;
+        ++first_calls;
+      } else {
+        if (c->slot != b->calls[k - 1]->slot) {
+          group_keys_.push_back(0);
+          ++args;
+        }
+        group_keys_.back() += c->key_count;
+        args += c->key_count;
+      }
       args += (own_time ? 3 : 2) + (c->is_refund ? 3 : 2) * c->limits.size();
       for (const LimitRef& r : c->limits) {
         size_t d = 0;
@@ -514,7 +541,7 @@ void Client::send(Batch* b) {
     }
     args += 5 * defs_.size();
     frame_.clear();
-    append_array_header(frame_, 3 + keys + args);
+    append_array_header(frame_, 3 + declared + args);
     if (b->use_eval) {
       append_bulk(frame_, "EVAL");
       append_bulk(frame_, kLuaScript);
@@ -522,8 +549,8 @@ void Client::send(Batch* b) {
       append_bulk(frame_, "EVALSHA");
       append_bulk(frame_, kLuaScriptSha1);
     }
-    append_bulk(frame_, static_cast<int64_t>(keys));
-    for (Call* c : b->calls) frame_.append(c->keys);
+    append_bulk(frame_, static_cast<int64_t>(declared));
+    for (size_t k = 0; k < first_calls; ++k) frame_.append(b->calls[k]->keys);
     append_bulk(frame_, static_cast<int64_t>(shared_.options.ttl_extra.count()));
     append_bulk(frame_, own_time ? std::string_view("1") : std::string_view("0"));
     append_bulk(frame_, static_cast<int64_t>(defs_.size()));
@@ -533,6 +560,12 @@ void Client::send(Batch* b) {
       append_bulk(frame_, static_cast<int64_t>(d->p2));
       append_bulk(frame_, static_cast<int64_t>(d->p3));
       append_bulk(frame_, static_cast<int64_t>(d->block_us));
+    }
+    append_bulk(frame_, static_cast<int64_t>(group_keys_.size()));
+    for (size_t k = first_calls, group = 0; k < b->calls.size(); ++k) {
+      if (b->calls[k]->slot != b->calls[k - 1]->slot)
+        append_bulk(frame_, static_cast<int64_t>(group_keys_[group++]));
+      frame_.append(b->calls[k]->keys);
     }
     // Each call's deadline in this node's clock, converted at every send: a
     // batch that MOVED/ASK/TRYAGAIN resends keeps its calls' local deadlines,
@@ -673,10 +706,20 @@ void Client::on_error(Connection& from, Batch* b, std::string_view message) {
       Counters::add(shared_.counters.moved);
       patch_map(error.slot, error.node);
       if (shared_.request_refresh) shared_.request_refresh();
-      b->asking = false;
-      b->connection = &route(b->slot, std::string());
     } else {
       Counters::add(shared_.counters.ask);
+    }
+    if (several_slots(b)) {
+      // The node's calls of several slots, its first slot moved or
+      // migrating: each slot's calls go on their own to their slot's node,
+      // where an ASK is met again and followed.
+      split(b, Parts::kPerSlot);
+      return;
+    }
+    if (error.kind == Kind::kMoved) {
+      b->asking = false;
+      b->connection = &route(slot_of(b), std::string());
+    } else {
       b->asking = true;
       b->connection = &connection(std::string(error.node));
     }
@@ -684,16 +727,25 @@ void Client::on_error(Connection& from, Batch* b, std::string_view message) {
     send(b);
     return;
   }
+  if (error.kind == Kind::kNotLocal && several_slots(b)) {
+    // The script wrote nothing: a slot of its key groups has moved (this
+    // client's map is stale) or is migrating. Each slot's calls on their
+    // own, routed (and redirected) as any call of one slot.
+    if (shared_.request_refresh) shared_.request_refresh();
+    split(b, Parts::kPerSlot);
+    return;
+  }
   if (error.kind == Kind::kTryAgain) {
     // A multi-key call during a slot migration while its keys are split
-    // between the two nodes. Several calls batched together: each alone,
-    // at once, to wherever its own keys are (a call for one key is never
-    // split). One call whose own keys are split: again shortly, within the
-    // deadline, as the migration moves them together.
+    // between the two nodes. Calls of several slots: each slot's on their
+    // own. Several calls of one slot batched together: each alone, at once,
+    // to wherever its own keys are (a call for one key is never split). One
+    // call whose own keys are split: again shortly, within the deadline, as
+    // the migration moves them together.
     Counters::add(shared_.counters.tryagain);
     b->asking = false;
     if (b->calls.size() > 1) {
-      split(b);
+      split(b, several_slots(b) ? Parts::kPerSlot : Parts::kPerCall);
       return;
     }
     retry_later(b);
@@ -715,28 +767,33 @@ void Client::on_error(Connection& from, Batch* b, std::string_view message) {
   }
 }
 
-void Client::split(Batch* b) {
-  Connection& conn = route(b->slot, std::string());
-  std::vector<Batch*> singles;
+void Client::split(Batch* b, Parts parts) {
+  if (parts == Parts::kPerSlot) Counters::add(shared_.counters.slot_splits);
+  std::vector<Batch*> sent;
   size_t kept = 0;
   for (Call* c : b->calls) {
     if (c->completed) {
       b->calls[kept++] = c;
       continue;
     }
+    // Calls of one slot are contiguous (send() sorted them).
+    Batch* part = nullptr;
+    if (parts == Parts::kPerSlot && !sent.empty() && slot_of(sent.back()) == c->slot)
+      part = sent.back();
+    if (part == nullptr) {
+      part = new_batch();
+      part->connection = &route(c->slot, std::string());
+      part->waiting_on = b->waiting_on;
+      part->use_eval = b->use_eval;
+      part->redirects = b->redirects;
+      part->refs = 1;
+      sent.push_back(part);
+    }
     // Takes over b's reference to the call and its place in calls_waiting_.
-    Batch* one = new_batch();
-    one->connection = &conn;
-    one->waiting_on = b->waiting_on;
-    one->slot = b->slot;
-    one->use_eval = b->use_eval;
-    one->redirects = b->redirects;
-    one->refs = 1;
-    one->calls.push_back(c);
-    singles.push_back(one);
+    part->calls.push_back(c);
   }
   b->calls.resize(kept);
-  for (Batch* one : singles) send(one);
+  for (Batch* part : sent) send(part);
 }
 
 void Client::retry_later(Batch* b) {
@@ -746,7 +803,7 @@ void Client::retry_later(Batch* b) {
   b->retry_timer->async_wait(
       [this, b, alive = std::weak_ptr<bool>(alive_)](const boost::system::error_code& ec) {
         if (ec || alive.expired()) return;  // the client is going away; its pool frees the batch
-        b->connection = &route(b->slot, std::string());
+        b->connection = &route(slot_of(b), std::string());
         send(b);  // takes over the retry's reference
       });
 }

@@ -3,23 +3,29 @@
 //
 // Holds one Connection per Redis node this thread talks to and routes each
 // call (cluster: by the slot of its keys' hash tag, from the shared slot map).
-// The calls issued in one loop turn to one node (and slot) are coalesced into
-// one script call, up to max_batch: Redis then pays the fixed cost of a script
-// call (dispatch, TIME, defining the functions) once per batch rather than
-// once per request. The script still applies the requests one after another,
-// each all-or-nothing, so a batch decides exactly what separate calls would.
-// A refund is a call of the same kind (its limits' algorithms named with a
-// '-' before, entry.lua), so it is batched, routed, redirected, retried and
-// timed out exactly as an acquire; a refund of requests in several cluster
-// slots is one call per slot.
+// The calls issued in one loop turn to one node are coalesced into one script
+// call, up to max_batch: Redis then pays the fixed cost of a script call
+// (dispatch, TIME, defining the functions) once per batch rather than once
+// per request. In a cluster a batch holds calls of every slot the node
+// serves: the first slot's keys are declared (they route the call), the
+// others' passed as key groups, which the script reads before it writes
+// anything (entry.lua). The script still applies the requests one after
+// another, each all-or-nothing, so a batch decides exactly what separate
+// calls would. A refund is a call of the same kind (its limits' algorithms
+// named with a '-' before, entry.lua), so it is batched, routed, redirected,
+// retried and timed out exactly as an acquire; a refund of requests in
+// several cluster slots is one call per slot (batched per node as any).
 //
 // A batch is sent by EVALSHA, and again in full (EVAL) on NOSCRIPT; MOVED
 // updates the local slot map, asks for a refresh and resends; ASK resends to
 // the named node after ASKING; TRYAGAIN sends each call of the batch alone
 // (a migration has split the slot's keys between two nodes), or resends a
-// lone call shortly, within the deadline. A call that finds its node
-// unreachable, or times out, asks for a refresh too: a dead master's replica
-// may have taken its slots.
+// lone call shortly, within the deadline. A batch of several slots that
+// meets any of these, or whose script finds a key group's slot not served
+// there (NOTLOCAL: it moved, or is migrating; nothing was written), is sent
+// again per slot, each part as a batch of one slot. A call that finds its
+// node unreachable, or times out, asks for a refresh too: a dead master's
+// replica may have taken its slots.
 //
 // Calls on one client share one timeout, so their deadlines come in issue
 // order: a FIFO and one timer give every call its timeout without a timer
@@ -118,9 +124,15 @@ class Client final : public Connection::Listener {
   void submit(Call* call);
   void flush();
   void send(Batch* batch);
+  static int slot_of(const Batch* batch);
+  static bool several_slots(const Batch* batch);
   void on_error(Connection& from, Batch* batch, std::string_view message);
   void deliver(Connection& from, Batch* batch, const redisReply* reply);
-  void split(Batch* batch);  // after TRYAGAIN: each call of the batch alone
+  // Sends a batch's calls again in parts, each to its slot's node: one per
+  // call (TRYAGAIN: a migration split a slot's keys), or one per slot (a
+  // node's batch that met a slot moved or migrating).
+  enum class Parts { kPerCall, kPerSlot };
+  void split(Batch* batch, Parts parts);
   void retry_later(Batch* batch);
   void release_calls(Batch* batch);
   void complete(Call* call, Status status, const redisReply* reply = nullptr);
@@ -149,6 +161,7 @@ class Client final : public Connection::Listener {
   std::string frame_;                     // scratch
   std::vector<const ScriptLimit*> defs_;  // scratch: a batch's distinct limits
   std::vector<size_t> def_of_;            // scratch: per limit of a batch, its definition
+  std::vector<size_t> group_keys_;        // scratch: per further slot of a batch, its keys
   std::vector<CallShape> shapes_;         // scratch: what each call of a batch sent
   ScriptAnswer answer_;                   // scratch: the script's reply, read
   bool closing_ = false;

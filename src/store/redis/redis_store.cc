@@ -686,6 +686,7 @@ RedisStoreStats RedisStore::stats() const {
   s.moved = get(c.moved);
   s.ask = get(c.ask);
   s.tryagain = get(c.tryagain);
+  s.slot_splits = get(c.slot_splits);
   s.reconnects = get(c.reconnects);
   s.topology_refreshes = get(c.topology_refreshes);
   s.expired = get(c.expired);

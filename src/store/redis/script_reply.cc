@@ -70,6 +70,8 @@ ErrorReply read_error_reply(std::string_view message) {
                                                         : ErrorReply::Kind::kAsk;
   } else if (starts_with_word(message, "TRYAGAIN")) {
     e.kind = ErrorReply::Kind::kTryAgain;
+  } else if (starts_with_word(message, "NOTLOCAL")) {
+    e.kind = ErrorReply::Kind::kNotLocal;
   } else if (is_server_error(message)) {
     e.kind = ErrorReply::Kind::kServer;
   }

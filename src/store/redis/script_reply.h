@@ -27,6 +27,8 @@ struct ErrorReply {
     kAsk,          // ASK <slot> <node>: ask that node once (slot migrating)
     kBadRedirect,  // MOVED or ASK without a valid slot and node
     kTryAgain,     // TRYAGAIN: keys split by a migration; retry shortly
+    kNotLocal,     // NOTLOCAL (entry.lua): a key group's slot is not served there;
+                   // nothing was written
     kServer,       // the server cannot serve now (LOADING, BUSY, OOM, ...)
     kScript,       // anything else: the script failed
   };

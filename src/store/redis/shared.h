@@ -39,6 +39,7 @@ struct Counters {
   std::atomic<uint64_t> moved{0};
   std::atomic<uint64_t> ask{0};
   std::atomic<uint64_t> tryagain{0};
+  std::atomic<uint64_t> slot_splits{0};
   std::atomic<uint64_t> reconnects{0};
   std::atomic<uint64_t> topology_refreshes{0};
   std::atomic<uint64_t> expired{0};

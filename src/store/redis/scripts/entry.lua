@@ -1,16 +1,19 @@
 -- entry.lua: applies the limits of a batch of requests (embedded last).
 --
 -- The client sends, in one call, the requests issued in one event-loop turn
--- to one node (and, in a cluster, one slot): each request is decided and
--- written in turn, all-or-nothing, exactly as if each were its own call.
+-- to one node: each request is decided and written in turn, all-or-nothing,
+-- exactly as if each were its own call.
 --
--- KEYS      per request, per limit: its state key, then, for an acquire of a
---           limit with a lockout (block > 0), its lockout key (the state key
---           with "!b" after the limit's fingerprint: same hash tag, so same
---           slot). In a cluster all keys of a call share one slot (one hash
---           tag per request, and batches form per slot), so the call stays
---           atomic. Every key is declared, so that Redis routes by all of them
---           (ASK, TRYAGAIN) during a slot migration.
+-- Keys     per request, per limit: its state key, then, for an acquire of a
+--          limit with a lockout (block > 0), its lockout key (the state key
+--          with "!b" after the limit's fingerprint: same hash tag, so same
+--          slot). All keys of one request share one slot (one hash tag per
+--          request). KEYS are the keys of the requests of one slot, declared,
+--          so that Redis routes the call by them (MOVED, ASK, TRYAGAIN
+--          during a slot migration). In a cluster the requests of the node's
+--          other slots follow, their keys in ARGV (below), one group per
+--          slot; prelude.lua reads every group before anything is written.
+--          The requests come slot after slot; within a slot, in issue order.
 -- ARGV[1]   milliseconds added to every TTL (slack for time_source: local).
 -- ARGV[2]   "1" when each request carries its own time (time_source local),
 --           "0" when every request is decided at the Redis TIME of the call.
@@ -20,6 +23,8 @@
 --           for the window algorithms, and block the lockout in microseconds
 --           (0 for none). A batch names each limit once, however many of its
 --           requests use it.
+-- Then G, the number of further key groups (0 without a cluster, or with
+-- one slot), then per group its number of keys and the keys.
 -- Then, per request:
 --   deadline  microseconds since the epoch by Redis's clock, or 0 for none:
 --           from then on the client has given up on the request (timed out,
@@ -39,7 +44,9 @@
 -- clock offset from it), then per request: -1 if it was past its deadline (it
 -- read and wrote no state); 1 for a refund; for an acquire, per limit
 -- remaining * 2 + allowed (1 or 0), reset_after_us and, when not allowed,
--- retry_after_us. A limit's `limit` is its p1, which the client knows.
+-- retry_after_us. A limit's `limit` is its p1, which the client knows. Or,
+-- having written nothing, the error NOTLOCAL when a key group's slot is not
+-- served by this node (prelude.lua).
 --
 -- Atomic because Redis runs a script without interleaving other commands:
 -- every limit of a request is decided on the current state first, and only
@@ -111,7 +118,7 @@ local locks = {}   -- per limit: its lockout key, if it has a block
 local starts = {}  -- per limit: the block its denial starts, or false
 local resets = {}  -- per limit: its reset_after_us
 local key = 0
-local j = 4 + 5 * defs
+local j = REQUESTS
 while j <= #ARGV do
   local deadline = tonumber(ARGV[j])
   local now = redis_now
@@ -143,7 +150,7 @@ while j <= #ARGV do
         return redis.error_reply('ERR sluice: unknown refund ' .. tostring(kind[d]))
       end
       key = key + 1
-      local k = KEYS[key]
+      local k = CALL_KEYS[key]
       local write = give_back(k, now, p1[d], p2[d], p3[d], tonumber(ARGV[j + 1]),
                               tonumber(ARGV[j + 2]))
       if write then
@@ -168,15 +175,15 @@ while j <= #ARGV do
       end
       local block = blocks[d]
       key = key + 1
-      states[i] = KEYS[key]
+      states[i] = CALL_KEYS[key]
       locks[i] = nil
       starts[i] = false
       writes[i] = nil
       local left = 0  -- what is left of a lockout in force (us), 0 for none
       if block > 0 then
         key = key + 1
-        locks[i] = KEYS[key]
-        local until_us = STATES[KEYS[key]]
+        locks[i] = CALL_KEYS[key]
+        local until_us = STATES[CALL_KEYS[key]]
         if until_us then
           until_us = tonumber(until_us)
           if until_us > now then left = until_us - now end

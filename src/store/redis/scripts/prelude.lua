@@ -12,8 +12,8 @@
 -- (struct.pack, exact below 2^53); and each algorithm returns its decision
 -- as multiple values rather than a table. What Redis charges per call
 -- element is as much as the algorithms' own work, so the call says each
--- limit once (entry.lua), reads every state with one MGET, and answers in
--- as few integers as the client needs.
+-- limit once (entry.lua), reads every state with one MGET (per cluster
+-- slot), and answers in as few integers as the client needs.
 
 -- ALGORITHMS[name] decides one limit; REFUNDS[name] gives back one charge
 -- (token_bucket.lua says what they return).
@@ -29,17 +29,50 @@ end
 local spack, sunpack = struct.pack, struct.unpack
 local fmod = math.fmod
 
--- Every declared key's value as the call found it, false for none (MGET
+-- The call's keys, in request order (CALL_KEYS, which entry.lua walks), and
+-- each one's value as the call found it (STATES: false for none; MGET
 -- answers nil for a key of another type: sliding_log's sorted sets, which
--- sliding_log.lua reads itself). entry.lua keeps it current as it writes, so
--- a key that two requests of the call share is read as the first left it.
+-- sliding_log.lua reads itself). entry.lua keeps STATES current as it
+-- writes, so a key that two requests of the call share is read as the first
+-- left it.
+-- The declared KEYS are one cluster slot's: they route the call. In a
+-- cluster the keys of the node's other slots follow in ARGV, one group per
+-- slot (entry.lua), undeclared: a script without a shebang line (Redis's
+-- compatibility mode) may touch keys of any slot its node serves, though
+-- each command only keys of one slot. So every group is read here, one
+-- MGET per slot, before anything is written: a slot the node does not serve
+-- (moved, or migrating and the group's keys not all here) refuses its read,
+-- and the call answers NOTLOCAL having written nothing, for the client to
+-- send each slot's requests on its own (src/store/redis/client.cc).
+local CALL_KEYS = {}
 local STATES = {}
-for from = 1, #KEYS, 512 do  -- unpack() is bounded by Lua's C stack
-  local to = from + 511
-  if to > #KEYS then to = #KEYS end
-  local values = redis.call('MGET', unpack(KEYS, from, to))
-  for i = from, to do STATES[KEYS[i]] = values[i - from + 1] end
+-- Reads list[from..to], keys of one slot; the refusal if there is one.
+local function read(list, from, to)
+  for first = from, to, 512 do  -- unpack() is bounded by Lua's C stack
+    local last = first + 511
+    if last > to then last = to end
+    local values = redis.pcall('MGET', unpack(list, first, last))
+    if values.err then return values.err end
+    for i = first, last do
+      CALL_KEYS[#CALL_KEYS + 1] = list[i]
+      STATES[list[i]] = values[i - first + 1]
+    end
+  end
+  return nil
 end
+-- ARGV[REQUESTS]: the number of further groups; then each group (its size,
+-- its keys); then the requests.
+local REQUESTS = 4 + 5 * tonumber(ARGV[3])
+local refused = read(KEYS, 1, #KEYS)
+local groups = tonumber(ARGV[REQUESTS])
+REQUESTS = REQUESTS + 1
+for _ = 1, groups do
+  if refused then break end
+  local n = tonumber(ARGV[REQUESTS])
+  refused = read(ARGV, REQUESTS + 1, REQUESTS + n)
+  REQUESTS = REQUESTS + 1 + n
+end
+if refused then return redis.error_reply('NOTLOCAL ' .. refused) end
 
 -- floor(a / b) for integers a >= 0, b > 0.
 local function idiv(a, b)
