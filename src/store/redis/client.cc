@@ -31,6 +31,7 @@ struct Client::Call {
   bool is_command = false;
   // acquire or refund: one request of the script (entry.lua)
   bool is_refund = false;
+  bool fast = false;        // an acquire for the fast path (fast_fixed_window.lua)
   std::span<Decision> out;  // acquire
   Store::Done done;
   std::string keys;  // RESP bulks of its keys: state keys, and acquire's lockout keys
@@ -54,6 +55,7 @@ struct Client::Batch {
   Connection* waiting_on = nullptr;  // whose calls_waiting_ counts its calls
   int slot = -1;
   bool is_command = false;
+  bool fast = false;      // its calls take the fast path
   bool use_eval = false;  // after NOSCRIPT: send the script itself
   bool asking = false;    // after ASK: ASKING first
   int redirects = 0;
@@ -101,6 +103,7 @@ Client::Call* Client::new_call() {
   }
   c->is_command = false;
   c->is_refund = false;
+  c->fast = false;
   c->key_count = 0;
   c->keys.clear();
   c->limits.clear();
@@ -134,6 +137,7 @@ Client::Batch* Client::new_batch() {
   b->waiting_on = nullptr;
   b->slot = -1;
   b->is_command = false;
+  b->fast = false;
   b->use_eval = false;
   b->asking = false;
   b->redirects = 0;
@@ -324,6 +328,9 @@ void Client::acquire(std::span<const AcquireRequest> requests, Nanos now, std::s
     }
     append_limit(c, *sl, keys_[i], sl->block_us > 0, r.cost, 0);
   }
+  const ScriptLimit& first = c->limits.front().limit;
+  c->fast =
+      n == 1 && first.algorithm == algorithm_name(Algorithm::kFixedWindow) && first.block_us == 0;
   c->out = out;
   start(c, std::move(done), slot);
 }
@@ -436,7 +443,9 @@ void Client::submit(Call* c) {
     // The newest open batch for this connection, if it is for the same slot.
     for (auto it = open_.rbegin(); it != open_.rend(); ++it) {
       if ((*it)->connection != &conn || (*it)->is_command) continue;
-      if ((*it)->slot == c->slot && (*it)->calls.size() < shared_.options.max_batch) b = *it;
+      if ((*it)->slot == c->slot && (*it)->fast == c->fast &&
+          (*it)->calls.size() < shared_.options.max_batch)
+        b = *it;
       break;
     }
   }
@@ -446,6 +455,7 @@ void Client::submit(Call* c) {
     b->waiting_on = &conn;
     b->slot = c->slot;
     b->is_command = c->is_command;
+    b->fast = c->fast;
     b->refs = 1;  // released when its reply (or failure) has been handled
     open_.push_back(b);
     if (!flush_posted_) {
@@ -495,62 +505,11 @@ void Client::send(Batch* b) {
   std::string_view frame;
   if (b->is_command) {
     frame = b->calls.front()->frame;
+  } else if (b->fast) {
+    write_fast_frame(b, conn);
+    frame = frame_;
   } else {
-    // Each distinct limit of the batch once, then per call what refers to it.
-    defs_.clear();
-    def_of_.clear();
-    size_t keys = 0;
-    size_t args = 3;  // ttl_extra, whether calls carry their time, the definitions
-    const bool own_time = shared_.options.time_source == RedisTimeSource::kLocal;
-    for (Call* c : b->calls) {
-      keys += c->key_count;
-      args += (own_time ? 3 : 2) + (c->is_refund ? 3 : 2) * c->limits.size();
-      for (const LimitRef& r : c->limits) {
-        size_t d = 0;
-        while (d < defs_.size() && !(*defs_[d] == r.limit)) ++d;
-        if (d == defs_.size()) defs_.push_back(&r.limit);
-        def_of_.push_back(d + 1);
-      }
-    }
-    args += 5 * defs_.size();
-    frame_.clear();
-    append_array_header(frame_, 3 + keys + args);
-    if (b->use_eval) {
-      append_bulk(frame_, "EVAL");
-      append_bulk(frame_, kLuaScript);
-    } else {
-      append_bulk(frame_, "EVALSHA");
-      append_bulk(frame_, kLuaScriptSha1);
-    }
-    append_bulk(frame_, static_cast<int64_t>(keys));
-    for (Call* c : b->calls) frame_.append(c->keys);
-    append_bulk(frame_, static_cast<int64_t>(shared_.options.ttl_extra.count()));
-    append_bulk(frame_, own_time ? std::string_view("1") : std::string_view("0"));
-    append_bulk(frame_, static_cast<int64_t>(defs_.size()));
-    for (const ScriptLimit* d : defs_) {
-      append_bulk(frame_, d->algorithm);
-      append_bulk(frame_, static_cast<int64_t>(d->p1));
-      append_bulk(frame_, static_cast<int64_t>(d->p2));
-      append_bulk(frame_, static_cast<int64_t>(d->p3));
-      append_bulk(frame_, static_cast<int64_t>(d->block_us));
-    }
-    // Each call's deadline in this node's clock, converted at every send: a
-    // batch that MOVED/ASK/TRYAGAIN resends keeps its calls' local deadlines,
-    // and the node it goes to may have another clock.
-    const ClockOffset& clock = conn.clock();
-    const int64_t now_us = ClockOffset::floor_us(b->sent_at);
-    size_t next_def = 0;
-    for (Call* c : b->calls) {
-      append_bulk(frame_, clock.to_redis(ClockOffset::floor_us(c->deadline), now_us));
-      if (own_time) append_bulk(frame_, c->now_us);
-      const int64_t n = static_cast<int64_t>(c->limits.size());
-      append_bulk(frame_, c->is_refund ? -n : n);
-      for (const LimitRef& r : c->limits) {
-        append_bulk(frame_, static_cast<int64_t>(def_of_[next_def++]));
-        append_bulk(frame_, static_cast<int64_t>(r.cost));
-        if (c->is_refund) append_bulk(frame_, r.charged_at_us);
-      }
-    }
+    write_script_frame(b, conn);
     frame = frame_;
   }
   if (b->asking) conn.send_no_reply(kAsking);
@@ -558,6 +517,111 @@ void Client::send(Batch* b) {
     fail_all(b, ErrorKind::kConnection, "cannot send to Redis at " + conn.name());
     unref(b);
     return;
+  }
+}
+
+// entry.lua's call: each distinct limit of the batch once, then per call
+// what refers to it.
+void Client::write_script_frame(Batch* b, Connection& to) {
+  defs_.clear();
+  def_of_.clear();
+  size_t keys = 0;
+  size_t args = 3;  // ttl_extra, whether calls carry their time, the definitions
+  const bool own_time = shared_.options.time_source == RedisTimeSource::kLocal;
+  for (Call* c : b->calls) {
+    keys += c->key_count;
+    args += (own_time ? 3 : 2) + (c->is_refund ? 3 : 2) * c->limits.size();
+    for (const LimitRef& r : c->limits) {
+      size_t d = 0;
+      while (d < defs_.size() && !(*defs_[d] == r.limit)) ++d;
+      if (d == defs_.size()) defs_.push_back(&r.limit);
+      def_of_.push_back(d + 1);
+    }
+  }
+  args += 5 * defs_.size();
+  frame_.clear();
+  append_array_header(frame_, 3 + keys + args);
+  if (b->use_eval) {
+    append_bulk(frame_, "EVAL");
+    append_bulk(frame_, kLuaScript);
+  } else {
+    append_bulk(frame_, "EVALSHA");
+    append_bulk(frame_, kLuaScriptSha1);
+  }
+  append_bulk(frame_, static_cast<int64_t>(keys));
+  for (Call* c : b->calls) frame_.append(c->keys);
+  append_bulk(frame_, static_cast<int64_t>(shared_.options.ttl_extra.count()));
+  append_bulk(frame_, own_time ? std::string_view("1") : std::string_view("0"));
+  append_bulk(frame_, static_cast<int64_t>(defs_.size()));
+  for (const ScriptLimit* d : defs_) {
+    append_bulk(frame_, d->algorithm);
+    append_bulk(frame_, static_cast<int64_t>(d->p1));
+    append_bulk(frame_, static_cast<int64_t>(d->p2));
+    append_bulk(frame_, static_cast<int64_t>(d->p3));
+    append_bulk(frame_, static_cast<int64_t>(d->block_us));
+  }
+  // Each call's deadline in this node's clock, converted at every send: a
+  // batch that MOVED/ASK/TRYAGAIN resends keeps its calls' local deadlines,
+  // and the node it goes to may have another clock.
+  const ClockOffset& clock = to.clock();
+  const int64_t now_us = ClockOffset::floor_us(b->sent_at);
+  size_t next_def = 0;
+  for (Call* c : b->calls) {
+    append_bulk(frame_, clock.to_redis(ClockOffset::floor_us(c->deadline), now_us));
+    if (own_time) append_bulk(frame_, c->now_us);
+    const int64_t n = static_cast<int64_t>(c->limits.size());
+    append_bulk(frame_, c->is_refund ? -n : n);
+    for (const LimitRef& r : c->limits) {
+      append_bulk(frame_, static_cast<int64_t>(def_of_[next_def++]));
+      append_bulk(frame_, static_cast<int64_t>(r.cost));
+      if (c->is_refund) append_bulk(frame_, r.charged_at_us);
+    }
+  }
+}
+
+// fast_fixed_window.lua's call: the definitions, then per call its time
+// (time_source local), definition and cost.
+void Client::write_fast_frame(Batch* b, Connection& to) {
+  defs_.clear();
+  def_of_.clear();
+  const bool own_time = shared_.options.time_source == RedisTimeSource::kLocal;
+  auto deadline = b->calls.front()->deadline;
+  for (Call* c : b->calls) {
+    deadline = std::min(deadline, c->deadline);
+    const ScriptLimit& limit = c->limits.front().limit;
+    size_t d = 0;
+    while (d < defs_.size() && !(*defs_[d] == limit)) ++d;
+    if (d == defs_.size()) defs_.push_back(&limit);
+    def_of_.push_back(d + 1);
+  }
+  const size_t keys = b->calls.size();
+  const size_t args = 4 + 2 * defs_.size() + (own_time ? 3 : 2) * keys;
+  frame_.clear();
+  append_array_header(frame_, 3 + keys + args);
+  if (b->use_eval) {
+    append_bulk(frame_, "EVAL");
+    append_bulk(frame_, kFastFixedWindowScript);
+  } else {
+    append_bulk(frame_, "EVALSHA");
+    append_bulk(frame_, kFastFixedWindowScriptSha1);
+  }
+  append_bulk(frame_, static_cast<int64_t>(keys));
+  for (Call* c : b->calls) frame_.append(c->keys);
+  append_bulk(frame_, static_cast<int64_t>(shared_.options.ttl_extra.count()));
+  append_bulk(frame_, own_time ? std::string_view("1") : std::string_view("0"));
+  // The earliest deadline of the batch, in this node's clock (as above).
+  append_bulk(frame_, to.clock().to_redis(ClockOffset::floor_us(deadline),
+                                          ClockOffset::floor_us(b->sent_at)));
+  append_bulk(frame_, static_cast<int64_t>(defs_.size()));
+  for (const ScriptLimit* d : defs_) {
+    append_bulk(frame_, static_cast<int64_t>(d->p1));
+    append_bulk(frame_, static_cast<int64_t>(d->p2));
+  }
+  for (size_t k = 0; k < keys; ++k) {
+    const Call* c = b->calls[k];
+    if (own_time) append_bulk(frame_, c->now_us);
+    append_bulk(frame_, static_cast<int64_t>(def_of_[k]));
+    append_bulk(frame_, static_cast<int64_t>(c->limits.front().cost));
   }
 }
 
@@ -591,15 +655,26 @@ void Client::on_reply(Connection& connection, redisReply* reply, void* privdata)
 
 void Client::deliver(Connection& from, Batch* b, const redisReply* reply) {
   const auto received = std::chrono::steady_clock::now();
-  shapes_.clear();
-  for (Call* c : b->calls) shapes_.push_back(CallShape{c->limits.size(), c->is_refund});
-  if (!read_script_reply(reply, shapes_, &answer_)) {
+  const bool own_time = shared_.options.time_source == RedisTimeSource::kLocal;
+  bool read = false;
+  if (b->fast) {
+    fast_shapes_.clear();
+    for (Call* c : b->calls) {
+      const ScriptLimit& l = c->limits.front().limit;
+      fast_shapes_.push_back(FastShape{l.p1, l.p2, c->now_us});
+    }
+    read = read_fast_reply(reply, fast_shapes_, own_time, &answer_);
+  } else {
+    shapes_.clear();
+    for (Call* c : b->calls) shapes_.push_back(CallShape{c->limits.size(), c->is_refund});
+    read = read_script_reply(reply, shapes_, &answer_);
+  }
+  if (!read) {
     fail_all(b, ErrorKind::kScript, "unexpected reply to the rate limit script");
     return;
   }
   from.clock().observe(answer_.redis_time_us, ClockOffset::floor_us(b->sent_at),
                        ClockOffset::ceil_us(received));
-  const bool own_time = shared_.options.time_source == RedisTimeSource::kLocal;
   const LimitAnswer* next = answer_.limits.data();
   for (size_t k = 0; k < b->calls.size(); ++k) {
     Call* c = b->calls[k];
@@ -729,6 +804,7 @@ void Client::split(Batch* b) {
     one->connection = &conn;
     one->waiting_on = b->waiting_on;
     one->slot = b->slot;
+    one->fast = b->fast;
     one->use_eval = b->use_eval;
     one->redirects = b->redirects;
     one->refs = 1;

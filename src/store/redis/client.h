@@ -13,6 +13,12 @@
 // timed out exactly as an acquire; a refund of requests in several cluster
 // slots is one call per slot.
 //
+// An acquire whose only limit is a fixed_window without a block takes the
+// fast path: its own script (scripts/fast_fixed_window.lua), on the same
+// keys and values, cheaper for Redis per decision. Fast and other calls go
+// in separate batches, in issue order (a batch only takes calls while it is
+// the newest open one for its node), so Redis still runs them in order.
+//
 // A batch is sent by EVALSHA, and again in full (EVAL) on NOSCRIPT; MOVED
 // updates the local slot map, asks for a refresh and resends; ASK resends to
 // the named node after ASKING; TRYAGAIN sends each call of the batch alone
@@ -118,6 +124,8 @@ class Client final : public Connection::Listener {
   void submit(Call* call);
   void flush();
   void send(Batch* batch);
+  void write_script_frame(Batch* batch, Connection& to);
+  void write_fast_frame(Batch* batch, Connection& to);
   void on_error(Connection& from, Batch* batch, std::string_view message);
   void deliver(Connection& from, Batch* batch, const redisReply* reply);
   void split(Batch* batch);  // after TRYAGAIN: each call of the batch alone
@@ -150,6 +158,7 @@ class Client final : public Connection::Listener {
   std::vector<const ScriptLimit*> defs_;  // scratch: a batch's distinct limits
   std::vector<size_t> def_of_;            // scratch: per limit of a batch, its definition
   std::vector<CallShape> shapes_;         // scratch: what each call of a batch sent
+  std::vector<FastShape> fast_shapes_;    // scratch: the same, for a fast-path batch
   ScriptAnswer answer_;                   // scratch: the script's reply, read
   bool closing_ = false;
   // Checked first by handlers that may run after the client is gone.
