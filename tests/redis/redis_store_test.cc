@@ -348,6 +348,92 @@ TEST_F(RedisStoreTest, CallsOfOneTurnShareScriptCallsAndKeepTheirOrder) {
   EXPECT_EQ(evalsha_calls() - before, 4);
 }
 
+// Calls of a command so far, from INFO commandstats (commands a script runs
+// count too), 0 for one never run.
+long long command_calls(const RedisServer& server, const std::string& name) {
+  const std::string info = server.text({"INFO", "commandstats"});
+  const std::string field = "cmdstat_" + name + ":calls=";
+  const size_t at = info.find(field);
+  return at == std::string::npos ? 0 : std::stoll(info.substr(at + field.size()));
+}
+
+// An acquire whose only limit is a fixed_window without a block takes the
+// fast path (fast_fixed_window.lua): one script call per loop turn, one TIME,
+// one MGET, one SET per allowed request and nothing for a denied one; and
+// it shares its state with everything else: the decision script (a request
+// with two limits), a refund, a reset.
+TEST_F(RedisStoreTest, FixedWindowAloneTakesTheFastPathOnTheSameState) {
+  AsyncDriver driver(store_);
+  const Limit limit = must(Limit::fixed_window(3, 1h));
+  const std::string fast_sha(redis::kFastFixedWindowScriptSha1);
+  const std::string script_sha(redis::kLuaScriptSha1);
+  const auto loaded = [&](const std::string& sha) {
+    Reply r = server_.command({"SCRIPT", "EXISTS", sha});
+    return r && r->elements == 1 ? r->element[0]->integer : -1;
+  };
+  ASSERT_TRUE(driver.call(limit, "warm-up", us(kEpochUs)).decision.allowed);
+  EXPECT_EQ(loaded(fast_sha), 1) << "the SHA1 computed at build time is Redis's";
+  EXPECT_EQ(loaded(script_sha), 0) << "the decision script ran";
+
+  // (Not TIME: the health check reads it too.)
+  const std::vector<std::string> names = {"evalsha", "eval", "mget", "set", "get"};
+  std::vector<long long> before;
+  for (const std::string& n : names) before.push_back(command_calls(server_, n));
+  // Five on one key (3 allowed, 2 denied) and two on another, one loop turn.
+  const std::vector<std::string> keys = {"fw", "fw", "other", "fw", "fw", "other", "fw"};
+  const auto outcomes = driver.calls(limit, keys, us(kEpochUs + 10), 1);
+  // Windows of an hour, aligned to the epoch.
+  constexpr int64_t kHourUs = 3'600'000'000;
+  const Nanos to_end = us(kHourUs - (kEpochUs + 10) % kHourUs);
+  const std::vector<bool> allowed = {true, true, true, true, false, true, false};
+  const std::vector<uint64_t> remaining = {2, 1, 2, 0, 0, 1, 0};
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    ASSERT_TRUE(outcomes[i].status.ok()) << outcomes[i].status.error().message;
+    EXPECT_EQ(outcomes[i].decision.allowed, allowed[i]) << i;
+    EXPECT_EQ(outcomes[i].decision.remaining, remaining[i]) << i;
+    EXPECT_EQ(outcomes[i].decision.limit, 3u);
+    EXPECT_EQ(outcomes[i].decision.reset_after, to_end) << i;
+    EXPECT_EQ(outcomes[i].decision.retry_after, allowed[i] ? Nanos{0} : to_end) << i;
+  }
+  const std::vector<long long> expected = {1, 0, 1, 5, 0};
+  for (size_t i = 0; i < names.size(); ++i)
+    EXPECT_EQ(command_calls(server_, names[i]) - before[i], expected[i]) << names[i];
+  EXPECT_EQ(loaded(script_sha), 0);
+
+  // The decision script reads what the fast path wrote: with a second
+  // limit, "fw" is still denied by its fixed window (nothing charged).
+  const Limit bucket = must(Limit::token_bucket(10, 1, 1h));
+  AcquireRequest both[2] = {{&limit, "fw", 1}, {&bucket, "fw", 1}};
+  Decision out[2];
+  ASSERT_TRUE(store_->acquire(both, us(kEpochUs + 20), out).ok());
+  EXPECT_FALSE(out[0].allowed);
+  EXPECT_EQ(out[0].remaining, 0u);
+  EXPECT_TRUE(out[1].allowed);
+  EXPECT_EQ(loaded(script_sha), 1);
+  // A refund of one of the fast path's charges gives it back...
+  const RefundRequest back{&limit, "fw", 1, outcomes[0].decision.decided_at};
+  ASSERT_TRUE(store_->refund({&back, 1}, us(kEpochUs + 30)).ok());
+  auto d = acquire_one(*store_, limit, "fw", us(kEpochUs + 40));
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->allowed);
+  EXPECT_EQ(d->remaining, 0u);
+  // ... and a reset deletes its state.
+  auto reset = store_->reset(limit, "fw");
+  ASSERT_TRUE(reset.ok());
+  EXPECT_TRUE(reset.value());
+  d = acquire_one(*store_, limit, "fw", us(kEpochUs + 50));
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->allowed);
+  EXPECT_EQ(d->remaining, 2u);
+  // The fast path's value is the decision script's: index, count, expiry.
+  const std::string state = server_.text({"GET", store_->redis_key(limit, "fw")});
+  ASSERT_EQ(state.size(), 3 * sizeof(double));
+  double fields[2];
+  std::memcpy(fields, state.data(), sizeof fields);
+  EXPECT_EQ(fields[0], static_cast<double>(kEpochUs / kHourUs));
+  EXPECT_EQ(fields[1], 1.0);
+}
+
 TEST_F(RedisStoreTest, ExactlyCapacityAllowedAcrossStoresAndThreads) {
   // Three stores stand for three Sluice instances sharing one Redis; each has
   // two worker threads. 3,000 concurrent requests on one key, no refill.
