@@ -469,6 +469,84 @@ TEST_F(RedisStoreTest, ExactlyCapacityAllowedAcrossStoresAndThreads) {
   EXPECT_EQ(allowed.load(), 100);
 }
 
+// The same across stores and threads on the fixed window's fast path, with
+// costs 1 to 5, and one request in three also under a second limit (the
+// general script) on the same key: every denial is for a cost that no longer
+// fitted, nothing denied is charged, and the window ends exactly full.
+TEST_F(RedisStoreTest, FixedWindowWithCostsIsExactAcrossStoresAndThreads) {
+  const Limit limit = must(Limit::fixed_window(1'000, 24h * 365 * 8));
+  const Limit roomy = must(Limit::token_bucket(1'000'000, 1, 1h));
+  std::vector<std::shared_ptr<RedisStore>> stores;
+  std::vector<std::unique_ptr<AsyncDriver>> drivers;
+  for (int s = 0; s < 3; ++s) {
+    RedisStoreOptions o = local_options(server_.address());
+    o.time_source = RedisTimeSource::kRedis;
+    o.timeout = 10s;       // not a latency test
+    o.deny_cache = false;  // every decision Redis's
+    stores.push_back(make_store(o));
+    for (int t = 0; t < 2; ++t) drivers.push_back(std::make_unique<AsyncDriver>(stores.back()));
+  }
+  constexpr size_t kCalls = 500;
+  struct Call {
+    AcquireRequest requests[2];
+    Decision out[2];
+    Status status;
+  };
+  std::atomic<uint64_t> charged{0};
+  std::atomic<int> errors{0};
+  std::atomic<int> bad_denials{0};
+  std::atomic<int> unit_denials{0};
+  std::vector<std::thread> threads;
+  for (size_t d = 0; d < drivers.size(); ++d) {
+    threads.emplace_back([&, d] {
+      AsyncDriver& driver = *drivers[d];
+      std::vector<Call> calls(kCalls);
+      std::promise<void> all_done;
+      size_t remaining = kCalls;
+      driver.run([&] {
+        for (size_t i = 0; i < kCalls; ++i) {
+          Call& c = calls[i];
+          const uint64_t cost = 1 + (i + d) % 5;
+          c.requests[0] = {&limit, "global-fw", cost};
+          c.requests[1] = {&roomy, "global-fw", 1};
+          const size_t n = (i + d) % 3 == 0 ? 2 : 1;
+          stores[d / 2]->acquire_async({c.requests, n}, us(kEpochUs), {c.out, n},
+                                       [&, i](Status st) {
+                                         calls[i].status = std::move(st);
+                                         if (--remaining == 0) all_done.set_value();
+                                       });
+        }
+      });
+      all_done.get_future().wait();
+      for (const Call& c : calls) {
+        if (!c.status.ok()) {
+          ++errors;
+          continue;
+        }
+        const uint64_t cost = c.requests[0].cost;
+        if (c.out[0].allowed) {
+          charged += cost;
+        } else {
+          if (c.out[0].remaining >= cost) ++bad_denials;
+          if (cost == 1) ++unit_denials;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(bad_denials.load(), 0);
+  // 3,000 requests of 3 on average: the window filled early, and a request
+  // of 1 was denied only once nothing was left.
+  EXPECT_GT(unit_denials.load(), 0);
+  EXPECT_EQ(charged.load(), 1'000u);
+  const std::string state = server_.text({"GET", stores[0]->redis_key(limit, "global-fw")});
+  ASSERT_EQ(state.size(), 3 * sizeof(double));
+  double fields[2];
+  std::memcpy(fields, state.data(), sizeof fields);
+  EXPECT_EQ(fields[1], 1'000.0);
+}
+
 TEST_F(RedisStoreTest, SynchronousCallsFromManyThreads) {
   const Limit limit = must(Limit::fixed_window(250, 1h));
   std::atomic<int> allowed{0};

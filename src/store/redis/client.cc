@@ -329,8 +329,8 @@ void Client::acquire(std::span<const AcquireRequest> requests, Nanos now, std::s
     append_limit(c, *sl, keys_[i], sl->block_us > 0, r.cost, 0);
   }
   const ScriptLimit& first = c->limits.front().limit;
-  c->fast =
-      n == 1 && first.algorithm == algorithm_name(Algorithm::kFixedWindow) && first.block_us == 0;
+  c->fast = shared_.options.fixed_window_fast_path && n == 1 &&
+            first.algorithm == algorithm_name(Algorithm::kFixedWindow) && first.block_us == 0;
   c->out = out;
   start(c, std::move(done), slot);
 }
