@@ -135,14 +135,23 @@ incrby_expire() {
     "$(per $((t1 + t2)) "$PAIRS")"
 }
 
+# EVALSHA + EVAL calls so far (INFO commandstats).
+script_calls() {
+  redis-cli -p "$port" info commandstats | tr -d '\r' |
+    awk -F'[:=,]' '/^cmdstat_eval(sha)?:/ {n += $3} END {print n + 0}'
+}
+
 # inproc NAME BUILD [MAX_BATCH] [more redis_throughput flags]
 inproc() {
   local name=$1 build=$2 batch=${3:-64} out
   shift 3 || shift $#
   redis-cli -p "$port" flushall >/dev/null
+  local calls0 calls1
+  calls0=$(script_calls)
   out=$("$(driver "$build")" --address "127.0.0.1:$port" --seconds "$SECS" --in-flight 50 \
     --keys 10000 --threads 1 --max-batch "$batch" --redis-pid "$pid" "$@")
-  echo "  $name: $(echo "$out" | grep -oE 'decisions=[0-9]+ allowed=[0-9]+')" >&2
+  calls1=$(script_calls)
+  echo "  $name: $(echo "$out" | grep -oE 'decisions=[0-9]+ allowed=[0-9]+') script_calls=$((calls1 - calls0))" >&2
   row "$name" "$(echo "$out" | sed -nE 's/.*decisions_per_s=([0-9]+).*/\1/p')" \
     "$(echo "$out" | sed -nE 's/.*redis_cpu_us_per_decision=([0-9.]+).*/\1/p')" \
     "$(echo "$out" | sed -nE 's/.*sluice_cpu_us_per_decision=([0-9.]+).*/\1/p')"

@@ -163,11 +163,16 @@ bool read_fast_reply(const redisReply* reply, std::span<const FastShape> calls, 
     a.remaining = static_cast<uint64_t>(code / 2);
     if (a.remaining > call.limit) return false;
     const int64_t now = own_time ? call.now_us : answer->redis_time_us;
-    if (now < 0) return false;
-    const auto window = static_cast<__int128>(call.window_us);
-    const __int128 end = (now / window + ahead + 1) * window - now;
+    if (now < 0 || call.window_us > static_cast<uint64_t>(kMaxMicros)) return false;
+    // The end of the state's window, `ahead` windows after the one of `now`:
+    // more than ahead windows away, so a reply whose ahead alone passes the
+    // bound is not well formed; below it, the sum fits int64 (both terms
+    // under 2^63 / 1000).
+    const auto window = static_cast<int64_t>(call.window_us);
+    if (ahead > kMaxMicros / window) return false;
+    const int64_t end = window - now % window + ahead * window;
     if (end > kMaxMicros) return false;
-    const Nanos to_end{static_cast<int64_t>(end) * 1'000};
+    const Nanos to_end{end * 1'000};
     if (a.allowed) {
       a.reset_after = to_end;
     } else {
