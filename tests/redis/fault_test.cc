@@ -322,8 +322,9 @@ TEST_F(FaultTest, PausedRedisChargesNothingOnTheFixedWindowFastPathLocalTime) {
 // Redis may have run calls whose replies it had not written yet: they time
 // out although Redis charged them, the one case a deadline cannot prevent.
 // The store counts them (late_applied), and nothing else is charged.
-TEST_F(FaultTest, RedisStoppedAtAnyMomentChargesOnlyTheAllowedAndTheCountedLateCalls) {
-  auto store = pause_store(server_, RedisTimeSource::kRedis);
+void expect_stopped_at_any_moment_charges_only_allowed_and_late(RedisServer& server,
+                                                                const Limit& limit) {
+  auto store = pause_store(server, RedisTimeSource::kRedis);
   ASSERT_NE(store, nullptr);
   AsyncDriver driver(store);
   std::atomic<bool> stop{false};
@@ -332,7 +333,7 @@ TEST_F(FaultTest, RedisStoppedAtAnyMomentChargesOnlyTheAllowedAndTheCountedLateC
   std::thread load([&] {
     const std::vector<std::string> wave(100, "paid");
     while (!stop.load()) {
-      for (const auto& out : driver.calls(million(), wave, us(kEpochUs))) {
+      for (const auto& out : driver.calls(limit, wave, us(kEpochUs))) {
         if (out.status.ok()) {
           EXPECT_TRUE(out.decision.allowed);
           if (out.decision.allowed) ++allowed;
@@ -344,22 +345,22 @@ TEST_F(FaultTest, RedisStoppedAtAnyMomentChargesOnlyTheAllowedAndTheCountedLateC
     }
   });
   EXPECT_TRUE(wait_until([&] { return allowed.load() >= 1'000; }, 30s));
-  const bool paused = server_.pause();
+  const bool paused = server.pause();
   EXPECT_TRUE(paused);
   EXPECT_TRUE(wait_until([&] { return failed.load() >= kHeldWaves * 100; }, 60s));
-  EXPECT_TRUE(server_.resume());
+  EXPECT_TRUE(server.resume());
   const size_t at_resume = allowed.load();
   EXPECT_TRUE(wait_until([&] { return allowed.load() >= at_resume + 200; }, 30s));
   stop.store(true);
   load.join();
   ASSERT_TRUE(paused);
 
-  const uint64_t consumed = consumed_after_one_more(driver);
+  const uint64_t consumed = consumed_after_one_more(driver, limit);
   const RedisStoreStats stats = store->stats();
-  RecordProperty("consumed", std::to_string(consumed));
-  RecordProperty("allowed", std::to_string(allowed.load()));
-  RecordProperty("failed", std::to_string(failed.load()));
-  RecordProperty("late_applied", std::to_string(stats.late_applied));
+  ::testing::Test::RecordProperty("consumed", std::to_string(consumed));
+  ::testing::Test::RecordProperty("allowed", std::to_string(allowed.load()));
+  ::testing::Test::RecordProperty("failed", std::to_string(failed.load()));
+  ::testing::Test::RecordProperty("late_applied", std::to_string(stats.late_applied));
   EXPECT_EQ(consumed, allowed.load() + stats.late_applied);
   // At most the wave in flight when Redis stopped.
   EXPECT_LE(stats.late_applied, 100u);
@@ -367,6 +368,14 @@ TEST_F(FaultTest, RedisStoppedAtAnyMomentChargesOnlyTheAllowedAndTheCountedLateC
   // Every call that failed had its reply by now: skipped, or applied late.
   EXPECT_EQ(failed.load(), stats.expired + stats.late_applied);
   EXPECT_LE(stats.late_replies, failed.load());
+}
+
+TEST_F(FaultTest, RedisStoppedAtAnyMomentChargesOnlyTheAllowedAndTheCountedLateCalls) {
+  expect_stopped_at_any_moment_charges_only_allowed_and_late(server_, million());
+}
+
+TEST_F(FaultTest, RedisStoppedAtAnyMomentOnTheFixedWindowFastPath) {
+  expect_stopped_at_any_moment_charges_only_allowed_and_late(server_, million_fixed_window());
 }
 
 }  // namespace
