@@ -6,7 +6,9 @@
 // The first byte chooses how many calls a batch had (1 to 4) and what each
 // was (an acquire of one or two limits, or a refund). Each reply is read as
 // the client reads it: an error reply classified (read_error_reply), an
-// array read (read_script_reply), as Client::deliver does.
+// array read (read_script_reply, and read_fast_reply as the fast path's
+// reply to as many calls of a fixed window of 10 per 1,000 us), as
+// Client::deliver does.
 //
 // Asserts: a redirect names a slot in [0, 16384) and a non-empty node inside
 // the message; a reply read has one flag per call, one answer per applied
@@ -44,7 +46,32 @@ std::vector<CallShape> shapes_for(uint8_t selector, size_t calls) {
   return shapes;
 }
 
+// What every reply read says of its limits.
+void check_answers(const ScriptAnswer& answer) {
+  for (const LimitAnswer& a : answer.limits) {
+    FUZZ_CHECK(a.reset_after.count() >= 0 && a.retry_after.count() >= 0,
+               "negative durations: reset %lld retry %lld",
+               static_cast<long long>(a.reset_after.count()),
+               static_cast<long long>(a.retry_after.count()));
+    FUZZ_CHECK(!a.allowed || a.retry_after.count() == 0, "allowed with a retry_after");
+  }
+}
+
+void check_fast_reply(const redisReply* reply, uint8_t selector, size_t calls) {
+  const bool own_time = (selector & 4) != 0;
+  const std::vector<FastShape> shapes(calls, FastShape{10, 1'000, 1'780'000'000'123'457});
+  ScriptAnswer answer;
+  if (!read_fast_reply(reply, shapes, own_time, &answer)) return;
+  FUZZ_CHECK(answer.expired.size() == calls, "one expired flag per call");
+  const size_t applied = answer.expired.front() ? 0 : calls;
+  FUZZ_CHECK(answer.limits.size() == applied, "one answer per applied call");
+  for (const LimitAnswer& a : answer.limits)
+    FUZZ_CHECK(a.remaining <= 10, "remaining above the limit");
+  check_answers(answer);
+}
+
 void check_script_reply(const redisReply* reply, uint8_t selector, size_t calls) {
+  check_fast_reply(reply, selector, calls);
   const std::vector<CallShape> shapes = shapes_for(selector, calls);
   ScriptAnswer answer;
   if (!read_script_reply(reply, shapes, &answer)) return;
@@ -54,13 +81,7 @@ void check_script_reply(const redisReply* reply, uint8_t selector, size_t calls)
     if (!answer.expired[i] && !shapes[i].refund) applied += shapes[i].limits;
   }
   FUZZ_CHECK(answer.limits.size() == applied, "one answer per applied limit");
-  for (const LimitAnswer& a : answer.limits) {
-    FUZZ_CHECK(a.reset_after.count() >= 0 && a.retry_after.count() >= 0,
-               "negative durations: reset %lld retry %lld",
-               static_cast<long long>(a.reset_after.count()),
-               static_cast<long long>(a.retry_after.count()));
-    FUZZ_CHECK(!a.allowed || a.retry_after.count() == 0, "allowed with a retry_after");
-  }
+  check_answers(answer);
 }
 
 }  // namespace

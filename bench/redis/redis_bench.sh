@@ -20,6 +20,11 @@
 #   inproc-batch1  the same with max_batch 1: one request per script call
 #                  (a cluster's calls mostly were, when a batch was per slot;
 #                  bench/redis/cluster_bench.sh measures a cluster)
+#   inproc-fw      inproc with a fixed window of 100 per 5 s instead (one limit:
+#                  the fixed window's fast path, fast_fixed_window.lua)
+#   inproc-fw-script  the same through the general script (fast path off:
+#                  what every fixed window cost before it)
+#   inproc-fw-batch1, inproc-fw-script-batch1  the two with max_batch 1
 #   inproc-denied90, inproc-denied90-nocache
 #                  inproc with 9 requests in 10 on a limit of 1 per hour
 #                  (denied after each key's first): with the deny cache
@@ -36,10 +41,15 @@
 #   serve-denied90 serve, 9 requests in 10 for a policy of 1 per hour
 #                  (bench/redis/check_denied_keys.lua), deny cache on
 #   serve-cached   serve in cached mode (sync every 50 ms), as serve
+#   serve-fw       serve for a fixed window policy (1,000,000 per second: the
+#                  fast path), no RLS row
 # With BASELINE, inproc, serve and rls run again with that build's binaries
 # (rows "base-..."), in the same round, on the same Redis.
 # Redis CPU: redis-server's utime + stime (/proc/<pid>/stat) over the run;
-# Sluice CPU: the sluice process's, likewise.
+# Sluice CPU: the sluice process's, likewise (inproc rows: the driver's own).
+#
+# ROWS="inproc-fw serve ..." runs only the named rows (a serve row brings its
+# rls row; "floors" the four floors; base rows follow theirs).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${1:-build}
@@ -126,17 +136,30 @@ incrby_expire() {
     "$(per $((t1 + t2)) "$PAIRS")"
 }
 
+# EVALSHA + EVAL calls so far (INFO commandstats).
+script_calls() {
+  redis-cli -p "$port" info commandstats | tr -d '\r' |
+    awk -F'[:=,]' '/^cmdstat_eval(sha)?:/ {n += $3} END {print n + 0}'
+}
+
 # inproc NAME BUILD [MAX_BATCH] [more redis_throughput flags]
 inproc() {
   local name=$1 build=$2 batch=${3:-64} out
   shift 3 || shift $#
   redis-cli -p "$port" flushall >/dev/null
+  local calls0 calls1
+  calls0=$(script_calls)
   out=$("$(driver "$build")" --address "127.0.0.1:$port" --seconds "$SECS" --in-flight 50 \
     --keys 10000 --threads 1 --max-batch "$batch" --redis-pid "$pid" "$@")
-  echo "  $name: $(echo "$out" | grep -oE 'decisions=[0-9]+ allowed=[0-9]+')" >&2
+  calls1=$(script_calls)
+  echo "  $name: $(echo "$out" | grep -oE 'decisions=[0-9]+ allowed=[0-9]+') script_calls=$((calls1 - calls0))" >&2
   row "$name" "$(echo "$out" | sed -nE 's/.*decisions_per_s=([0-9]+).*/\1/p')" \
-    "$(echo "$out" | sed -nE 's/.*redis_cpu_us_per_decision=([0-9.]+).*/\1/p')"
+    "$(echo "$out" | sed -nE 's/.*redis_cpu_us_per_decision=([0-9.]+).*/\1/p')" \
+    "$(echo "$out" | sed -nE 's/.*sluice_cpu_us_per_decision=([0-9.]+).*/\1/p')"
 }
+
+# Whether ROWS (if set) names row $1.
+want() { [ -z "${ROWS:-}" ] || [[ " $ROWS " == *" $1 "* ]]; }
 
 # Starts `sluice serve` from BUILD on the Redis store, with the RLS service;
 # MODE exact (default) or cached.
@@ -157,6 +180,7 @@ store:
     mode: $mode
 policies:
   bench: {algorithm: token_bucket, capacity: 1000000, refill_rate: 1000000/s}
+  window: {algorithm: fixed_window, limit: 1000000, window: 1s}
   denied: {algorithm: token_bucket, capacity: 1, refill_rate: 1/h}
 YAML
   "$build/sluice" serve --config "$dir/serve.yaml" 2> "$dir/serve.log" &
@@ -178,16 +202,17 @@ stop_serve() {
   sluice_pid=""
 }
 
-# serve NAME BUILD [MODE] [WRK_SCRIPT]: the /v1/check row, then (exact mode, the
-# default script) the RLS row on the same server.
+# serve NAME BUILD [MODE] [WRK_SCRIPT] [POLICY]: the /v1/check row, then (exact
+# mode, the default script and policy) the RLS row on the same server.
 serve() {
   local name=$1 build=$2 mode=${3:-exact} script=${4:-bench/redis/check_random_keys.lua}
+  local policy=${5:-bench}
   local c0 c1 s0 s1 out total
   [ -x "$build/sluice" ] || return 0
   start_serve "$build" "$mode"
   redis-cli -p "$port" flushall >/dev/null
   c0=$(cpu_ticks "$pid"); s0=$(cpu_ticks "$sluice_pid")
-  out=$(wrk -t2 -c50 -d"${SECS}s" -s "$script" "http://127.0.0.1:$http/v1/check")
+  out=$(POLICY=$policy wrk -t2 -c50 -d"${SECS}s" -s "$script" "http://127.0.0.1:$http/v1/check")
   c1=$(cpu_ticks "$pid"); s1=$(cpu_ticks "$sluice_pid")
   total=$(echo "$out" | awk '/requests in/ {print $1}')
   echo "$out" | grep -q "Non-2xx" && echo "  $name: $(echo "$out" | grep Non-2xx)" >&2
@@ -196,6 +221,7 @@ serve() {
   row "$name" "$(echo "$out" | awk '/Requests\/sec/ {printf "%d", $2}')" \
     "$(per $((c1 - c0)) "$total")" "$(per $((s1 - s0)) "$total")"
   if [ "$mode" = exact ] && [ "$script" = bench/redis/check_random_keys.lua ] &&
+    [ "$policy" = bench ] &&
     [ -x "$build/bench/rls/rls_load" ]; then
     redis-cli -p "$port" flushall >/dev/null
     c0=$(cpu_ticks "$pid"); s0=$(cpu_ticks "$sluice_pid")
@@ -212,21 +238,41 @@ serve() {
 echo "# redis-server $(redis-server --version | awk '{print $3}') on 127.0.0.1:$port, $(nproc) cores, $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
 for round in $(seq "$ROUNDS"); do
   echo "## round $round"
-  floors
-  seed
-  incrby_expire
-  inproc inproc "$BUILD"
-  [ -n "$BASE" ] && inproc base-inproc "$BASE"
-  inproc inproc-batch1 "$BUILD" 1
-  [ -n "$BASE" ] && inproc base-inproc-batch1 "$BASE" 1
-  inproc inproc-denied90 "$BUILD" 64 --denied 9
-  inproc inproc-denied90-nocache "$BUILD" 64 --denied 9 --deny-cache no
-  inproc inproc-cached "$BUILD" 64 --mode cached
-  inproc inproc-cached-hot "$BUILD" 64 --mode cached --keys 10
-  serve serve "$BUILD"
-  [ -n "$BASE" ] && serve base-serve "$BASE"
-  serve serve-denied90 "$BUILD" exact bench/redis/check_denied_keys.lua
-  serve serve-cached "$BUILD" cached
+  if want floors; then floors; fi
+  if want seed; then seed; fi
+  if want incrby+expire; then incrby_expire; fi
+  if want inproc; then
+    inproc inproc "$BUILD"
+    [ -n "$BASE" ] && inproc base-inproc "$BASE"
+  fi
+  if want inproc-batch1; then
+    inproc inproc-batch1 "$BUILD" 1
+    [ -n "$BASE" ] && inproc base-inproc-batch1 "$BASE" 1
+  fi
+  if want inproc-fw; then inproc inproc-fw "$BUILD" 64 --algorithm fixed_window; fi
+  if want inproc-fw-script; then
+    inproc inproc-fw-script "$BUILD" 64 --algorithm fixed_window --fast-path no
+  fi
+  if want inproc-fw-batch1; then inproc inproc-fw-batch1 "$BUILD" 1 --algorithm fixed_window; fi
+  if want inproc-fw-script-batch1; then
+    inproc inproc-fw-script-batch1 "$BUILD" 1 --algorithm fixed_window --fast-path no
+  fi
+  if want inproc-denied90; then inproc inproc-denied90 "$BUILD" 64 --denied 9; fi
+  if want inproc-denied90-nocache; then
+    inproc inproc-denied90-nocache "$BUILD" 64 --denied 9 --deny-cache no
+  fi
+  if want inproc-cached; then inproc inproc-cached "$BUILD" 64 --mode cached; fi
+  if want inproc-cached-hot; then inproc inproc-cached-hot "$BUILD" 64 --mode cached --keys 10; fi
+  if want serve; then
+    serve serve "$BUILD"
+    [ -n "$BASE" ] && serve base-serve "$BASE"
+  fi
+  if want serve-fw; then
+    serve serve-fw "$BUILD" exact bench/redis/check_random_keys.lua window
+    [ -n "$BASE" ] && serve base-serve-fw "$BASE" exact bench/redis/check_random_keys.lua window
+  fi
+  if want serve-denied90; then serve serve-denied90 "$BUILD" exact bench/redis/check_denied_keys.lua; fi
+  if want serve-cached; then serve serve-cached "$BUILD" cached; fi
 done
 
 # Medians per row, and each row against the seed script and the MGET + SET PX floor.

@@ -13,6 +13,12 @@
 //                          after its first), the others to the normal limits: with
 //                          N = 9, a 90%-denied load for the deny cache
 //       [--deny-cache no]  turns the deny cache off
+//       [--algorithm fixed_window]  the first limit a fixed window of 100 per 5 s
+//                          (one limit: the fixed window's fast path) instead of
+//                          the token bucket
+//       [--fast-path no]   turns the fixed window's fast path off (the general script)
+// Prints Sluice CPU per decision too: this process's (getrusage) over the run.
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -52,7 +58,17 @@ struct Args {
   int sync_interval_ms = 50;
   int denied = 0;  // of 10 requests
   bool deny_cache = true;
+  bool fixed_window = false;
+  bool fast_path = true;
 };
+
+// This process's user + system CPU time, in microseconds.
+long long own_cpu_us() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1'000'000LL + u.ru_utime.tv_usec +
+         u.ru_stime.tv_usec;
+}
 
 // utime + stime of a process, in clock ticks.
 long long cpu_ticks(long pid) {
@@ -168,6 +184,14 @@ int main(int argc, char** argv) {
       a.denied = std::atoi(v);
     } else if (flag == "--deny-cache") {
       a.deny_cache = std::strcmp(v, "no") != 0;
+    } else if (flag == "--algorithm") {
+      a.fixed_window = std::strcmp(v, "fixed_window") == 0;
+      if (!a.fixed_window && std::strcmp(v, "token_bucket") != 0) {
+        std::fprintf(stderr, "--algorithm: token_bucket or fixed_window\n");
+        return 2;
+      }
+    } else if (flag == "--fast-path") {
+      a.fast_path = std::strcmp(v, "no") != 0;
     } else {
       std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
       return 2;
@@ -184,6 +208,7 @@ int main(int argc, char** argv) {
   o.timeout = std::chrono::milliseconds(1'000);
   o.time_source = a.local_time ? sluice::RedisTimeSource::kLocal : sluice::RedisTimeSource::kRedis;
   o.deny_cache = a.deny_cache;
+  o.fixed_window_fast_path = a.fast_path;
   if (a.cached) {
     o.mode = sluice::RedisMode::kCached;
     o.sync_interval = std::chrono::milliseconds(a.sync_interval_ms);
@@ -200,7 +225,9 @@ int main(int argc, char** argv) {
   }
   // The seed's tiers: 100 per bucket refilled at 20/s (plus more limits on request).
   std::vector<sluice::Limit> limits;
-  limits.push_back(sluice::Limit::token_bucket(100, 20, std::chrono::seconds(1)).value());
+  limits.push_back(a.fixed_window
+                       ? sluice::Limit::fixed_window(100, std::chrono::seconds(5)).value()
+                       : sluice::Limit::token_bucket(100, 20, std::chrono::seconds(1)).value());
   if (a.limits > 1)
     limits.push_back(sluice::Limit::fixed_window(1'000, std::chrono::minutes(1)).value());
   if (a.limits > 2)
@@ -234,6 +261,7 @@ int main(int argc, char** argv) {
     return t;
   };
   const long long cpu_before = total_cpu();
+  const long long own_before = own_cpu_us();
   const auto start = Clock::now();
   const auto stop_at =
       start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(a.seconds));
@@ -245,6 +273,7 @@ int main(int argc, char** argv) {
   for (auto& t : threads) t.join();
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   const long long cpu_after = total_cpu();
+  const long long own_after = own_cpu_us();
 
   uint64_t done = 0, allowed = 0, errors = 0;
   for (auto& w : workers) {
@@ -252,12 +281,18 @@ int main(int argc, char** argv) {
     allowed += w->allowed;
     errors += w->errors;
   }
-  std::printf("threads=%d in_flight=%d keys=%d limits=%d time=%s mode=%s denied=%d/10\n", a.threads,
-              a.in_flight, a.keys, a.limits, a.local_time ? "local" : "redis",
-              a.cached ? "cached" : "exact", a.denied);
+  std::printf(
+      "threads=%d in_flight=%d keys=%d limits=%d algorithm=%s fast_path=%s time=%s mode=%s "
+      "denied=%d/10\n",
+      a.threads, a.in_flight, a.keys, a.limits, a.fixed_window ? "fixed_window" : "token_bucket",
+      a.fast_path ? "yes" : "no", a.local_time ? "local" : "redis", a.cached ? "cached" : "exact",
+      a.denied);
   std::printf("decisions=%llu allowed=%llu errors=%llu seconds=%.2f decisions_per_s=%.0f\n",
               static_cast<unsigned long long>(done), static_cast<unsigned long long>(allowed),
               static_cast<unsigned long long>(errors), elapsed, done / elapsed);
+  if (done > 0)
+    std::printf("sluice_cpu_us_per_decision=%.3f\n",
+                static_cast<double>(own_after - own_before) / static_cast<double>(done));
   if (!a.redis_pids.empty() && done > 0) {
     const double ticks_per_s = static_cast<double>(sysconf(_SC_CLK_TCK));
     const double cpu_s = (cpu_after - cpu_before) / ticks_per_s;

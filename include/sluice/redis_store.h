@@ -187,6 +187,11 @@ struct RedisStoreOptions {
   // bytes each); a reset() or refund() of a key forgets its denial here.
   bool deny_cache = true;
   size_t deny_cache_entries = 65'536;
+  // An acquire whose only limit is a fixed_window without a block goes to a
+  // script of its own, cheaper for Redis, on the same keys and values (it
+  // decides exactly as the general script). Off: every acquire goes to the
+  // general script (for comparison; there is no other reason to turn it off).
+  bool fixed_window_fast_path = true;
   // Cached mode: decide locally, send hits every sync_interval (a timer on
   // the internal thread; sync() sends at once). cached_keys bounds the local
   // table: idle keys without unsent hits are evicted, least recently used

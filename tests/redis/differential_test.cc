@@ -78,6 +78,21 @@ std::vector<Step> make_trace(uint64_t seed, size_t steps, const Config& c, size_
   return trace;
 }
 
+// Whether Redis decided as the memory store did, at `at`; says how not.
+bool same_decision(const Decision& m, const Decision& r, Nanos at, const Limit& limit, size_t op,
+                   size_t j, uint64_t cost) {
+  const bool same = m.allowed == r.allowed && m.limit == r.limit && m.remaining == r.remaining &&
+                    r.reset_after == ceil_us(m.reset_after) &&
+                    r.retry_after == ceil_us(m.retry_after) && r.decided_at == at;
+  EXPECT_TRUE(same) << limit.describe() << " op " << op << " limit " << j << " at " << at.count()
+                    << " ns, cost " << cost << ": memory {" << m.allowed << ", " << m.remaining
+                    << ", " << m.reset_after.count() << " ns, " << m.retry_after.count()
+                    << " ns} redis {" << r.allowed << ", " << r.remaining << ", "
+                    << r.reset_after.count() << " ns, " << r.retry_after.count()
+                    << " ns, decided at " << r.decided_at.count() << " ns}";
+  return same;
+}
+
 class DifferentialTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -190,19 +205,8 @@ class DifferentialTest : public ::testing::Test {
         if (!op.status.ok()) return compared;
         if (s.refund) continue;
         for (size_t j = 0; j < op.n; ++j) {
-          const Decision& m = op.memory[j];
-          const Decision& r = op.redis[j];
-          const bool same = m.allowed == r.allowed && m.limit == r.limit &&
-                            m.remaining == r.remaining && r.reset_after == ceil_us(m.reset_after) &&
-                            r.retry_after == ceil_us(m.retry_after) && r.decided_at == us(s.now_us);
-          EXPECT_TRUE(same) << c.limit.describe() << " op " << i << " limit " << j << " at "
-                            << s.now_us << " us, cost " << s.cost << ": memory {" << m.allowed
-                            << ", " << m.remaining << ", " << m.reset_after.count() << " ns, "
-                            << m.retry_after.count() << " ns} redis {" << r.allowed << ", "
-                            << r.remaining << ", " << r.reset_after.count() << " ns, "
-                            << r.retry_after.count() << " ns, decided at " << r.decided_at.count()
-                            << " ns}";
-          if (!same) return compared;
+          if (!same_decision(op.memory[j], op.redis[j], us(s.now_us), c.limit, i, j, s.cost))
+            return compared;
         }
         ++compared;
         (op.memory[0].allowed ? allowed : denied) += 1;
@@ -213,6 +217,137 @@ class DifferentialTest : public ::testing::Test {
     EXPECT_GT(allowed, compared / 10);
     EXPECT_GT(denied, compared / 10);
     EXPECT_GT(refunds, compared / 20);
+    return compared;
+  }
+
+  // The same with time_source redis, where Redis decides at its own TIME:
+  // the ops go to Redis first, 256 per loop turn on one connection (Redis
+  // runs them in issue order, batched as they come), then the memory store
+  // replays them in that order, each acquire at the time Redis decided it
+  // (decided_at). A refund gives back a charge of an earlier turn. The
+  // partner is a fixed window too (a fixed window's refund does not depend
+  // on the time, which Redis does not report for a refund). The windows run
+  // on the real clock: some are short enough to roll over many times.
+  size_t run_redis_time(const std::vector<Config>& configs, size_t steps_each, uint64_t seed) {
+    RedisStoreOptions o = local_options(server_.address());
+    o.time_source = RedisTimeSource::kRedis;
+    o.ttl_extra = 600s;
+    // Every decision Redis's: a denial the deny cache answered would carry
+    // the caller's time, not Redis's.
+    o.deny_cache = false;
+    std::shared_ptr<RedisStore> store = make_store(o);
+    if (store == nullptr) return 0;
+    const Limit partner = must(Limit::fixed_window(7, 3ms));
+    size_t compared = 0;
+    size_t allowed = 0;
+    size_t denied = 0;
+    size_t refunds = 0;
+    AsyncDriver driver(store);
+    struct Op {
+      bool refund = false;
+      size_t key = 0;
+      size_t n = 0;
+      AcquireRequest requests[2];
+      RefundRequest refunds[2];
+      Decision redis[2];
+      Decision memory[2];
+      Status status;
+    };
+    for (size_t ci = 0; ci < configs.size(); ++ci) {
+      const Config& c = configs[ci];
+      MemoryStore memory(MemoryStoreOptions{.max_keys = 100'000, .shards = 1, .seed = 1});
+      const size_t keys = 8;
+      std::vector<std::string> key_names;
+      std::vector<std::string> partner_keys;
+      for (size_t k = 0; k < keys; ++k) {
+        key_names.push_back("rt:" + std::to_string(seed) + ":" + std::to_string(ci) + "|c" +
+                            std::to_string(k));
+        partner_keys.push_back("rtp:" + std::to_string(seed) + ":" + std::to_string(ci) + "|c" +
+                               std::to_string(k));
+      }
+      const std::vector<Step> trace = make_trace(seed + ci, steps_each, c, keys);
+      std::vector<std::vector<Op>> charges(keys);  // per key: allowed acquires not given back
+      Nanos last{0};                               // the latest decided_at replayed
+      for (size_t begin = 0; begin < trace.size(); begin += 256) {
+        const size_t end = std::min(trace.size(), begin + 256);
+        std::vector<Op> ops;
+        ops.reserve(end - begin);
+        for (size_t t = begin; t < end; ++t) {
+          const Step& s = trace[t];
+          Op op;
+          op.key = s.key;
+          if (s.refund) {
+            std::vector<Op>& open = charges[s.key];
+            if (open.empty()) continue;
+            const size_t back = static_cast<size_t>(s.pick % std::min<size_t>(open.size(), 4));
+            const Op made = open[open.size() - 1 - back];
+            open.erase(open.end() - 1 - static_cast<std::ptrdiff_t>(back));
+            op.refund = true;
+            op.n = made.n;
+            for (size_t j = 0; j < op.n; ++j) {
+              op.refunds[j] = {made.requests[j].limit, made.requests[j].key, made.requests[j].cost,
+                               made.redis[j].decided_at};
+            }
+          } else {
+            op.n = s.with_partner ? 2 : 1;
+            op.requests[0] = {&c.limit, key_names[s.key], s.cost};
+            op.requests[1] = {&partner, partner_keys[s.key], 1};
+          }
+          ops.push_back(op);
+        }
+        std::promise<void> turn_done;
+        size_t remaining = ops.size();
+        // Not read with time_source redis; the caller's clock, as a server passes.
+        const Nanos wall = std::chrono::system_clock::now().time_since_epoch();
+        driver.run([&] {
+          for (size_t i = 0; i < ops.size(); ++i) {
+            Op& op = ops[i];
+            auto done = [&, i](Status st) {
+              ops[i].status = std::move(st);
+              if (--remaining == 0) turn_done.set_value();
+            };
+            if (op.refund) {
+              store->refund_async({op.refunds, op.n}, wall, done);
+            } else {
+              store->acquire_async({op.requests, op.n}, wall, {op.redis, op.n}, done);
+            }
+          }
+        });
+        turn_done.get_future().wait();
+        for (size_t i = 0; i < ops.size(); ++i) {
+          Op& op = ops[i];
+          EXPECT_TRUE(op.status.ok()) << op.status.error().message;
+          if (!op.status.ok()) return compared;
+          if (op.refund) {
+            const Status ms = memory.refund({op.refunds, op.n}, last);
+            EXPECT_TRUE(ms.ok()) << ms.error().message;
+            ++refunds;
+            continue;
+          }
+          const Nanos at = op.redis[0].decided_at;
+          EXPECT_GE(at, last) << "Redis TIME went backwards";
+          last = at;
+          const Status ms = memory.acquire({op.requests, op.n}, at, {op.memory, op.n});
+          EXPECT_TRUE(ms.ok()) << ms.error().message;
+          for (size_t j = 0; j < op.n; ++j) {
+            if (!same_decision(op.memory[j], op.redis[j], at, c.limit, begin + i, j,
+                               op.requests[j].cost))
+              return compared;
+          }
+          ++compared;
+          (op.memory[0].allowed ? allowed : denied) += 1;
+          if (all_allowed({op.memory, op.n})) charges[op.key].push_back(op);
+        }
+      }
+    }
+    // How many are allowed depends on how fast the machine runs the trace;
+    // each kind must occur.
+    EXPECT_GT(allowed, 0u);
+    EXPECT_GT(denied, 0u);
+    EXPECT_GT(refunds, 0u);
+    RecordProperty("allowed", std::to_string(allowed));
+    RecordProperty("denied", std::to_string(denied));
+    RecordProperty("refunds", std::to_string(refunds));
     return compared;
   }
 
@@ -250,6 +385,17 @@ TEST_F(DifferentialTest, FixedWindow) {
       {with_block(must(Limit::fixed_window(10, 1s)), 1'500'003us), 4, 50'000},
   };
   EXPECT_EQ(run(configs, 4'000, 303), 16'000u);
+}
+
+// time_source redis: the fast path takes the windows' index from Redis TIME.
+TEST_F(DifferentialTest, FixedWindowRedisTime) {
+  const std::vector<Config> configs = {
+      {must(Limit::fixed_window(10, 20ms)), 4, 1},
+      {must(Limit::fixed_window(3, 2ms)), 3, 1},
+      {must(Limit::fixed_window(1'000, 50ms)), 100, 1},
+      {with_block(must(Limit::fixed_window(10, 20ms)), 30ms), 4, 1},
+  };
+  EXPECT_EQ(run_redis_time(configs, 4'000, 313), 16'000u);
 }
 
 TEST_F(DifferentialTest, SlidingLog) {

@@ -5,6 +5,7 @@
 // nothing when a paused Redis gets them later.
 #include <atomic>
 
+#include "store/redis/scripts.h"
 #include "test_util.h"
 
 namespace sluice::testing {
@@ -217,6 +218,13 @@ const Limit& million() {
   static const Limit limit = must(Limit::token_bucket(1'000'000, 1, 1h));
   return limit;
 }
+// The same count on the fixed window's fast path (fast_fixed_window.lua),
+// whose deadline is the batch's: a million per window of 8 years (aligned to
+// the epoch: the current one ends in late 2033).
+const Limit& million_fixed_window() {
+  static const Limit limit = must(Limit::fixed_window(1'000'000, 24h * 365 * 8));
+  return limit;
+}
 
 std::shared_ptr<RedisStore> pause_store(const RedisServer& server, RedisTimeSource time_source) {
   RedisStoreOptions o = local_options(server.address());
@@ -229,8 +237,8 @@ std::shared_ptr<RedisStore> pause_store(const RedisServer& server, RedisTimeSour
 }
 
 // Units consumed so far, with one more call on `driver`'s connection.
-uint64_t consumed_after_one_more(AsyncDriver& driver) {
-  auto last = driver.call(million(), "paid", us(kEpochUs));
+uint64_t consumed_after_one_more(AsyncDriver& driver, const Limit& limit = million()) {
+  auto last = driver.call(limit, "paid", us(kEpochUs));
   EXPECT_TRUE(last.status.ok()) << last.status.error().message;
   EXPECT_TRUE(last.decision.allowed);
   return 1'000'000 - last.decision.remaining - 1;
@@ -239,7 +247,8 @@ uint64_t consumed_after_one_more(AsyncDriver& driver) {
 // Redis is stopped between two waves of calls, so every call sent before has
 // had its reply; waves go on while it is stopped, each timing out; then it
 // resumes and meets the backlog.
-void expect_paused_backlog_charges_nothing(RedisServer& server, RedisTimeSource time_source) {
+void expect_paused_backlog_charges_nothing(RedisServer& server, RedisTimeSource time_source,
+                                           const Limit& limit = million()) {
   auto store = pause_store(server, time_source);
   ASSERT_NE(store, nullptr);
   AsyncDriver driver(store);
@@ -247,7 +256,7 @@ void expect_paused_backlog_charges_nothing(RedisServer& server, RedisTimeSource 
   size_t allowed = 0;
   size_t failed = 0;
   const auto run_wave = [&] {
-    for (const auto& out : driver.calls(million(), wave, us(kEpochUs))) {
+    for (const auto& out : driver.calls(limit, wave, us(kEpochUs))) {
       if (out.status.ok()) {
         EXPECT_TRUE(out.decision.allowed);
         allowed += out.decision.allowed ? 1 : 0;
@@ -270,7 +279,7 @@ void expect_paused_backlog_charges_nothing(RedisServer& server, RedisTimeSource 
   for (int i = 0; i < 100 && allowed == before_resume; ++i) run_wave();
   ASSERT_GT(allowed, before_resume);
 
-  const uint64_t consumed = consumed_after_one_more(driver);
+  const uint64_t consumed = consumed_after_one_more(driver, limit);
   EXPECT_EQ(consumed, allowed) << failed << " calls failed";
   ::testing::Test::RecordProperty("consumed", std::to_string(consumed));
   ::testing::Test::RecordProperty("allowed", std::to_string(allowed));
@@ -290,12 +299,32 @@ TEST_F(FaultTest, PausedRedisChargesNothingForCallsThatTimedOutLocalTime) {
   expect_paused_backlog_charges_nothing(server_, RedisTimeSource::kLocal);
 }
 
+TEST_F(FaultTest, PausedRedisChargesNothingOnTheFixedWindowFastPathRedisTime) {
+  const long long scripts = server_.script_calls();
+  expect_paused_backlog_charges_nothing(server_, RedisTimeSource::kRedis, million_fixed_window());
+  // Every wave went out as fast-path calls: the decision script never ran.
+  Reply r = server_.command({"SCRIPT", "EXISTS", std::string(redis::kLuaScriptSha1),
+                             std::string(redis::kFastFixedWindowScriptSha1)});
+  ASSERT_TRUE(r && r->elements == 2);
+  EXPECT_EQ(r->element[0]->integer, 0);
+  EXPECT_EQ(r->element[1]->integer, 1);
+  EXPECT_GT(server_.script_calls(), scripts);
+}
+
+TEST_F(FaultTest, PausedRedisChargesNothingOnTheFixedWindowFastPathLocalTime) {
+  expect_paused_backlog_charges_nothing(server_, RedisTimeSource::kLocal, million_fixed_window());
+  Reply r = server_.command({"SCRIPT", "EXISTS", std::string(redis::kLuaScriptSha1)});
+  ASSERT_TRUE(r && r->elements == 1);
+  EXPECT_EQ(r->element[0]->integer, 0);
+}
+
 // The same, with Redis stopped at whatever moment a steady load is at. Then
 // Redis may have run calls whose replies it had not written yet: they time
 // out although Redis charged them, the one case a deadline cannot prevent.
 // The store counts them (late_applied), and nothing else is charged.
-TEST_F(FaultTest, RedisStoppedAtAnyMomentChargesOnlyTheAllowedAndTheCountedLateCalls) {
-  auto store = pause_store(server_, RedisTimeSource::kRedis);
+void expect_stopped_at_any_moment_charges_only_allowed_and_late(RedisServer& server,
+                                                                const Limit& limit) {
+  auto store = pause_store(server, RedisTimeSource::kRedis);
   ASSERT_NE(store, nullptr);
   AsyncDriver driver(store);
   std::atomic<bool> stop{false};
@@ -304,7 +333,7 @@ TEST_F(FaultTest, RedisStoppedAtAnyMomentChargesOnlyTheAllowedAndTheCountedLateC
   std::thread load([&] {
     const std::vector<std::string> wave(100, "paid");
     while (!stop.load()) {
-      for (const auto& out : driver.calls(million(), wave, us(kEpochUs))) {
+      for (const auto& out : driver.calls(limit, wave, us(kEpochUs))) {
         if (out.status.ok()) {
           EXPECT_TRUE(out.decision.allowed);
           if (out.decision.allowed) ++allowed;
@@ -316,22 +345,22 @@ TEST_F(FaultTest, RedisStoppedAtAnyMomentChargesOnlyTheAllowedAndTheCountedLateC
     }
   });
   EXPECT_TRUE(wait_until([&] { return allowed.load() >= 1'000; }, 30s));
-  const bool paused = server_.pause();
+  const bool paused = server.pause();
   EXPECT_TRUE(paused);
   EXPECT_TRUE(wait_until([&] { return failed.load() >= kHeldWaves * 100; }, 60s));
-  EXPECT_TRUE(server_.resume());
+  EXPECT_TRUE(server.resume());
   const size_t at_resume = allowed.load();
   EXPECT_TRUE(wait_until([&] { return allowed.load() >= at_resume + 200; }, 30s));
   stop.store(true);
   load.join();
   ASSERT_TRUE(paused);
 
-  const uint64_t consumed = consumed_after_one_more(driver);
+  const uint64_t consumed = consumed_after_one_more(driver, limit);
   const RedisStoreStats stats = store->stats();
-  RecordProperty("consumed", std::to_string(consumed));
-  RecordProperty("allowed", std::to_string(allowed.load()));
-  RecordProperty("failed", std::to_string(failed.load()));
-  RecordProperty("late_applied", std::to_string(stats.late_applied));
+  ::testing::Test::RecordProperty("consumed", std::to_string(consumed));
+  ::testing::Test::RecordProperty("allowed", std::to_string(allowed.load()));
+  ::testing::Test::RecordProperty("failed", std::to_string(failed.load()));
+  ::testing::Test::RecordProperty("late_applied", std::to_string(stats.late_applied));
   EXPECT_EQ(consumed, allowed.load() + stats.late_applied);
   // At most the wave in flight when Redis stopped.
   EXPECT_LE(stats.late_applied, 100u);
@@ -339,6 +368,14 @@ TEST_F(FaultTest, RedisStoppedAtAnyMomentChargesOnlyTheAllowedAndTheCountedLateC
   // Every call that failed had its reply by now: skipped, or applied late.
   EXPECT_EQ(failed.load(), stats.expired + stats.late_applied);
   EXPECT_LE(stats.late_replies, failed.load());
+}
+
+TEST_F(FaultTest, RedisStoppedAtAnyMomentChargesOnlyTheAllowedAndTheCountedLateCalls) {
+  expect_stopped_at_any_moment_charges_only_allowed_and_late(server_, million());
+}
+
+TEST_F(FaultTest, RedisStoppedAtAnyMomentOnTheFixedWindowFastPath) {
+  expect_stopped_at_any_moment_charges_only_allowed_and_late(server_, million_fixed_window());
 }
 
 }  // namespace

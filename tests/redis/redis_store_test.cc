@@ -348,6 +348,92 @@ TEST_F(RedisStoreTest, CallsOfOneTurnShareScriptCallsAndKeepTheirOrder) {
   EXPECT_EQ(evalsha_calls() - before, 4);
 }
 
+// Calls of a command so far, from INFO commandstats (commands a script runs
+// count too), 0 for one never run.
+long long command_calls(const RedisServer& server, const std::string& name) {
+  const std::string info = server.text({"INFO", "commandstats"});
+  const std::string field = "cmdstat_" + name + ":calls=";
+  const size_t at = info.find(field);
+  return at == std::string::npos ? 0 : std::stoll(info.substr(at + field.size()));
+}
+
+// An acquire whose only limit is a fixed_window without a block takes the
+// fast path (fast_fixed_window.lua): one script call per loop turn, one TIME,
+// one MGET, one SET per allowed request and nothing for a denied one; and
+// it shares its state with everything else: the decision script (a request
+// with two limits), a refund, a reset.
+TEST_F(RedisStoreTest, FixedWindowAloneTakesTheFastPathOnTheSameState) {
+  AsyncDriver driver(store_);
+  const Limit limit = must(Limit::fixed_window(3, 1h));
+  const std::string fast_sha(redis::kFastFixedWindowScriptSha1);
+  const std::string script_sha(redis::kLuaScriptSha1);
+  const auto loaded = [&](const std::string& sha) {
+    Reply r = server_.command({"SCRIPT", "EXISTS", sha});
+    return r && r->elements == 1 ? r->element[0]->integer : -1;
+  };
+  ASSERT_TRUE(driver.call(limit, "warm-up", us(kEpochUs)).decision.allowed);
+  EXPECT_EQ(loaded(fast_sha), 1) << "the SHA1 computed at build time is Redis's";
+  EXPECT_EQ(loaded(script_sha), 0) << "the decision script ran";
+
+  // (Not TIME: the health check reads it too.)
+  const std::vector<std::string> names = {"evalsha", "eval", "mget", "set", "get"};
+  std::vector<long long> before;
+  for (const std::string& n : names) before.push_back(command_calls(server_, n));
+  // Five on one key (3 allowed, 2 denied) and two on another, one loop turn.
+  const std::vector<std::string> keys = {"fw", "fw", "other", "fw", "fw", "other", "fw"};
+  const auto outcomes = driver.calls(limit, keys, us(kEpochUs + 10), 1);
+  // Windows of an hour, aligned to the epoch.
+  constexpr int64_t kHourUs = 3'600'000'000;
+  const Nanos to_end = us(kHourUs - (kEpochUs + 10) % kHourUs);
+  const std::vector<bool> allowed = {true, true, true, true, false, true, false};
+  const std::vector<uint64_t> remaining = {2, 1, 2, 0, 0, 1, 0};
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    ASSERT_TRUE(outcomes[i].status.ok()) << outcomes[i].status.error().message;
+    EXPECT_EQ(outcomes[i].decision.allowed, allowed[i]) << i;
+    EXPECT_EQ(outcomes[i].decision.remaining, remaining[i]) << i;
+    EXPECT_EQ(outcomes[i].decision.limit, 3u);
+    EXPECT_EQ(outcomes[i].decision.reset_after, to_end) << i;
+    EXPECT_EQ(outcomes[i].decision.retry_after, allowed[i] ? Nanos{0} : to_end) << i;
+  }
+  const std::vector<long long> expected = {1, 0, 1, 5, 0};
+  for (size_t i = 0; i < names.size(); ++i)
+    EXPECT_EQ(command_calls(server_, names[i]) - before[i], expected[i]) << names[i];
+  EXPECT_EQ(loaded(script_sha), 0);
+
+  // The decision script reads what the fast path wrote: with a second
+  // limit, "fw" is still denied by its fixed window (nothing charged).
+  const Limit bucket = must(Limit::token_bucket(10, 1, 1h));
+  AcquireRequest both[2] = {{&limit, "fw", 1}, {&bucket, "fw", 1}};
+  Decision out[2];
+  ASSERT_TRUE(store_->acquire(both, us(kEpochUs + 20), out).ok());
+  EXPECT_FALSE(out[0].allowed);
+  EXPECT_EQ(out[0].remaining, 0u);
+  EXPECT_TRUE(out[1].allowed);
+  EXPECT_EQ(loaded(script_sha), 1);
+  // A refund of one of the fast path's charges gives it back...
+  const RefundRequest back{&limit, "fw", 1, outcomes[0].decision.decided_at};
+  ASSERT_TRUE(store_->refund({&back, 1}, us(kEpochUs + 30)).ok());
+  auto d = acquire_one(*store_, limit, "fw", us(kEpochUs + 40));
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->allowed);
+  EXPECT_EQ(d->remaining, 0u);
+  // ... and a reset deletes its state.
+  auto reset = store_->reset(limit, "fw");
+  ASSERT_TRUE(reset.ok());
+  EXPECT_TRUE(reset.value());
+  d = acquire_one(*store_, limit, "fw", us(kEpochUs + 50));
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->allowed);
+  EXPECT_EQ(d->remaining, 2u);
+  // The fast path's value is the decision script's: index, count, expiry.
+  const std::string state = server_.text({"GET", store_->redis_key(limit, "fw")});
+  ASSERT_EQ(state.size(), 3 * sizeof(double));
+  double fields[2];
+  std::memcpy(fields, state.data(), sizeof fields);
+  EXPECT_EQ(fields[0], static_cast<double>(kEpochUs / kHourUs));
+  EXPECT_EQ(fields[1], 1.0);
+}
+
 TEST_F(RedisStoreTest, ExactlyCapacityAllowedAcrossStoresAndThreads) {
   // Three stores stand for three Sluice instances sharing one Redis; each has
   // two worker threads. 3,000 concurrent requests on one key, no refill.
@@ -381,6 +467,84 @@ TEST_F(RedisStoreTest, ExactlyCapacityAllowedAcrossStoresAndThreads) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(errors.load(), 0) << first_error;
   EXPECT_EQ(allowed.load(), 100);
+}
+
+// The same across stores and threads on the fixed window's fast path, with
+// costs 1 to 5, and one request in three also under a second limit (the
+// general script) on the same key: every denial is for a cost that no longer
+// fitted, nothing denied is charged, and the window ends exactly full.
+TEST_F(RedisStoreTest, FixedWindowWithCostsIsExactAcrossStoresAndThreads) {
+  const Limit limit = must(Limit::fixed_window(1'000, 24h * 365 * 8));
+  const Limit roomy = must(Limit::token_bucket(1'000'000, 1, 1h));
+  std::vector<std::shared_ptr<RedisStore>> stores;
+  std::vector<std::unique_ptr<AsyncDriver>> drivers;
+  for (int s = 0; s < 3; ++s) {
+    RedisStoreOptions o = local_options(server_.address());
+    o.time_source = RedisTimeSource::kRedis;
+    o.timeout = 10s;       // not a latency test
+    o.deny_cache = false;  // every decision Redis's
+    stores.push_back(make_store(o));
+    for (int t = 0; t < 2; ++t) drivers.push_back(std::make_unique<AsyncDriver>(stores.back()));
+  }
+  constexpr size_t kCalls = 500;
+  struct Call {
+    AcquireRequest requests[2];
+    Decision out[2];
+    Status status;
+  };
+  std::atomic<uint64_t> charged{0};
+  std::atomic<int> errors{0};
+  std::atomic<int> bad_denials{0};
+  std::atomic<int> unit_denials{0};
+  std::vector<std::thread> threads;
+  for (size_t d = 0; d < drivers.size(); ++d) {
+    threads.emplace_back([&, d] {
+      AsyncDriver& driver = *drivers[d];
+      std::vector<Call> calls(kCalls);
+      std::promise<void> all_done;
+      size_t remaining = kCalls;
+      driver.run([&] {
+        for (size_t i = 0; i < kCalls; ++i) {
+          Call& c = calls[i];
+          const uint64_t cost = 1 + (i + d) % 5;
+          c.requests[0] = {&limit, "global-fw", cost};
+          c.requests[1] = {&roomy, "global-fw", 1};
+          const size_t n = (i + d) % 3 == 0 ? 2 : 1;
+          stores[d / 2]->acquire_async({c.requests, n}, us(kEpochUs), {c.out, n},
+                                       [&, i](Status st) {
+                                         calls[i].status = std::move(st);
+                                         if (--remaining == 0) all_done.set_value();
+                                       });
+        }
+      });
+      all_done.get_future().wait();
+      for (const Call& c : calls) {
+        if (!c.status.ok()) {
+          ++errors;
+          continue;
+        }
+        const uint64_t cost = c.requests[0].cost;
+        if (c.out[0].allowed) {
+          charged += cost;
+        } else {
+          if (c.out[0].remaining >= cost) ++bad_denials;
+          if (cost == 1) ++unit_denials;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(bad_denials.load(), 0);
+  // 3,000 requests of 3 on average: the window filled early, and a request
+  // of 1 was denied only once nothing was left.
+  EXPECT_GT(unit_denials.load(), 0);
+  EXPECT_EQ(charged.load(), 1'000u);
+  const std::string state = server_.text({"GET", stores[0]->redis_key(limit, "global-fw")});
+  ASSERT_EQ(state.size(), 3 * sizeof(double));
+  double fields[2];
+  std::memcpy(fields, state.data(), sizeof fields);
+  EXPECT_EQ(fields[1], 1'000.0);
 }
 
 TEST_F(RedisStoreTest, SynchronousCallsFromManyThreads) {

@@ -36,7 +36,12 @@ class Reader {
 };
 
 std::string array_header(long long elements) {
-  return "*" + std::to_string(elements) + "\r\n";
+  // Appended rather than "*" + to_string(...): GCC 12 at -O2 warns
+  // (-Wrestrict, a false positive) on operator+(const char*, string&&).
+  std::string out = "*";
+  out += std::to_string(elements);
+  out += "\r\n";
+  return out;
 }
 
 // "*700000000" made hiredis allocate 5.6 GB of element pointers before one
@@ -121,6 +126,76 @@ TEST(ScriptReply, TheScriptsReplyIsCheckedAgainstTheCalls) {
   EXPECT_FALSE(read_script_reply(
       reader.reply(), std::vector<CallShape>{{1, true}, {2, false}, {1, true}, {1, false}},
       &answer));
+}
+
+TEST(ScriptReply, TheFastPathsReplyGivesTheTimesFromTheWindow) {
+  // Limit 10 per window of 1,000 us. TIME 5,300: the first call (Redis time)
+  // allowed with 7 left, its window ending in 700 us; the second (time 5,300
+  // too) denied with 0 left; the third denied with all 10 left (an empty
+  // window: reset_after 0); the fourth counts in the window after next (time
+  // ran backwards): allowed, 4 left, -2 - 9, then 2 windows ahead.
+  Reader reader;
+  ASSERT_EQ(reader.read("*6\r\n:5300\r\n:15\r\n:0\r\n:20\r\n:-11\r\n:2\r\n"), REDIS_OK);
+  const std::vector<FastShape> calls(4, FastShape{10, 1'000, 0});
+  ScriptAnswer answer;
+  ASSERT_TRUE(read_fast_reply(reader.reply(), calls, false, &answer));
+  EXPECT_EQ(answer.redis_time_us, 5'300);
+  EXPECT_EQ(answer.expired, (std::vector<uint8_t>{0, 0, 0, 0}));
+  ASSERT_EQ(answer.limits.size(), 4u);
+  using std::chrono::microseconds;
+  EXPECT_TRUE(answer.limits[0].allowed);
+  EXPECT_EQ(answer.limits[0].remaining, 7u);
+  EXPECT_EQ(answer.limits[0].reset_after, microseconds(700));
+  EXPECT_EQ(answer.limits[0].retry_after, Nanos{0});
+  EXPECT_FALSE(answer.limits[1].allowed);
+  EXPECT_EQ(answer.limits[1].remaining, 0u);
+  EXPECT_EQ(answer.limits[1].reset_after, microseconds(700));
+  EXPECT_EQ(answer.limits[1].retry_after, microseconds(700));
+  EXPECT_FALSE(answer.limits[2].allowed);
+  EXPECT_EQ(answer.limits[2].remaining, 10u);
+  EXPECT_EQ(answer.limits[2].reset_after, Nanos{0});
+  EXPECT_EQ(answer.limits[2].retry_after, microseconds(700));
+  EXPECT_TRUE(answer.limits[3].allowed);
+  EXPECT_EQ(answer.limits[3].remaining, 4u);
+  EXPECT_EQ(answer.limits[3].reset_after, microseconds(2'700));
+
+  // With their own times (time_source local), the windows are theirs.
+  const std::vector<FastShape> own{
+      {10, 1'000, 999}, {10, 1'000, 1'000}, {10, 1'000, 0}, {10, 1'000, 12'345}};
+  ASSERT_TRUE(read_fast_reply(reader.reply(), own, true, &answer));
+  EXPECT_EQ(answer.limits[0].reset_after, microseconds(1));
+  EXPECT_EQ(answer.limits[1].retry_after, microseconds(1'000));
+  EXPECT_EQ(answer.limits[2].retry_after, microseconds(1'000));
+  EXPECT_EQ(answer.limits[3].reset_after, microseconds(2'655));
+
+  // Too few or too many calls, a remaining above the limit, a window of 0.
+  EXPECT_FALSE(
+      read_fast_reply(reader.reply(), std::vector<FastShape>(3, calls[0]), false, &answer));
+  EXPECT_FALSE(
+      read_fast_reply(reader.reply(), std::vector<FastShape>(5, calls[0]), false, &answer));
+  EXPECT_FALSE(read_fast_reply(reader.reply(), std::vector<FastShape>(4, FastShape{9, 1'000, 0}),
+                               false, &answer));
+  EXPECT_FALSE(read_fast_reply(reader.reply(), std::vector<FastShape>(4, FastShape{10, 0, 0}),
+                               false, &answer));
+}
+
+TEST(ScriptReply, TheFastPathsReplyPastTheDeadlineExpiresTheWholeBatch) {
+  Reader reader;
+  ASSERT_EQ(reader.read("*2\r\n:5300\r\n:-1\r\n"), REDIS_OK);
+  ScriptAnswer answer;
+  ASSERT_TRUE(read_fast_reply(reader.reply(), std::vector<FastShape>(3, FastShape{10, 1'000, 0}),
+                              false, &answer));
+  EXPECT_EQ(answer.expired, (std::vector<uint8_t>{1, 1, 1}));
+  EXPECT_TRUE(answer.limits.empty());
+  // Windows ahead must be at least 1, and a reset must hold in nanoseconds.
+  for (const char* reply : {"*3\r\n:5300\r\n:-3\r\n:0\r\n", "*2\r\n:5300\r\n:-2\r\n",
+                            "*3\r\n:5300\r\n:-3\r\n:9223372036854775\r\n"}) {
+    Reader bad;
+    ASSERT_EQ(bad.read(reply), REDIS_OK);
+    EXPECT_FALSE(read_fast_reply(bad.reply(), std::vector<FastShape>(1, FastShape{10, 1'000, 0}),
+                                 false, &answer))
+        << reply;
+  }
 }
 
 // reset_after and retry_after are microseconds, read into nanoseconds: a

@@ -31,6 +31,7 @@ struct Client::Call {
   bool is_command = false;
   // acquire or refund: one request of the script (entry.lua)
   bool is_refund = false;
+  bool fast = false;        // an acquire for the fast path (fast_fixed_window.lua)
   std::span<Decision> out;  // acquire
   Store::Done done;
   std::string keys;  // RESP bulks of its keys: state keys, and acquire's lockout keys
@@ -53,6 +54,7 @@ struct Client::Batch {
   Connection* connection = nullptr;  // where it goes (or went)
   Connection* waiting_on = nullptr;  // whose calls_waiting_ counts its calls
   bool is_command = false;
+  bool fast = false;      // its calls take the fast path
   bool use_eval = false;  // after NOSCRIPT: send the script itself
   bool asking = false;    // after ASK: ASKING first
   int redirects = 0;
@@ -110,6 +112,7 @@ Client::Call* Client::new_call() {
   }
   c->is_command = false;
   c->is_refund = false;
+  c->fast = false;
   c->key_count = 0;
   c->keys.clear();
   c->limits.clear();
@@ -142,6 +145,7 @@ Client::Batch* Client::new_batch() {
   b->connection = nullptr;
   b->waiting_on = nullptr;
   b->is_command = false;
+  b->fast = false;
   b->use_eval = false;
   b->asking = false;
   b->redirects = 0;
@@ -332,6 +336,9 @@ void Client::acquire(std::span<const AcquireRequest> requests, Nanos now, std::s
     }
     append_limit(c, *sl, keys_[i], sl->block_us > 0, r.cost, 0);
   }
+  const ScriptLimit& first = c->limits.front().limit;
+  c->fast = shared_.options.fixed_window_fast_path && n == 1 &&
+            first.algorithm == algorithm_name(Algorithm::kFixedWindow) && first.block_us == 0;
   c->out = out;
   start(c, std::move(done), slot);
 }
@@ -445,7 +452,10 @@ void Client::submit(Call* c) {
     // The newest open batch for this connection, if it has room.
     for (auto it = open_.rbegin(); it != open_.rend(); ++it) {
       if ((*it)->connection != &conn || (*it)->is_command) continue;
-      if ((*it)->calls.size() < shared_.options.max_batch) b = *it;
+      // A fast-path call declares all its batch's keys: one slot per batch.
+      if ((*it)->fast == c->fast && (!c->fast || slot_of(*it) == c->slot) &&
+          (*it)->calls.size() < shared_.options.max_batch)
+        b = *it;
       break;
     }
   }
@@ -454,6 +464,7 @@ void Client::submit(Call* c) {
     b->connection = &conn;
     b->waiting_on = &conn;
     b->is_command = c->is_command;
+    b->fast = c->fast;
     b->refs = 1;  // released when its reply (or failure) has been handled
     open_.push_back(b);
     if (!flush_posted_) {
@@ -503,87 +514,11 @@ void Client::send(Batch* b) {
   std::string_view frame;
   if (b->is_command) {
     frame = b->calls.front()->frame;
+  } else if (b->fast) {
+    write_fast_frame(b, conn);
+    frame = frame_;
   } else {
-    // Calls slot after slot (each slot's in issue order): the first slot's
-    // keys are declared, the other slots' follow as key groups (entry.lua).
-    if (shared_.options.cluster) {
-      std::stable_sort(b->calls.begin(), b->calls.end(),
-                       [](const Call* x, const Call* y) { return x->slot < y->slot; });
-    }
-    // Each distinct limit of the batch once, then per call what refers to it.
-    defs_.clear();
-    def_of_.clear();
-    size_t declared = 0;     // keys of the first slot's calls
-    size_t first_calls = 0;  // calls of the first slot
-    group_keys_.clear();     // per further slot: its keys
-    size_t args = 4;         // ttl_extra, whether calls carry their time, the definitions, groups
-    const bool own_time = shared_.options.time_source == RedisTimeSource::kLocal;
-    for (size_t k = 0; k < b->calls.size(); ++k) {
-      const Call* c = b->calls[k];
-      if (c->slot == slot_of(b)) {
-        declared += c->key_count;
-        ++first_calls;
-      } else {
-        if (c->slot != b->calls[k - 1]->slot) {
-          group_keys_.push_back(0);
-          ++args;
-        }
-        group_keys_.back() += c->key_count;
-        args += c->key_count;
-      }
-      args += (own_time ? 3 : 2) + (c->is_refund ? 3 : 2) * c->limits.size();
-      for (const LimitRef& r : c->limits) {
-        size_t d = 0;
-        while (d < defs_.size() && !(*defs_[d] == r.limit)) ++d;
-        if (d == defs_.size()) defs_.push_back(&r.limit);
-        def_of_.push_back(d + 1);
-      }
-    }
-    args += 5 * defs_.size();
-    frame_.clear();
-    append_array_header(frame_, 3 + declared + args);
-    if (b->use_eval) {
-      append_bulk(frame_, "EVAL");
-      append_bulk(frame_, kLuaScript);
-    } else {
-      append_bulk(frame_, "EVALSHA");
-      append_bulk(frame_, kLuaScriptSha1);
-    }
-    append_bulk(frame_, static_cast<int64_t>(declared));
-    for (size_t k = 0; k < first_calls; ++k) frame_.append(b->calls[k]->keys);
-    append_bulk(frame_, static_cast<int64_t>(shared_.options.ttl_extra.count()));
-    append_bulk(frame_, own_time ? std::string_view("1") : std::string_view("0"));
-    append_bulk(frame_, static_cast<int64_t>(defs_.size()));
-    for (const ScriptLimit* d : defs_) {
-      append_bulk(frame_, d->algorithm);
-      append_bulk(frame_, static_cast<int64_t>(d->p1));
-      append_bulk(frame_, static_cast<int64_t>(d->p2));
-      append_bulk(frame_, static_cast<int64_t>(d->p3));
-      append_bulk(frame_, static_cast<int64_t>(d->block_us));
-    }
-    append_bulk(frame_, static_cast<int64_t>(group_keys_.size()));
-    for (size_t k = first_calls, group = 0; k < b->calls.size(); ++k) {
-      if (b->calls[k]->slot != b->calls[k - 1]->slot)
-        append_bulk(frame_, static_cast<int64_t>(group_keys_[group++]));
-      frame_.append(b->calls[k]->keys);
-    }
-    // Each call's deadline in this node's clock, converted at every send: a
-    // batch that MOVED/ASK/TRYAGAIN resends keeps its calls' local deadlines,
-    // and the node it goes to may have another clock.
-    const ClockOffset& clock = conn.clock();
-    const int64_t now_us = ClockOffset::floor_us(b->sent_at);
-    size_t next_def = 0;
-    for (Call* c : b->calls) {
-      append_bulk(frame_, clock.to_redis(ClockOffset::floor_us(c->deadline), now_us));
-      if (own_time) append_bulk(frame_, c->now_us);
-      const int64_t n = static_cast<int64_t>(c->limits.size());
-      append_bulk(frame_, c->is_refund ? -n : n);
-      for (const LimitRef& r : c->limits) {
-        append_bulk(frame_, static_cast<int64_t>(def_of_[next_def++]));
-        append_bulk(frame_, static_cast<int64_t>(r.cost));
-        if (c->is_refund) append_bulk(frame_, r.charged_at_us);
-      }
-    }
+    write_script_frame(b, conn);
     frame = frame_;
   }
   if (b->asking) conn.send_no_reply(kAsking);
@@ -591,6 +526,137 @@ void Client::send(Batch* b) {
     fail_all(b, ErrorKind::kConnection, "cannot send to Redis at " + conn.name());
     unref(b);
     return;
+  }
+}
+
+// entry.lua's call: each distinct limit of the batch once, then per call
+// what refers to it.
+void Client::write_script_frame(Batch* b, Connection& to) {
+  // Calls slot after slot (each slot's in issue order): the first slot's
+  // keys are declared, the other slots' follow as key groups (entry.lua).
+  if (shared_.options.cluster) {
+    std::stable_sort(b->calls.begin(), b->calls.end(),
+                     [](const Call* x, const Call* y) { return x->slot < y->slot; });
+  }
+  // Each distinct limit of the batch once, then per call what refers to it.
+  defs_.clear();
+  def_of_.clear();
+  size_t declared = 0;     // keys of the first slot's calls
+  size_t first_calls = 0;  // calls of the first slot
+  group_keys_.clear();     // per further slot: its keys
+  size_t args = 4;         // ttl_extra, whether calls carry their time, the definitions, groups
+  const bool own_time = shared_.options.time_source == RedisTimeSource::kLocal;
+  for (size_t k = 0; k < b->calls.size(); ++k) {
+    const Call* c = b->calls[k];
+    if (c->slot == slot_of(b)) {
+      declared += c->key_count;
+      ++first_calls;
+    } else {
+      if (c->slot != b->calls[k - 1]->slot) {
+        group_keys_.push_back(0);
+        ++args;
+      }
+      group_keys_.back() += c->key_count;
+      args += c->key_count;
+    }
+    args += (own_time ? 3 : 2) + (c->is_refund ? 3 : 2) * c->limits.size();
+    for (const LimitRef& r : c->limits) {
+      size_t d = 0;
+      while (d < defs_.size() && !(*defs_[d] == r.limit)) ++d;
+      if (d == defs_.size()) defs_.push_back(&r.limit);
+      def_of_.push_back(d + 1);
+    }
+  }
+  args += 5 * defs_.size();
+  frame_.clear();
+  append_array_header(frame_, 3 + declared + args);
+  if (b->use_eval) {
+    append_bulk(frame_, "EVAL");
+    append_bulk(frame_, kLuaScript);
+  } else {
+    append_bulk(frame_, "EVALSHA");
+    append_bulk(frame_, kLuaScriptSha1);
+  }
+  append_bulk(frame_, static_cast<int64_t>(declared));
+  for (size_t k = 0; k < first_calls; ++k) frame_.append(b->calls[k]->keys);
+  append_bulk(frame_, static_cast<int64_t>(shared_.options.ttl_extra.count()));
+  append_bulk(frame_, own_time ? std::string_view("1") : std::string_view("0"));
+  append_bulk(frame_, static_cast<int64_t>(defs_.size()));
+  for (const ScriptLimit* d : defs_) {
+    append_bulk(frame_, d->algorithm);
+    append_bulk(frame_, static_cast<int64_t>(d->p1));
+    append_bulk(frame_, static_cast<int64_t>(d->p2));
+    append_bulk(frame_, static_cast<int64_t>(d->p3));
+    append_bulk(frame_, static_cast<int64_t>(d->block_us));
+  }
+  append_bulk(frame_, static_cast<int64_t>(group_keys_.size()));
+  for (size_t k = first_calls, group = 0; k < b->calls.size(); ++k) {
+    if (b->calls[k]->slot != b->calls[k - 1]->slot)
+      append_bulk(frame_, static_cast<int64_t>(group_keys_[group++]));
+    frame_.append(b->calls[k]->keys);
+  }
+  // Each call's deadline in this node's clock, converted at every send: a
+  // batch that MOVED/ASK/TRYAGAIN resends keeps its calls' local deadlines,
+  // and the node it goes to may have another clock.
+  const ClockOffset& clock = to.clock();
+  const int64_t now_us = ClockOffset::floor_us(b->sent_at);
+  size_t next_def = 0;
+  for (Call* c : b->calls) {
+    append_bulk(frame_, clock.to_redis(ClockOffset::floor_us(c->deadline), now_us));
+    if (own_time) append_bulk(frame_, c->now_us);
+    const int64_t n = static_cast<int64_t>(c->limits.size());
+    append_bulk(frame_, c->is_refund ? -n : n);
+    for (const LimitRef& r : c->limits) {
+      append_bulk(frame_, static_cast<int64_t>(def_of_[next_def++]));
+      append_bulk(frame_, static_cast<int64_t>(r.cost));
+      if (c->is_refund) append_bulk(frame_, r.charged_at_us);
+    }
+  }
+}
+
+// fast_fixed_window.lua's call: the definitions, then per call its time
+// (time_source local), definition and cost.
+void Client::write_fast_frame(Batch* b, Connection& to) {
+  defs_.clear();
+  def_of_.clear();
+  const bool own_time = shared_.options.time_source == RedisTimeSource::kLocal;
+  auto deadline = b->calls.front()->deadline;
+  for (Call* c : b->calls) {
+    deadline = std::min(deadline, c->deadline);
+    const ScriptLimit& limit = c->limits.front().limit;
+    size_t d = 0;
+    while (d < defs_.size() && !(*defs_[d] == limit)) ++d;
+    if (d == defs_.size()) defs_.push_back(&limit);
+    def_of_.push_back(d + 1);
+  }
+  const size_t keys = b->calls.size();
+  const size_t args = 4 + 2 * defs_.size() + (own_time ? 3 : 2) * keys;
+  frame_.clear();
+  append_array_header(frame_, 3 + keys + args);
+  if (b->use_eval) {
+    append_bulk(frame_, "EVAL");
+    append_bulk(frame_, kFastFixedWindowScript);
+  } else {
+    append_bulk(frame_, "EVALSHA");
+    append_bulk(frame_, kFastFixedWindowScriptSha1);
+  }
+  append_bulk(frame_, static_cast<int64_t>(keys));
+  for (Call* c : b->calls) frame_.append(c->keys);
+  append_bulk(frame_, static_cast<int64_t>(shared_.options.ttl_extra.count()));
+  append_bulk(frame_, own_time ? std::string_view("1") : std::string_view("0"));
+  // The earliest deadline of the batch, in this node's clock (as above).
+  append_bulk(frame_, to.clock().to_redis(ClockOffset::floor_us(deadline),
+                                          ClockOffset::floor_us(b->sent_at)));
+  append_bulk(frame_, static_cast<int64_t>(defs_.size()));
+  for (const ScriptLimit* d : defs_) {
+    append_bulk(frame_, static_cast<int64_t>(d->p1));
+    append_bulk(frame_, static_cast<int64_t>(d->p2));
+  }
+  for (size_t k = 0; k < keys; ++k) {
+    const Call* c = b->calls[k];
+    if (own_time) append_bulk(frame_, c->now_us);
+    append_bulk(frame_, static_cast<int64_t>(def_of_[k]));
+    append_bulk(frame_, static_cast<int64_t>(c->limits.front().cost));
   }
 }
 
@@ -624,15 +690,26 @@ void Client::on_reply(Connection& connection, redisReply* reply, void* privdata)
 
 void Client::deliver(Connection& from, Batch* b, const redisReply* reply) {
   const auto received = std::chrono::steady_clock::now();
-  shapes_.clear();
-  for (Call* c : b->calls) shapes_.push_back(CallShape{c->limits.size(), c->is_refund});
-  if (!read_script_reply(reply, shapes_, &answer_)) {
+  const bool own_time = shared_.options.time_source == RedisTimeSource::kLocal;
+  bool read = false;
+  if (b->fast) {
+    fast_shapes_.clear();
+    for (Call* c : b->calls) {
+      const ScriptLimit& l = c->limits.front().limit;
+      fast_shapes_.push_back(FastShape{l.p1, l.p2, c->now_us});
+    }
+    read = read_fast_reply(reply, fast_shapes_, own_time, &answer_);
+  } else {
+    shapes_.clear();
+    for (Call* c : b->calls) shapes_.push_back(CallShape{c->limits.size(), c->is_refund});
+    read = read_script_reply(reply, shapes_, &answer_);
+  }
+  if (!read) {
     fail_all(b, ErrorKind::kScript, "unexpected reply to the rate limit script");
     return;
   }
   from.clock().observe(answer_.redis_time_us, ClockOffset::floor_us(b->sent_at),
                        ClockOffset::ceil_us(received));
-  const bool own_time = shared_.options.time_source == RedisTimeSource::kLocal;
   const LimitAnswer* next = answer_.limits.data();
   for (size_t k = 0; k < b->calls.size(); ++k) {
     Call* c = b->calls[k];
@@ -784,6 +861,7 @@ void Client::split(Batch* b, Parts parts) {
       part = new_batch();
       part->connection = &route(c->slot, std::string());
       part->waiting_on = b->waiting_on;
+      part->fast = b->fast;
       part->use_eval = b->use_eval;
       part->redirects = b->redirects;
       part->refs = 1;

@@ -16,6 +16,12 @@
 // retried and timed out exactly as an acquire; a refund of requests in
 // several cluster slots is one call per slot (batched per node as any).
 //
+// An acquire whose only limit is a fixed_window without a block takes the
+// fast path: its own script (scripts/fast_fixed_window.lua), on the same
+// keys and values, cheaper for Redis per decision. Fast and other calls go
+// in separate batches, in issue order (a batch only takes calls while it is
+// the newest open one for its node), so Redis still runs them in order.
+//
 // A batch is sent by EVALSHA, and again in full (EVAL) on NOSCRIPT; MOVED
 // updates the local slot map, asks for a refresh and resends; ASK resends to
 // the named node after ASKING; TRYAGAIN sends each call of the batch alone
@@ -126,6 +132,8 @@ class Client final : public Connection::Listener {
   void send(Batch* batch);
   static int slot_of(const Batch* batch);
   static bool several_slots(const Batch* batch);
+  void write_script_frame(Batch* batch, Connection& to);
+  void write_fast_frame(Batch* batch, Connection& to);
   void on_error(Connection& from, Batch* batch, std::string_view message);
   void deliver(Connection& from, Batch* batch, const redisReply* reply);
   // Sends a batch's calls again in parts, each to its slot's node: one per
@@ -163,6 +171,7 @@ class Client final : public Connection::Listener {
   std::vector<size_t> def_of_;            // scratch: per limit of a batch, its definition
   std::vector<size_t> group_keys_;        // scratch: per further slot of a batch, its keys
   std::vector<CallShape> shapes_;         // scratch: what each call of a batch sent
+  std::vector<FastShape> fast_shapes_;    // scratch: the same, for a fast-path batch
   ScriptAnswer answer_;                   // scratch: the script's reply, read
   bool closing_ = false;
   // Checked first by handlers that may run after the client is gone.

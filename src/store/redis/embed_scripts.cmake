@@ -3,11 +3,12 @@
 # Run as: cmake -DSCRIPT_DIR=<dir> -DOUTPUT=<file.cc> -P embed_scripts.cmake
 # The script Redis runs is prelude.lua, then every algorithm script in name
 # order, then entry.lua. Its SHA1 (the EVALSHA handle) is computed here too.
-# cached_sync.lua is a script of its own (cached mode's sync), with its SHA1.
+# cached_sync.lua (cached mode's sync) and fast_fixed_window.lua (the fixed
+# window's fast path) are scripts of their own, each with its SHA1.
 file(GLOB algorithm_scripts "${SCRIPT_DIR}/*.lua")
 list(SORT algorithm_scripts)
 list(REMOVE_ITEM algorithm_scripts "${SCRIPT_DIR}/prelude.lua" "${SCRIPT_DIR}/entry.lua"
-     "${SCRIPT_DIR}/cached_sync.lua")
+     "${SCRIPT_DIR}/cached_sync.lua" "${SCRIPT_DIR}/fast_fixed_window.lua")
 
 set(script "")
 foreach(part "${SCRIPT_DIR}/prelude.lua" ${algorithm_scripts} "${SCRIPT_DIR}/entry.lua")
@@ -17,8 +18,10 @@ endforeach()
 string(SHA1 sha1 "${script}")
 file(READ "${SCRIPT_DIR}/cached_sync.lua" sync_script)
 string(SHA1 sync_sha1 "${sync_script}")
+file(READ "${SCRIPT_DIR}/fast_fixed_window.lua" fast_script)
+string(SHA1 fast_sha1 "${fast_script}")
 
-foreach(text "${script}" "${sync_script}")
+foreach(text "${script}" "${sync_script}" "${fast_script}")
   string(FIND "${text}" ")sluice_lua\"" clash)
   if(NOT clash EQUAL -1)
     message(FATAL_ERROR "a Lua script contains the raw string delimiter )sluice_lua\"")
@@ -35,6 +38,8 @@ const std::string_view kLuaScript = R\"sluice_lua(${script})sluice_lua\";
 const std::string_view kLuaScriptSha1 = \"${sha1}\";
 const std::string_view kCachedSyncScript = R\"sluice_lua(${sync_script})sluice_lua\";
 const std::string_view kCachedSyncScriptSha1 = \"${sync_sha1}\";
+const std::string_view kFastFixedWindowScript = R\"sluice_lua(${fast_script})sluice_lua\";
+const std::string_view kFastFixedWindowScriptSha1 = \"${fast_sha1}\";
 
 }  // namespace sluice::redis
 ")

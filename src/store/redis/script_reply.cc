@@ -130,4 +130,61 @@ bool read_script_reply(const redisReply* reply, std::span<const CallShape> calls
   return i == size;
 }
 
+bool read_fast_reply(const redisReply* reply, std::span<const FastShape> calls, bool own_time,
+                     ScriptAnswer* answer) {
+  answer->expired.clear();
+  answer->limits.clear();
+  if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 2 || calls.empty()) return false;
+  const redisReply* const* e = reply->element;
+  const size_t size = reply->elements;
+  for (size_t i = 0; i < size; ++i) {
+    if (e[i]->type != REDIS_REPLY_INTEGER) return false;
+  }
+  if (e[0]->integer <= 0 || e[0]->integer > kMaxMicros) return false;
+  answer->redis_time_us = e[0]->integer;
+  if (size == 2 && e[1]->integer == -1) {
+    answer->expired.assign(calls.size(), 1);
+    return true;
+  }
+  size_t i = 1;
+  for (const FastShape& call : calls) {
+    if (i >= size || call.limit == 0 || call.window_us == 0) return false;
+    long long code = e[i]->integer;
+    long long ahead = 0;
+    ++i;
+    if (code < 0) {
+      if (code > -2 || i >= size) return false;
+      code = -2 - code;
+      ahead = e[i]->integer;
+      ++i;
+      if (ahead < 1 || ahead > kMaxMicros) return false;
+    }
+    if (code < 0 || code >= kMaxCode) return false;
+    LimitAnswer a;
+    a.allowed = code % 2 == 1;
+    a.remaining = static_cast<uint64_t>(code / 2);
+    if (a.remaining > call.limit) return false;
+    const int64_t now = own_time ? call.now_us : answer->redis_time_us;
+    if (now < 0 || call.window_us > static_cast<uint64_t>(kMaxMicros)) return false;
+    // The end of the state's window, `ahead` windows after the one of `now`:
+    // more than ahead windows away, so a reply whose ahead alone passes the
+    // bound is not well formed; below it, the sum fits int64 (both terms
+    // under 2^63 / 1000).
+    const auto window = static_cast<int64_t>(call.window_us);
+    if (ahead > kMaxMicros / window) return false;
+    const int64_t end = window - now % window + ahead * window;
+    if (end > kMaxMicros) return false;
+    const Nanos to_end{end * 1'000};
+    if (a.allowed) {
+      a.reset_after = to_end;
+    } else {
+      a.reset_after = a.remaining < call.limit ? to_end : Nanos{0};
+      a.retry_after = to_end;
+    }
+    answer->expired.push_back(0);
+    answer->limits.push_back(a);
+  }
+  return i == size;
+}
+
 }  // namespace sluice::redis

@@ -11,5 +11,8 @@ extern const std::string_view kLuaScriptSha1;  // 40 lower-case hex digits
 // Cached mode's sync (scripts/cached_sync.lua), a script of its own.
 extern const std::string_view kCachedSyncScript;
 extern const std::string_view kCachedSyncScriptSha1;
+// The fixed window's fast path (scripts/fast_fixed_window.lua), likewise.
+extern const std::string_view kFastFixedWindowScript;
+extern const std::string_view kFastFixedWindowScriptSha1;
 
 }  // namespace sluice::redis
