@@ -6,7 +6,9 @@
 // branch in each operation rather than by a template parameter, so that the
 // session, the proxy and the tunnel exist once; a plain connection pays that
 // branch and nothing else (no timer or wrapper of its own, unlike Beast's
-// tcp_stream), a TLS one pays for its ssl::stream.
+// tcp_stream), a TLS one pays for its ssl::stream. A plain connection's reads
+// report when they drained the socket, so that the next read waits for epoll
+// without an empty recv first (drained_reads.h).
 //
 // The ssl::stream refers to the socket member, so a ClientStream never moves.
 //
@@ -20,6 +22,8 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/ssl/stream.hpp>
+
+#include "http/drained_reads.h"
 
 namespace sluice::http {
 
@@ -50,7 +54,7 @@ class ClientStream {
   template <class MutableBuffers, class Handler>
   void async_read_some(const MutableBuffers& buffers, Handler&& handler) {
     if (tls_) return tls_->async_read_some(buffers, std::forward<Handler>(handler));
-    socket_.async_read_some(buffers, std::forward<Handler>(handler));
+    async_read_some_reporting_drain(socket_, buffers, std::forward<Handler>(handler));
   }
 
   template <class ConstBuffers, class Handler>

@@ -452,6 +452,7 @@ void ProxyExchange::on_connect(beast::error_code ec) {
   if (ec) return upstream_failed(ec, Stage::kConnect);
   beast::error_code ignored;
   conn_->socket.set_option(tcp::no_delay(true), ignored);
+  conn_->socket.set_option(ReportReceiveQueue(true), ignored);
   write_first_piece();
 }
 
@@ -519,7 +520,7 @@ void ProxyExchange::do_read_response_header() {
   if (method_ == bhttp::verb::head) response_parser_->skip(true);
   arm(Waiting::kUpstream, deadline_);
   bhttp::async_read_header(
-      conn_->socket, conn_->buffer, *response_parser_,
+      conn_->reads, conn_->buffer, *response_parser_,
       [self = shared_from_this()](beast::error_code ec, size_t) { self->on_response_header(ec); });
 }
 
@@ -596,7 +597,7 @@ void ProxyExchange::do_read_response_body() {
   body.data = relay();
   body.size = kRelayBytes;
   arm(Waiting::kUpstream, deadline_);
-  bhttp::async_read_some(conn_->socket, conn_->buffer, *response_parser_,
+  bhttp::async_read_some(conn_->reads, conn_->buffer, *response_parser_,
                          [self = shared_from_this()](beast::error_code ec, size_t) {
                            self->on_read_response_body(ec);
                          });

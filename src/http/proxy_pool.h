@@ -30,13 +30,20 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 
+#include "http/drained_reads.h"
+
 namespace sluice::http {
 
 // One connection to the upstream, with what the proxy keeps per connection.
 struct UpstreamConnection {
   explicit UpstreamConnection(boost::asio::io_context& io_context) : socket(io_context) {}
+  UpstreamConnection(const UpstreamConnection&) = delete;  // `reads` refers to `socket`
+  UpstreamConnection& operator=(const UpstreamConnection&) = delete;
 
   boost::asio::ip::tcp::socket socket;
+  // The socket as the response parser reads it: reads that report the drain
+  // (drained_reads.h; the option is set at connect).
+  DrainReportingStream reads{socket};
   boost::beast::flat_buffer buffer;  // bytes read from the upstream, not yet parsed
   std::string endpoint;              // "host:port" of the upstream (the pool key)
   uint64_t exchanges = 0;            // requests answered on it (> 0: reused from the pool)

@@ -15,6 +15,7 @@
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/post.hpp>
 
+#include "http/drained_reads.h"
 #include "observe/denial_log.h"
 #include "observe/logging.h"
 #include "policy/config_loader.h"
@@ -189,6 +190,7 @@ class Server::Listener {
     if (acceptor_.bind(endpoint, ec)) return fail("bind");
     if (group && acceptor_.set_option(ReusePort(true), ec)) return fail("configure");
     if (acceptor_.listen(asio::socket_base::max_listen_connections, ec)) return fail("listen on");
+    report_receive_queue();
     return {};
   }
 
@@ -209,7 +211,15 @@ class Server::Listener {
     }
     if (acceptor_.bind(endpoint, ec)) return fail("bind");
     if (acceptor_.listen(asio::socket_base::max_listen_connections, ec)) return fail("listen on");
+    report_receive_queue();
     return {};
+  }
+
+  // Accepted sockets inherit the option: their reads then know when they
+  // drained the socket (drained_reads.h). Without it they read as Asio does.
+  void report_receive_queue() {
+    boost::system::error_code ignored;
+    acceptor_.set_option(ReportReceiveQueue(true), ignored);
   }
 
   tcp::endpoint local_endpoint() const {
