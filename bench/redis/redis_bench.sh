@@ -41,6 +41,7 @@
 #   serve-denied90 serve, 9 requests in 10 for a policy of 1 per hour
 #                  (bench/redis/check_denied_keys.lua), deny cache on
 #   serve-cached   serve in cached mode (sync every 50 ms), as serve
+#   serve-cached-hot  serve-cached on 10 client keys (hot keys)
 #   serve-fw       serve for a fixed window policy (1,000,000 per second: the
 #                  fast path), no RLS row
 # With BASELINE, inproc, serve and rls run again with that build's binaries
@@ -84,6 +85,14 @@ for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; slee
 hz=$(getconf CLK_TCK)
 per() { awk -v t="$1" -v hz="$hz" -v n="$2" 'BEGIN {printf "%.3f", n ? t / hz * 1e6 / n : 0}'; }
 results="$dir/results"
+# Redis's CPU in microseconds (INFO cpu: getrusage, to the microsecond): the
+# serve rows use it, since cached mode's few syncs can cost Redis less than
+# one /proc tick (10 ms) over a whole row.
+redis_cpu_us() {
+  redis-cli -p "$port" info cpu | tr -d '\r' |
+    awk -F: '/^used_cpu_(sys|user):/ {t += $2} END {printf "%d", t * 1e6}'
+}
+per_us() { awk -v t="$1" -v n="$2" 'BEGIN {printf "%.3f", n ? t / n : 0}'; }
 
 # row NAME RATE REDIS_US [SLUICE_US]: one line per run, kept for the summary.
 row() {
@@ -202,26 +211,27 @@ stop_serve() {
   sluice_pid=""
 }
 
-# serve NAME BUILD [MODE] [WRK_SCRIPT] [POLICY]: the /v1/check row, then (exact
-# mode, the default script and policy) the RLS row on the same server.
+# serve NAME BUILD [MODE] [WRK_SCRIPT] [POLICY] [KEYS]: the /v1/check row, then
+# (exact mode, the default script, policy and keys) the RLS row on the same
+# server.
 serve() {
   local name=$1 build=$2 mode=${3:-exact} script=${4:-bench/redis/check_random_keys.lua}
-  local policy=${5:-bench}
+  local policy=${5:-bench} keys=${6:-10000}
   local c0 c1 s0 s1 out total
   [ -x "$build/sluice" ] || return 0
   start_serve "$build" "$mode"
   redis-cli -p "$port" flushall >/dev/null
-  c0=$(cpu_ticks "$pid"); s0=$(cpu_ticks "$sluice_pid")
-  out=$(POLICY=$policy wrk -t2 -c50 -d"${SECS}s" -s "$script" "http://127.0.0.1:$http/v1/check")
-  c1=$(cpu_ticks "$pid"); s1=$(cpu_ticks "$sluice_pid")
+  c0=$(redis_cpu_us); s0=$(cpu_ticks "$sluice_pid")
+  out=$(POLICY=$policy KEYS=$keys wrk -t2 -c50 -d"${SECS}s" -s "$script" "http://127.0.0.1:$http/v1/check")
+  c1=$(redis_cpu_us); s1=$(cpu_ticks "$sluice_pid")
   total=$(echo "$out" | awk '/requests in/ {print $1}')
   echo "$out" | grep -q "Non-2xx" && echo "  $name: $(echo "$out" | grep Non-2xx)" >&2
   curl -s "http://127.0.0.1:$admin/metrics" | grep -E '^sluice_(redis_syncs_total|deny_cache_hits_total)' |
     sed "s/^/  $name: /" >&2
   row "$name" "$(echo "$out" | awk '/Requests\/sec/ {printf "%d", $2}')" \
-    "$(per $((c1 - c0)) "$total")" "$(per $((s1 - s0)) "$total")"
+    "$(per_us $((c1 - c0)) "$total")" "$(per $((s1 - s0)) "$total")"
   if [ "$mode" = exact ] && [ "$script" = bench/redis/check_random_keys.lua ] &&
-    [ "$policy" = bench ] &&
+    [ "$policy" = bench ] && [ "$keys" = 10000 ] &&
     [ -x "$build/bench/rls/rls_load" ]; then
     redis-cli -p "$port" flushall >/dev/null
     c0=$(cpu_ticks "$pid"); s0=$(cpu_ticks "$sluice_pid")
@@ -273,6 +283,9 @@ for round in $(seq "$ROUNDS"); do
   fi
   if want serve-denied90; then serve serve-denied90 "$BUILD" exact bench/redis/check_denied_keys.lua; fi
   if want serve-cached; then serve serve-cached "$BUILD" cached; fi
+  if want serve-cached-hot; then
+    serve serve-cached-hot "$BUILD" cached bench/redis/check_random_keys.lua bench 10
+  fi
 done
 
 # Medians per row, and each row against the seed script and the MGET + SET PX floor.
