@@ -232,6 +232,51 @@ TEST_F(RedisDenyCache, InAFixedWindowASmallerCostGoesToRedisAndALargerOneIsDenie
   EXPECT_EQ(script_calls() - before, 1);
 }
 
+TEST_F(RedisDenyCache, AFixedWindowThatAnAllowEmptiedIsDeniedHereWithoutAskingRedisFirst) {
+  // Windows of 1 s aligned to the epoch: kEpochUs + 250 ms is 750 ms from the end.
+  const Limit limit = must(Limit::fixed_window(5, std::chrono::seconds(1)));
+  const int64_t t0 = kEpochUs - kEpochUs % 1'000'000 + 250'000;
+  const long long before = script_calls();
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(acquire_one(*store_, limit, "k", us(t0))->allowed);
+  const auto last = acquire_one(*store_, limit, "k", us(t0), 1);  // 5 -> 0
+  ASSERT_TRUE(last->allowed);
+  EXPECT_EQ(last->remaining, 0u);
+  // The first call's EVALSHA was refused (NOSCRIPT, counted as a call) and sent again.
+  const long long loads = static_cast<long long>(store_->stats().script_loads);
+  ASSERT_EQ(loads, 1);
+  ASSERT_EQ(script_calls() - before, 5 + loads);
+  for (int64_t i = 0; i < 1'000; ++i) {
+    const int64_t at = t0 + i * 749;
+    const uint64_t cost = 1 + static_cast<uint64_t>(i % 3);
+    const auto d = acquire_one(*store_, limit, "k", us(at), cost);
+    ASSERT_TRUE(d.ok());
+    ASSERT_FALSE(d->allowed) << i;
+    EXPECT_EQ(d->retry_after, us(750'000 - i * 749)) << i;
+    EXPECT_EQ(d->remaining, 0u) << i;
+  }
+  EXPECT_EQ(script_calls() - before, 5 + loads);
+  EXPECT_EQ(store_->stats().deny_cache_hits, 1'000u);
+  // The next window: Redis is asked, and allows.
+  const auto next = acquire_one(*store_, limit, "k", us(t0 + 750'000));
+  ASSERT_TRUE(next.ok());
+  EXPECT_TRUE(next->allowed);
+  EXPECT_EQ(next->remaining, 4u);
+  EXPECT_EQ(script_calls() - before, 6 + loads);
+}
+
+TEST_F(RedisDenyCache, AnAllowThatEmptiesAWindowWithABlockLeavesTheLockoutToRedis) {
+  const Limit limit = fixed_window_with_block(2, std::chrono::seconds(1), std::chrono::seconds(10));
+  const int64_t t0 = kEpochUs - kEpochUs % 1'000'000 + 250'000;
+  ASSERT_TRUE(acquire_one(*store_, limit, "k", us(t0))->allowed);
+  ASSERT_TRUE(acquire_one(*store_, limit, "k", us(t0))->allowed);  // 2 -> 0
+  const long long before = script_calls();
+  const auto locked = acquire_one(*store_, limit, "k", us(t0 + 1));
+  ASSERT_FALSE(locked->allowed);
+  EXPECT_EQ(locked->retry_after, std::chrono::seconds(10));  // the lockout Redis started
+  EXPECT_EQ(script_calls() - before, 1);
+  EXPECT_EQ(store_->stats().deny_cache_hits, 0u);
+}
+
 TEST_F(RedisDenyCache, AConcurrencyDenialIsNeverAnsweredHereSoAReleaseElsewhereIsSeenAtOnce) {
   const Limit limit = must(Limit::concurrency(1, std::chrono::hours(1)));
   const int64_t t0 = kEpochUs;
@@ -295,18 +340,20 @@ TEST_F(RedisDenyCache, ARequestIsAnsweredHereOnlyWhenEveryLimitIsKnownDenied) {
     EXPECT_EQ(out[1].remaining, 0u);  // what it would have left after this request
     EXPECT_EQ(script_calls() - before, i);
   }
-  ASSERT_TRUE(acquire_one(*store_, two, "b|k", us(t0 + 3))->allowed);  // two: 0 left
-  ASSERT_TRUE(both(t0 + 4, out).ok());                                 // both deny, in Redis
+  // `two` left empty by an allow: known denied from then on, like `one`.
+  ASSERT_TRUE(acquire_one(*store_, two, "b|k", us(t0 + 3))->allowed);
   EXPECT_EQ(reloads(), 1);
-  EXPECT_EQ(script_calls() - before, 4 + reloads());
-  // Now both are known denied: answered here, as Redis answered.
-  const Nanos window_end = std::chrono::hours(1) - us((t0 + 5) % 3'600'000'000);
-  ASSERT_TRUE(both(t0 + 5, out).ok());
+  EXPECT_EQ(script_calls() - before, 3 + reloads());
+  // Now both are known denied: answered here, as Redis would answer.
+  const Nanos window_end = std::chrono::hours(1) - us((t0 + 4) % 3'600'000'000);
+  ASSERT_TRUE(both(t0 + 4, out).ok());
   EXPECT_FALSE(out[0].allowed);
   EXPECT_FALSE(out[1].allowed);
   EXPECT_EQ(out[0].retry_after, window_end);
   EXPECT_EQ(out[1].retry_after, window_end);
-  EXPECT_EQ(script_calls() - before, 4 + reloads());
+  EXPECT_EQ(out[0].remaining, 0u);
+  EXPECT_EQ(out[1].remaining, 0u);
+  EXPECT_EQ(script_calls() - before, 3 + reloads());
   EXPECT_EQ(store_->stats().deny_cache_hits, 1u);
 }
 
@@ -317,6 +364,7 @@ TEST_F(RedisDenyCache, ARequestWithALockoutLimitNotKnownLockedGoesToRedisWhichLo
   ASSERT_TRUE(acquire_one(*store_, locking, "b|k", us(t0))->allowed);  // 1 -> 0
   ASSERT_TRUE(acquire_one(*store_, tight, "a|k", us(t0))->allowed);
   ASSERT_FALSE(acquire_one(*store_, tight, "a|k", us(t0))->allowed);  // known denied here
+  ASSERT_EQ(store_->stats().deny_cache_hits, 1u);
   const long long before = script_calls();
   const AcquireRequest r[2] = {{&tight, "a|k", 1}, {&locking, "b|k", 1}};
   Decision out[2];
@@ -326,7 +374,7 @@ TEST_F(RedisDenyCache, ARequestWithALockoutLimitNotKnownLockedGoesToRedisWhichLo
   EXPECT_EQ(out[1].retry_after, std::chrono::hours(2));
   EXPECT_EQ(script_calls() - before, 1);
   EXPECT_EQ(server_.integer({"EXISTS", store_->redis_lockout_key(locking, "b|k")}), 1);
-  EXPECT_EQ(store_->stats().deny_cache_hits, 0u);
+  EXPECT_EQ(store_->stats().deny_cache_hits, 1u);
 }
 
 TEST_F(RedisDenyCache, AResetOrARefundEndsTheLocalDenial) {

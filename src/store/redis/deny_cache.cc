@@ -194,7 +194,26 @@ void DenyCache::record(const DenyCall& call, std::span<const Decision> out) {
   if (all_allowed(out)) {
     // Charged: a denial held for a larger cost now waits longer than Redis
     // said. Dropped, so that the next such request learns its wait from Redis.
-    for (const DenyCall::Limit& l : call.limits) erase(l.id);
+    // A fixed window (without block) this charge left empty denies every
+    // cost until its end, the wait Redis would give the next request: known
+    // now, without that request's call. (With a block the next request
+    // starts a lockout, which only Redis records.)
+    for (size_t i = 0; i < out.size(); ++i) {
+      const DenyCall::Limit& l = call.limits[i];
+      const Decision& d = out[i];
+      if (l.same_wait && !l.lockout && d.remaining == 0 && d.reset_after.count() > 0) {
+        Decision next = d;
+        next.allowed = false;
+        next.retry_after = d.reset_after;
+        const CachedDenial denial =
+            denial_of(next, 1, true, false, call.issued, answered, caller_clock_);
+        if (denial.until > answered) {
+          insert(l.id, denial, answered, call.generation);
+          continue;
+        }
+      }
+      erase(l.id);
+    }
     return;
   }
   for (size_t i = 0; i < out.size(); ++i) {

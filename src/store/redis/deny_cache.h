@@ -31,6 +31,10 @@
 // The Retry-After it reports is counted from the reply's arrival, after
 // Redis decided, so it never exceeds Redis's own.
 //
+// A fixed window (without block) that an allowed charge leaves empty is
+// remembered as denied too, for every cost until the window's end: the
+// denial Redis would give the next request, learnt without asking for it.
+//
 // Bounded and cheap. A fixed table of `entries` slots in sets of 4, chosen
 // by a keyed 64-bit hash of (limit fingerprint, key) with a random
 // per-process seed, so a client can aim neither at a set nor at another
