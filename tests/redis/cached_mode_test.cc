@@ -200,6 +200,27 @@ TEST_F(CachedMode, AFailedSyncKeepsDecidingAndItsHitsReachRedisExactlyOnce) {
   EXPECT_EQ(acquire_one(*cached, limit, "k", t)->remaining, 976u);  // 979 - 1 - 1 - 1
 }
 
+TEST_F(CachedMode, AResetBetweenAFailedSyncAndItsResendIsNotUndoneByTheResend) {
+  ASSERT_NO_FATAL_FAILURE(start_pair("k"));
+  auto& [cached, exact] = pair_;
+  ASSERT_EQ(acquire_one(*cached, limit, "other", t)->remaining, 999u);  // asks Redis
+  ASSERT_TRUE(cached->sync().ok());                                     // fetches "other"
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(acquire_one(*cached, limit, "k", t)->allowed);
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(acquire_one(*cached, limit, "other", t)->allowed);
+
+  // Redis goes away and comes back empty (no persistence): the sync fails
+  // without reaching it, and keeps its batch to send again.
+  server_.kill();
+  EXPECT_FALSE(cached->sync().ok());
+  ASSERT_TRUE(server_.start());
+  ASSERT_TRUE(wait_until([&] { return cached->reset(limit, "k").ok(); }, 10s));
+  ASSERT_TRUE(wait_until([&] { return cached->sync().ok(); }, 10s));
+  // "k" starts afresh after its reset: the resend did not charge its 10 hits.
+  EXPECT_EQ(acquire_one(*exact, limit, "k", t)->remaining, 999u);
+  // "other"'s 5 hits were sent again, on the new server's empty state.
+  EXPECT_EQ(acquire_one(*exact, limit, "other", t)->remaining, 994u);
+}
+
 TEST_F(CachedMode, ResetForgetsTheLocalStateAndTheNextRequestAsksRedis) {
   auto cached = make_store(cached_options(server_.address()));
   ASSERT_NE(cached, nullptr);

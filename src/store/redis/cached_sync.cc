@@ -101,9 +101,22 @@ void CachedSync::send(Client& client, bool use_eval) {
                  });
 }
 
+void CachedSync::forget(const std::string& redis_key) {
+  if (in_flight_) {
+    forgotten_.push_back(redis_key);
+    return;
+  }
+  if (!resend_) return;
+  std::erase_if(batch_, [&](const SyncItem& item) { return item.redis_key == redis_key; });
+  if (batch_.empty()) resend_ = false;
+}
+
 void CachedSync::finish(Client& client, Status status) {
   in_flight_ = false;
   resend_ = !status.ok();
+  std::vector<std::string> forgotten = std::move(forgotten_);
+  forgotten_.clear();
+  for (const std::string& key : forgotten) forget(key);
   if (status.ok()) {
     syncs_.fetch_add(1, std::memory_order_relaxed);
   } else {

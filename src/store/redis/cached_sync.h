@@ -9,7 +9,7 @@
 // reply was lost does not count twice. The hits decided meanwhile wait for
 // the sync after. Failures are counted and logged (rate-limited).
 //
-// Thread-safety: run() on the store's internal thread only; the counters
+// Thread-safety: run() and forget() on the store's internal thread only; the counters
 // may be read from any thread.
 #pragma once
 
@@ -35,6 +35,12 @@ class CachedSync {
   // Syncs now through `client`; `done` runs once it is answered (or failed).
   void run(Client& client, Done done);
 
+  // A reset of `redis_key` (before its DEL is sent): its hits in a batch
+  // that failed are not sent again. A resend that reached Redis after the
+  // DEL would otherwise charge them to the reset key; a batch in flight is
+  // ahead of the DEL on the connection, so only its failure matters.
+  void forget(const std::string& redis_key);
+
   uint64_t syncs() const { return syncs_.load(std::memory_order_relaxed); }
   uint64_t failures() const { return failures_.load(std::memory_order_relaxed); }
 
@@ -47,7 +53,8 @@ class CachedSync {
   Shared& shared_;
   const std::string sequence_key_;
   uint64_t sequence_ = 0;
-  std::vector<SyncItem> batch_;  // in flight, or failed and to be sent again
+  std::vector<SyncItem> batch_;         // in flight, or failed and to be sent again
+  std::vector<std::string> forgotten_;  // reset while batch_ was in flight
   Nanos batch_now_{0};
   bool resend_ = false;
   bool in_flight_ = false;

@@ -635,6 +635,7 @@ Result<bool> RedisStore::reset(const Limit& limit, std::string_view key) {
   if (impl_->cached_ != nullptr) impl_->cached_->forget(redis_key);
   bool existed = false;
   Status s = impl_->run_sync([&](Client& client, auto finish) {
+    if (impl_->cached_sync_ != nullptr) impl_->cached_sync_->forget(redis_key);
     client.command(redis::command({"DEL", redis_key, lockout_key}), std::string(), slot, timeout,
                    [&existed, finish](Status status, const redisReply* reply) {
                      if (status.ok() && reply != nullptr && reply->type == REDIS_REPLY_INTEGER)
