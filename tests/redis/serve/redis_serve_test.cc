@@ -354,16 +354,6 @@ std::chrono::milliseconds time_until_enforced(const SluiceProcess& server,
   return 1min;
 }
 
-// A key used up to its capacity: 5 allowed, then 429.
-void expect_enforced(const SluiceProcess& server, const std::string& key) {
-  for (int i = 0; i < 5; ++i) EXPECT_EQ(check(server, key).status, 200) << "request " << i;
-  const HttpResponse denied = check(server, key);
-  EXPECT_EQ(denied.status, 429);
-  EXPECT_NE(denied.body.find(R"("remaining":0,)"), std::string::npos) << denied.body;
-  EXPECT_EQ(denied.body.find(R"("retry_after_ms":1000})"), std::string::npos)
-      << "a real denial, not on_failure: " << denied.body;
-}
-
 // True when `key` is counted from its first request: 5 real decisions
 // (remaining 4 to 0), then a real denial. False as soon as an answer came
 // from on_failure instead: on a loaded machine (ASan, ctest -j) a call can
@@ -377,6 +367,16 @@ bool enforced_from_start(const SluiceProcess& server, const std::string& key) {
   }
   const HttpResponse denied = check(server, key);
   return denied.status == 429 && denied.body.find(R"("retry_after_ms":1000})") == std::string::npos;
+}
+
+// Limits enforced again: a fresh key counted from its first request, within
+// 5 keys (a call that misses the 100 ms timeout on a loaded machine is
+// answered per on_failure, and the next key is tried).
+void expect_enforced(const SluiceProcess& server, const std::string& prefix) {
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    if (enforced_from_start(server, prefix + std::to_string(attempt))) return;
+  }
+  ADD_FAILURE() << "no key was counted from its first request in 5 tries";
 }
 
 // One Redis and one server with on_failure allow (param true) or deny,
@@ -423,7 +423,7 @@ TEST_P(RedisServeFaults, KilledRedisIsAnsweredPerOnFailureAndRestartedRedisEnfor
   // and every key starts full.
   ASSERT_TRUE(redis.start());
   EXPECT_LT(time_until_enforced(*server, "back-"), kRecovery);
-  expect_enforced(*server, "after");
+  expect_enforced(*server, "after-");
   EXPECT_TRUE(wait_ready(*server, true, 3s));
   EXPECT_GE(server->metric(R"(sluice_redis_events_total{kind="script_load"})"), 1);
 }
@@ -438,7 +438,7 @@ TEST_P(RedisServeFaults, StoppedRedisIsAnsweredPerOnFailureWithinTheTimeout) {
   ASSERT_TRUE(redis.resume());
 
   EXPECT_LT(time_until_enforced(*server, "resumed-"), kRecovery);
-  expect_enforced(*server, "after");
+  expect_enforced(*server, "after-");
   EXPECT_TRUE(wait_ready(*server, true, 3s));
 }
 
