@@ -491,11 +491,6 @@ class Loader {
       millis(s, false, &redis.sync_interval);
       if (!redis.mode_cached) walker_.error(*s, "sync_interval is read only with `mode: cached`");
     }
-    if (redis.mode_cached && redis.cluster) {
-      walker_.error(*mode,
-                    "mode cached syncs with one Redis: a cluster needs mode exact (cached mode "
-                    "on a cluster is not built yet)");
-    }
     if (redis.cluster && redis.database != 0) {
       const Item* where = m->get("database") ? m->get("database") : url;
       walker_.error(where ? *where : item, "Redis Cluster has only database 0");

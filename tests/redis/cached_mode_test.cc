@@ -286,12 +286,6 @@ TEST_F(CachedMode, LimitsItCannotDecideLocallyAreRefused) {
   const Result<Decision> d = acquire_one(*cached, smooth, "k", us(kEpochUs));
   ASSERT_FALSE(d.ok());
   EXPECT_EQ(d.error().code, ErrorCode::kInvalidArgument);
-  RedisStoreOptions cluster = cached_options(server_.address());
-  cluster.cluster = true;
-  const auto refused = RedisStore::create(cluster);
-  ASSERT_FALSE(refused.ok());
-  EXPECT_EQ(refused.error().message,
-            "redis store: mode cached syncs with one Redis; a cluster needs mode exact (for now)");
 }
 
 // The local table on its own: bounded, and it never drops hits not sent.

@@ -511,6 +511,112 @@ TEST_F(ClusterTest, ACallOfSeveralSlotsThatMeetsAMigrationSplitsAndChargesOnce) 
         << keys[k];
 }
 
+// Cached mode on the cluster: keys on every master, a store in cached mode
+// (syncs when the test says) and one in exact mode to read the counts.
+class CachedClusterTest : public ClusterTest {
+ protected:
+  void SetUp() override {
+    ClusterTest::SetUp();
+    if (HasFatalFailure() || IsSkipped()) return;
+    RedisStoreOptions o = local_options(cluster_.node(0).address());
+    o.cluster = true;
+    o.topology_refresh = 24h;  // only a refresh the store asks for
+    o.mode = RedisMode::kCached;
+    o.sync_interval = 1h;
+    store_ = make_store(o);
+    ASSERT_NE(store_, nullptr);
+    RedisStoreOptions e = local_options(cluster_.node(0).address());
+    e.cluster = true;
+    e.deny_cache = false;
+    exact_ = make_store(e);
+    ASSERT_NE(exact_, nullptr);
+    std::vector<std::set<int>> slots(cluster_.size());
+    for (int i = 0; i < 120; ++i) {
+      keys_.push_back("route:cached#0|client:" + std::to_string(i));
+      const int slot = RedisStore::key_slot(store_->redis_key(limit_, keys_.back()));
+      slots[static_cast<size_t>(cluster_.owner(slot))].insert(slot);
+    }
+    for (const auto& of_master : slots) ASSERT_GT(of_master.size(), 20u);
+    // Each key's first request asks Redis; the first sync fetches them all.
+    for (const std::string& key : keys_)
+      ASSERT_EQ(acquire_one(*store_, limit_, key, t_)->remaining, 999u) << key;
+    ASSERT_TRUE(store_->sync().ok());
+  }
+
+  // `n` local hits on every key: no script call.
+  void hit_every_key(int n) {
+    const std::vector<long long> before = script_calls();
+    for (const std::string& key : keys_) {
+      for (int i = 0; i < n; ++i) ASSERT_TRUE(acquire_one(*store_, limit_, key, t_)->allowed);
+    }
+    EXPECT_EQ(script_calls(), before);
+  }
+
+  // Every key as the exact store reads it (one hit of its own each time).
+  void expect_remaining(uint64_t remaining) {
+    for (const std::string& key : keys_)
+      EXPECT_EQ(acquire_one(*exact_, limit_, key, t_)->remaining, remaining) << key;
+  }
+
+  const Limit limit_ = must(Limit::token_bucket(1'000, 1, 24h));
+  const Nanos t_ = us(kEpochUs);
+  std::vector<std::string> keys_;
+  std::shared_ptr<RedisStore> exact_;
+};
+
+TEST_F(CachedClusterTest, ASyncIsOneScriptCallPerMaster) {
+  for (int round = 1; round <= 3; ++round) {
+    ASSERT_NO_FATAL_FAILURE(hit_every_key(2));
+    const std::vector<long long> before = script_calls();
+    ASSERT_TRUE(store_->sync().ok());
+    const std::vector<long long> after = script_calls();
+    for (size_t n = 0; n < cluster_.size(); ++n)
+      EXPECT_EQ(after[n] - before[n], 1) << "master " << n << ", round " << round;
+  }
+  EXPECT_EQ(store_->stats().sync_failures, 0u);
+  // 1000 - 1 (first request) - 3 x 2 (local hits, synced) - 1 (the exact read).
+  expect_remaining(992u);
+}
+
+// A slot moved since the store read the slot map: the sync's call for its
+// old master is refused (MOVED, then NOTLOCAL at the new master for the
+// other slots) having written nothing there, while the other masters'
+// calls are applied. The next sync, on a fresh map, sends everything again
+// under the same sequence number: the moved slot's hits are applied once,
+// and the slots already applied only read.
+TEST_F(CachedClusterTest, ASyncThatMeetsAMovedSlotIsSentAgainAndCountsEachHitOnce) {
+  ASSERT_NO_FATAL_FAILURE(hit_every_key(3));
+  const int slot = RedisStore::key_slot(store_->redis_key(limit_, keys_[0]));
+  const int source = cluster_.owner(slot);
+  const int target = (source + 1) % 3;
+  // Move the slot with every key it holds (states and sequence keys).
+  RedisServer& src = cluster_.node(static_cast<size_t>(source));
+  ASSERT_NO_FATAL_FAILURE(begin_migration(slot, source, target));
+  const Reply held = src.command({"CLUSTER", "GETKEYSINSLOT", std::to_string(slot), "1000"});
+  ASSERT_TRUE(held != nullptr && held->type == REDIS_REPLY_ARRAY && held->elements >= 2);
+  std::vector<std::string> moving;
+  for (size_t i = 0; i < held->elements; ++i)
+    moving.emplace_back(held->element[i]->str, held->element[i]->len);
+  ASSERT_NO_FATAL_FAILURE(migrate(source, target, moving));
+  ASSERT_NO_FATAL_FAILURE(finish_migration(slot, target));
+
+  const auto refreshes = store_->stats().topology_refreshes;
+  EXPECT_FALSE(store_->sync().ok());
+  EXPECT_EQ(store_->stats().sync_failures, 1u);
+  ASSERT_TRUE(wait_until([&] { return store_->stats().topology_refreshes > refreshes; }, 10s))
+      << "the failed sync did not have the slot map read again";
+  ASSERT_TRUE(store_->sync().ok());
+  // 1000 - 1 - 3 - 1, on every key, wherever its slot is now.
+  expect_remaining(995u);
+  // Decisions go on locally, and the next sync takes each master once.
+  ASSERT_NO_FATAL_FAILURE(hit_every_key(1));
+  const std::vector<long long> before = script_calls();
+  ASSERT_TRUE(store_->sync().ok());
+  const std::vector<long long> after = script_calls();
+  for (size_t n = 0; n < cluster_.size(); ++n) EXPECT_EQ(after[n] - before[n], 1) << "master " << n;
+  expect_remaining(993u);  // 995 - 1 (local, synced) - 1 (the exact read)
+}
+
 TEST_F(ClusterTest, ExactlyCapacityAllowedAcrossStoresSharingTheCluster) {
   const Limit limit = must(Limit::token_bucket(100, 1, 24h * 365));
   std::vector<std::shared_ptr<RedisStore>> stores;

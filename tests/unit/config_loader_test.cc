@@ -680,9 +680,7 @@ TEST(ConfigLoader, StoreErrors) {
                    "`mode: cached`"});
   EXPECT_EQ(errors_of("store:\n  redis:\n    mode: cached\n    sync_interval: 0s\n"),
             Errors{"t.yaml:4:20: store.redis.sync_interval: must be greater than 0, got \"0s\""});
-  EXPECT_EQ(errors_of("store:\n  redis:\n    mode: cached\n    cluster: true\n"),
-            Errors{"t.yaml:3:11: store.redis.mode: mode cached syncs with one Redis: a cluster "
-                   "needs mode exact (cached mode on a cluster is not built yet)"});
+  EXPECT_EQ(errors_of("store:\n  redis:\n    mode: cached\n    cluster: true\n"), Errors{});
   EXPECT_EQ(errors_of("store:\n  redis:\n    cluster: true\n    database: 1\n"),
             Errors{"t.yaml:4:15: store.redis.database: Redis Cluster has only database 0"});
 }

@@ -464,9 +464,6 @@ Result<std::shared_ptr<RedisStore>> RedisStore::create(RedisStoreOptions options
       options.connect_timeout.count() <= 0 || options.stall_timeout.count() <= 0 ||
       options.sync_interval.count() <= 0)
     return invalid("redis store: intervals and timeouts must be greater than 0");
-  if (options.mode == RedisMode::kCached && options.cluster)
-    return invalid(
-        "redis store: mode cached syncs with one Redis; a cluster needs mode exact (for now)");
   if (options.mode == RedisMode::kCached && options.cached_keys == 0)
     return invalid("redis store: cached_keys must be at least 1");
 

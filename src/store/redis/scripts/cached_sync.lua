@@ -4,12 +4,22 @@
 -- out of the decision script); its states are the decision script's keys
 -- and values (token_bucket.lua, fixed_window.lua).
 --
--- KEYS[1]   the instance's sequence key: <prefix>sync:<instance id>
--- KEYS[2..] state keys
+-- The keys come in groups, one per cluster slot (one group in all on one
+-- Redis), each led by the instance's sequence key for that slot:
+-- <prefix>sync:<instance id>, and in a cluster :{<a tag of the slot>}.
+-- KEYS      the first group: its sequence key, then its state keys. They
+--           route the call (in a cluster, to the master of their slot).
 -- ARGV[1]   now: microseconds since the epoch, by the instance's clock
 -- ARGV[2]   the call's sequence number (> 0); a resend carries the same one
 -- ARGV[3]   milliseconds added to every TTL
--- Then per state key: algorithm, p1, p2, p3 (entry.lua's definitions),
+-- ARGV[4]   G, the number of further groups (in a cluster, the other slots
+--           this master serves); then per group its size and its keys
+--           (sequence key first), undeclared, as entry.lua's key groups:
+--           every group is read before anything is written, and a slot the
+--           node does not serve (moved, migrating) makes the call answer
+--           NOTLOCAL having written nothing.
+-- Then per state key, in group order: algorithm, p1, p2, p3 (entry.lua's
+--   definitions),
 --   hits: tokens (token_bucket) or requests (fixed_window) charged by the
 --         instance since its last sync; 0 only reads the state (a first fetch)
 --   window: fixed_window: the index of the window the hits were counted in
@@ -17,10 +27,11 @@
 -- level in units and its time in us; fixed_window: the window index and the
 -- count), or 0, 0, 0 for a key that does not exist.
 --
--- At most once: a call whose sequence number is not above the one the
--- sequence key holds applies nothing and only reads (a resend of a call
--- Redis applied but whose reply was lost). Atomic as every script: no other
--- command runs between the reads and the writes.
+-- At most once, per slot: a group whose sequence key holds the call's
+-- number or a later one applies nothing and only reads (a resend of a call
+-- Redis applied but whose reply was lost; in a cluster the resend may group
+-- the slots otherwise, and each slot still counts once). Atomic as every
+-- script: no other command runs between the reads and the writes.
 --
 -- Hits are charged at `now`, whenever they were decided: a bucket refills
 -- to now first, then pays (never more than charging each at its own time),
@@ -39,9 +50,33 @@ end
 local now = tonumber(ARGV[1])
 local seq = tonumber(ARGV[2])
 local extra_ms = tonumber(ARGV[3])
-local seen = tonumber(redis.call('GET', KEYS[1]) or '0')
-local apply = seq > seen
-if apply then redis.call('SET', KEYS[1], ARGV[2], 'PX', 86400000) end
+
+-- Every group read first (MGET, 512 keys at a time: unpack() is bounded by
+-- Lua's C stack): group g's keys are list[from..to], values[g] their values.
+local groups = {}
+local values = {}
+local function read(list, from, to)
+  local got = {}
+  for first = from, to, 512 do
+    local last = first + 511
+    if last > to then last = to end
+    local part = redis.pcall('MGET', unpack(list, first, last))
+    if part.err then return part.err end
+    for i = first, last do got[i - from + 1] = part[i - first + 1] end
+  end
+  groups[#groups + 1] = {list, from, to}
+  values[#values + 1] = got
+  return nil
+end
+local refused = read(KEYS, 1, #KEYS)
+local j = 5
+for _ = 1, tonumber(ARGV[4]) do
+  if refused then break end
+  local n = tonumber(ARGV[j])
+  refused = read(ARGV, j + 1, j + n)
+  j = j + 1 + n
+end
+if refused then return redis.error_reply('NOTLOCAL ' .. refused) end
 local t = redis.call('TIME')
 local redis_now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 
@@ -54,48 +89,54 @@ local function put(key, a, b, ttl_us)
 end
 
 local out = {}
-for i = 2, #KEYS do
-  local key = KEYS[i]
-  local j = 4 + 6 * (i - 2)
-  local kind = ARGV[j]
-  local p1, p2, p3 = tonumber(ARGV[j + 1]), tonumber(ARGV[j + 2]), tonumber(ARGV[j + 3])
-  local hits, window = tonumber(ARGV[j + 4]), tonumber(ARGV[j + 5])
-  local raw = redis.call('GET', key)
-  local found, a, b = 0, 0, 0
-  if raw then found, a, b = 1, sunpack('<dd', raw) end
-  if apply and hits > 0 then
-    if kind == 'token_bucket' then
-      local full = p1 * p2
-      local level, last = full, now
-      if found == 1 then level, last = a, b end
-      local elapsed = now - last
-      if elapsed > 0 then
-        if elapsed >= cdiv(full - level, p3) then
-          level = full
-        else
-          level = level + elapsed * p3
+for g = 1, #groups do
+  local list, from, to = groups[g][1], groups[g][2], groups[g][3]
+  local got = values[g]
+  local apply = seq > tonumber(got[1] or '0')
+  if apply then redis.call('SET', list[from], ARGV[2], 'PX', 86400000) end
+  for i = from + 1, to do
+    local key = list[i]
+    local kind = ARGV[j]
+    local p1, p2, p3 = tonumber(ARGV[j + 1]), tonumber(ARGV[j + 2]), tonumber(ARGV[j + 3])
+    local hits, window = tonumber(ARGV[j + 4]), tonumber(ARGV[j + 5])
+    j = j + 6
+    local raw = got[i - from + 1]
+    local found, a, b = 0, 0, 0
+    if raw then found, a, b = 1, sunpack('<dd', raw) end
+    if apply and hits > 0 then
+      if kind == 'token_bucket' then
+        local full = p1 * p2
+        local level, last = full, now
+        if found == 1 then level, last = a, b end
+        local elapsed = now - last
+        if elapsed > 0 then
+          if elapsed >= cdiv(full - level, p3) then
+            level = full
+          else
+            level = level + elapsed * p3
+          end
+          last = now
         end
-        last = now
+        level = level - hits * p2
+        put(key, level, last, cdiv(full - level, p3))
+        found, a, b = 1, level, last
+      elseif kind == 'fixed_window' then
+        local index, count = window, 0
+        if found == 1 and a >= window then index, count = a, b end
+        if index == window then
+          count = count + hits
+          local ends_in = (index + 1) * p2 - now
+          if ends_in < 1 then ends_in = 1 end
+          put(key, index, count, ends_in)
+          found, a, b = 1, index, count
+        end
+      else
+        return redis.error_reply('ERR sluice: cached mode cannot apply ' .. tostring(kind))
       end
-      level = level - hits * p2
-      put(key, level, last, cdiv(full - level, p3))
-      found, a, b = 1, level, last
-    elseif kind == 'fixed_window' then
-      local index, count = window, 0
-      if found == 1 and a >= window then index, count = a, b end
-      if index == window then
-        count = count + hits
-        local ends_in = (index + 1) * p2 - now
-        if ends_in < 1 then ends_in = 1 end
-        put(key, index, count, ends_in)
-        found, a, b = 1, index, count
-      end
-    else
-      return redis.error_reply('ERR sluice: cached mode cannot apply ' .. tostring(kind))
     end
+    out[#out + 1] = found
+    out[#out + 1] = a
+    out[#out + 1] = b
   end
-  out[#out + 1] = found
-  out[#out + 1] = a
-  out[#out + 1] = b
 end
 return out
