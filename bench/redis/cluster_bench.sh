@@ -14,6 +14,9 @@
 # the same round. Per row: decisions/s, Redis CPU µs per decision (utime +
 # stime of the three masters, summed), and script calls per decision
 # (EVALSHA + EVAL in INFO commandstats, summed over the masters).
+# ROWS (default "this") picks the rows: `this`, exact mode as above;
+# `cached`, the same in cached mode (sync every 50 ms); `cached-hot`, cached
+# mode on 10 keys (hot keys). BASELINE runs beside `this` only.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${1:-build}
@@ -74,14 +77,15 @@ script_calls() {
 }
 
 results="$work/results"
-# run NAME BUILD: one row.
+# run NAME BUILD [more redis_throughput flags, which win]: one row.
 run() {
   local name=$1 build=$2 out c0 c1 decisions
+  shift 2
   for p in "${ports[@]}"; do cli "$p" flushall >/dev/null; done
   c0=$(script_calls)
   out=$("$build/bench/redis_throughput" --address "127.0.0.1:${ports[0]}" --cluster yes \
     --seconds "$SECS" --in-flight 50 --keys 10000 --threads 1 \
-    --redis-pid "$(IFS=,; echo "${masters[*]}")")
+    --redis-pid "$(IFS=,; echo "${masters[*]}")" "$@")
   c1=$(script_calls)
   decisions=$(echo "$out" | sed -nE 's/.*decisions=([0-9]+).*/\1/p')
   # The counts include the driver's warm-up and each master's first EVALSHA
@@ -95,8 +99,17 @@ run() {
 echo "# redis-server $(redis-server --version | awk '{print $3}'), 3 masters on 127.0.0.1:${ports[*]}, $(nproc) cores, $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
 for round in $(seq "$ROUNDS"); do
   echo "## round $round"
-  run this "$BUILD"
-  [ -n "$BASE" ] && run base "$BASE"
+  for row in ${ROWS:-this}; do
+    case $row in
+      this)
+        run this "$BUILD"
+        [ -n "$BASE" ] && run base "$BASE"
+        ;;
+      cached) run cached "$BUILD" --mode cached ;;
+      cached-hot) run cached-hot "$BUILD" --mode cached --keys 10 ;;
+      *) echo "unknown row $row (this, cached, cached-hot)" >&2; exit 2 ;;
+    esac
+  done
 done
 echo
 echo "medians of $ROUNDS rounds:"
