@@ -617,6 +617,38 @@ TEST_F(CachedClusterTest, ASyncThatMeetsAMovedSlotIsSentAgainAndCountsEachHitOnc
   expect_remaining(993u);  // 995 - 1 (local, synced) - 1 (the exact read)
 }
 
+// A master that is down holds back only its own slots: the other masters'
+// keys go on syncing, and the dead master's hits reach it once it is back,
+// each once (its first batch again, then what was held back).
+TEST_F(CachedClusterTest, ADeadMasterHoldsBackOnlyItsOwnSlots) {
+  constexpr int kDead = 2;
+  std::vector<std::string> live;
+  std::vector<std::string> dead;
+  for (const std::string& key : keys_) {
+    const int owner = cluster_.owner(RedisStore::key_slot(store_->redis_key(limit_, key)));
+    (owner == kDead ? dead : live).push_back(key);
+  }
+  ASSERT_GT(dead.size(), 10u);
+  const auto remaining = [&](const std::string& key) {
+    return acquire_one(*exact_, limit_, key, t_)->remaining;
+  };
+  ASSERT_NO_FATAL_FAILURE(hit_every_key(2));
+  cluster_.node(kDead).kill();
+  EXPECT_FALSE(store_->sync().ok());
+  EXPECT_EQ(store_->stats().sync_failures, 1u);
+  for (const std::string& key : live) EXPECT_EQ(remaining(key), 996u) << key;  // 1000 - 1 - 2 - 1
+
+  ASSERT_NO_FATAL_FAILURE(hit_every_key(1));
+  EXPECT_FALSE(store_->sync().ok());  // the dead master's part, again
+  for (const std::string& key : live) EXPECT_EQ(remaining(key), 994u) << key;  // 996 - 1 - 1
+
+  // Back, empty (no persistence): the first batch's 2 hits, then the 1 held back.
+  ASSERT_TRUE(cluster_.node(kDead).start());
+  ASSERT_TRUE(wait_until([&] { return store_->sync().ok(); }, 10s));
+  ASSERT_TRUE(store_->sync().ok());
+  for (const std::string& key : dead) EXPECT_EQ(remaining(key), 996u) << key;  // 1000 - 2 - 1 - 1
+}
+
 TEST_F(ClusterTest, ExactlyCapacityAllowedAcrossStoresSharingTheCluster) {
   const Limit limit = must(Limit::token_bucket(100, 1, 24h * 365));
   std::vector<std::shared_ptr<RedisStore>> stores;

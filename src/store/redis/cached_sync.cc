@@ -75,38 +75,56 @@ void CachedSync::run(Client& client, Done done) {
 }
 
 void CachedSync::start(Client& client, std::vector<Done> waiters) {
-  if (!resend_) {
-    batch_ = table_.take_batch(&batch_now_);
-    if (batch_.empty()) {
-      for (Done& d : waiters) d(Status());
-      return;
-    }
-    ++sequence_;
+  // What failed goes again first, as it was; its slots (on one Redis, every
+  // key) are held back from the new batch until it has gone through.
+  flight_ = std::move(pending_);
+  pending_.clear();
+  const bool cluster = shared_.options.cluster;
+  std::vector<bool> held(cluster ? 16384 : 1, false);
+  for (const Batch& b : flight_) {
+    for (const SyncItem& item : b.items) held[cluster ? key_slot(item.redis_key) : 0] = true;
+  }
+  Batch fresh;
+  fresh.items = table_.take_batch(
+      &fresh.now, [&](std::string_view key) { return held[cluster ? key_slot(key) : 0]; });
+  if (!fresh.items.empty()) {
+    fresh.sequence = ++sequence_;
+    flight_.push_back(std::move(fresh));
+  }
+  if (flight_.empty()) {
+    for (Done& d : waiters) d(Status());
+    return;
   }
   in_flight_ = true;
   current_ = std::move(waiters);
+  auto round = std::make_shared<Round>();
+  round->failed.resize(flight_.size());
   std::vector<Part> parts;
-  std::string error;
-  if (!plan(&parts, &error)) {
-    if (shared_.request_refresh) shared_.request_refresh();
-    finish(client, Error{ErrorCode::kStoreUnavailable, error});
+  for (size_t b = 0; b < flight_.size(); ++b) {
+    std::string error;
+    if (!plan(b, &parts, &error)) {
+      if (shared_.request_refresh) shared_.request_refresh();
+      if (round->status.ok()) round->status = Error{ErrorCode::kStoreUnavailable, error};
+      for (size_t i = 0; i < flight_[b].items.size(); ++i) round->failed[b].push_back(i);
+    }
+  }
+  if (parts.empty()) {
+    finish(client, *round);
     return;
   }
   // Every part is counted before the first is sent: one may fail at once.
-  auto round = std::make_shared<Round>();
   round->pending = parts.size();
-  round->states.resize(batch_.size());
   for (Part& part : parts)
     send(client, round, std::make_shared<const Part>(std::move(part)), false);
 }
 
-bool CachedSync::plan(std::vector<Part>* parts, std::string* error) {
-  parts->clear();
+bool CachedSync::plan(size_t batch, std::vector<Part>* parts, std::string* error) const {
+  const std::vector<SyncItem>& items = flight_[batch].items;
   if (!shared_.options.cluster) {
     Group all{sequence_key_, {}};
-    all.items.resize(batch_.size());
-    for (size_t i = 0; i < batch_.size(); ++i) all.items[i] = i;
-    parts->push_back(Part{-1, {std::move(all)}});
+    all.items.resize(items.size());
+    for (size_t i = 0; i < items.size(); ++i) all.items[i] = i;
+    parts->push_back(Part{batch, -1, {std::move(all)}});
     return true;
   }
   const std::shared_ptr<const SlotMap> map = shared_.topology.snapshot();
@@ -116,23 +134,24 @@ bool CachedSync::plan(std::vector<Part>* parts, std::string* error) {
   }
   // The items by slot, each slot's in batch order; a master's slots in one
   // part, its lowest slot first (declared: it routes the call).
-  std::vector<std::pair<uint16_t, size_t>> by_slot(batch_.size());
-  for (size_t i = 0; i < batch_.size(); ++i) by_slot[i] = {key_slot(batch_[i].redis_key), i};
+  std::vector<std::pair<uint16_t, size_t>> by_slot(items.size());
+  for (size_t i = 0; i < items.size(); ++i) by_slot[i] = {key_slot(items[i].redis_key), i};
   std::stable_sort(by_slot.begin(), by_slot.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::unordered_map<int, size_t> part_of_node;
-  for (size_t k = 0; k < by_slot.size();) {
-    const uint16_t slot = by_slot[k].first;
-    const int node = map->slot_node[slot];
-    if (node < 0 || slot_tags_[slot] == UINT32_MAX) {
+  for (const auto& [slot, i] : by_slot) {
+    if (map->slot_node[slot] < 0 || slot_tags_[slot] == UINT32_MAX) {
       *error = "cluster slot " + std::to_string(slot) + " is not in the slot map";
       return false;
     }
+  }
+  std::unordered_map<int, size_t> part_of_node;
+  for (size_t k = 0; k < by_slot.size();) {
+    const uint16_t slot = by_slot[k].first;
     Group group{sequence_key_ + ":{" + std::to_string(slot_tags_[slot]) + "}", {}};
     for (; k < by_slot.size() && by_slot[k].first == slot; ++k)
       group.items.push_back(by_slot[k].second);
-    const auto [at, fresh] = part_of_node.try_emplace(node, parts->size());
-    if (fresh) parts->push_back(Part{slot, {}});
+    const auto [at, fresh] = part_of_node.try_emplace(map->slot_node[slot], parts->size());
+    if (fresh) parts->push_back(Part{batch, slot, {}});
     (*parts)[at->second].groups.push_back(std::move(group));
   }
   return true;
@@ -140,6 +159,7 @@ bool CachedSync::plan(std::vector<Part>* parts, std::string* error) {
 
 void CachedSync::send(Client& client, const std::shared_ptr<Round>& round,
                       const std::shared_ptr<const Part>& part, bool use_eval) {
+  const Batch& batch = flight_[part->batch];
   const Group& first = part->groups.front();
   size_t items = 0;
   size_t further_keys = 0;
@@ -151,20 +171,20 @@ void CachedSync::send(Client& client, const std::shared_ptr<Round>& round,
   append_bulk(frame, use_eval ? kCachedSyncScript : kCachedSyncScriptSha1);
   append_bulk(frame, static_cast<int64_t>(1 + first.items.size()));
   append_bulk(frame, first.sequence_key);
-  for (size_t i : first.items) append_bulk(frame, batch_[i].redis_key);
-  append_bulk(frame, batch_now_.count() / 1'000);
-  append_bulk(frame, static_cast<int64_t>(sequence_));
+  for (size_t i : first.items) append_bulk(frame, batch.items[i].redis_key);
+  append_bulk(frame, batch.now.count() / 1'000);
+  append_bulk(frame, static_cast<int64_t>(batch.sequence));
   append_bulk(frame, static_cast<int64_t>(shared_.options.ttl_extra.count()));
   append_bulk(frame, static_cast<int64_t>(part->groups.size() - 1));
   for (size_t g = 1; g < part->groups.size(); ++g) {
     const Group& group = part->groups[g];
     append_bulk(frame, static_cast<int64_t>(1 + group.items.size()));
     append_bulk(frame, group.sequence_key);
-    for (size_t i : group.items) append_bulk(frame, batch_[i].redis_key);
+    for (size_t i : group.items) append_bulk(frame, batch.items[i].redis_key);
   }
   for (const Group& group : part->groups) {
     for (size_t i : group.items) {
-      const SyncItem& item = batch_[i];
+      const SyncItem& item = batch.items[i];
       append_bulk(frame, item.limit.algorithm);
       append_bulk(frame, static_cast<int64_t>(item.limit.p1));
       append_bulk(frame, static_cast<int64_t>(item.limit.p2));
@@ -188,23 +208,37 @@ void CachedSync::send(Client& client, const std::shared_ptr<Round>& round,
         if (s.ok() && !read_states(reply, items, &states))
           s = Error{ErrorCode::kStoreUnavailable, "unexpected reply to the sync script"};
         if (s.ok()) {
+          const Batch& batch = flight_[part->batch];
           size_t k = 0;
           for (const Group& group : part->groups) {
-            for (size_t i : group.items) round->states[i] = states[k++];
+            for (size_t i : group.items) table_.settle({&batch.items[i], 1}, {&states[k++], 1});
           }
         } else if (s.error().message.starts_with("NOTLOCAL") && shared_.request_refresh) {
           // A slot moved or is migrating: the resend follows a fresh map.
           shared_.request_refresh();
         }
-        part_done(client, round, std::move(s));
+        part_done(client, round, *part, std::move(s));
       });
 }
 
-void CachedSync::part_done(Client& client, const std::shared_ptr<Round>& round, Status status) {
-  if (!status.ok() && round->status.ok()) round->status = std::move(status);
+void CachedSync::part_done(Client& client, const std::shared_ptr<Round>& round, const Part& part,
+                           Status status) {
+  if (!status.ok()) {
+    if (round->status.ok()) round->status = std::move(status);
+    for (const Group& group : part.groups) {
+      round->failed[part.batch].insert(round->failed[part.batch].end(), group.items.begin(),
+                                       group.items.end());
+    }
+  }
   if (--round->pending > 0) return;
-  if (round->status.ok()) table_.settle(batch_, round->states);
-  finish(client, round->status);
+  finish(client, *round);
+}
+
+void CachedSync::drop(std::vector<Batch>& batches, const std::string& redis_key) {
+  for (Batch& b : batches) {
+    std::erase_if(b.items, [&](const SyncItem& item) { return item.redis_key == redis_key; });
+  }
+  std::erase_if(batches, [](const Batch& b) { return b.items.empty(); });
 }
 
 void CachedSync::forget(const std::string& redis_key) {
@@ -212,24 +246,33 @@ void CachedSync::forget(const std::string& redis_key) {
     forgotten_.push_back(redis_key);
     return;
   }
-  if (!resend_) return;
-  std::erase_if(batch_, [&](const SyncItem& item) { return item.redis_key == redis_key; });
-  if (batch_.empty()) resend_ = false;
+  drop(pending_, redis_key);
 }
 
-void CachedSync::finish(Client& client, Status status) {
+void CachedSync::finish(Client& client, const Round& round) {
   in_flight_ = false;
-  resend_ = !status.ok();
+  size_t keys = 0;
+  size_t failed = 0;
+  for (size_t b = 0; b < flight_.size(); ++b) {
+    keys += flight_[b].items.size();
+    if (round.failed[b].empty()) continue;
+    Batch again{flight_[b].sequence, flight_[b].now, {}};
+    for (size_t i : round.failed[b]) again.items.push_back(std::move(flight_[b].items[i]));
+    failed += again.items.size();
+    pending_.push_back(std::move(again));
+  }
+  flight_.clear();
   std::vector<std::string> forgotten = std::move(forgotten_);
   forgotten_.clear();
-  for (const std::string& key : forgotten) forget(key);
+  for (const std::string& key : forgotten) drop(pending_, key);
+  const Status status = round.status;
   if (status.ok()) {
     syncs_.fetch_add(1, std::memory_order_relaxed);
   } else {
     failures_.fetch_add(1, std::memory_order_relaxed);
     shared_.log.log(
         ErrorKind::kConnection,
-        "cached mode: sync of " + std::to_string(batch_.size()) +
+        "cached mode: sync of " + std::to_string(failed) + " of " + std::to_string(keys) +
             " keys failed (their hits are kept and sent again): " + status.error().message);
   }
   std::vector<Done> done = std::move(current_);

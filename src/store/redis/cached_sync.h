@@ -1,7 +1,7 @@
 // CachedSync: cached mode's sync. Sends what CachedTable::take_batch() gives
 // (every key's unsent hits, and the keys to fetch) to Redis in one call of
-// scripts/cached_sync.lua per node, and hands the answer to
-// CachedTable::settle() once every node has answered.
+// scripts/cached_sync.lua per node, and hands each node's answer to
+// CachedTable::settle().
 //
 // In a cluster the keys are grouped by slot, and a master's slots travel in
 // one call (the first slot's keys declared, the others as key groups, as
@@ -10,12 +10,14 @@
 // still applies each slot's hits once.
 //
 // One sync at a time: a sync asked for while one is in flight runs after
-// it. A failed call (timeout, connection, error reply, a slot moved) fails
-// the sync: the whole batch is sent again, with its sequence number, by the
-// next sync (the slots Redis applied only read, by their sequence keys), so
-// a call Redis applied whose reply was lost does not count twice. The hits
-// decided meanwhile wait for the sync after. Failures are counted and
-// logged (rate-limited).
+// it. A call that fails (timeout, connection, error reply, a slot moved)
+// keeps its keys and their hits, with its batch's sequence number, for the
+// next sync to send again (Redis applies a sequence number at most once per
+// slot, so a call it applied whose reply was lost does not count twice).
+// Until then its slots are held back: hits decided meanwhile on their keys
+// wait (on one Redis, every key's), while the other slots' keys go on being
+// synced in new batches, so a master that is down holds back only its own.
+// Failures are counted and logged (rate-limited).
 //
 // Thread-safety: run() and forget() on the store's internal thread only;
 // the counters may be read from any thread.
@@ -54,41 +56,49 @@ class CachedSync {
   uint64_t failures() const { return failures_.load(std::memory_order_relaxed); }
 
  private:
-  // One node's call: groups of batch_ items, one per slot (one in all on
+  // Items sent under one sequence number, at one time.
+  struct Batch {
+    uint64_t sequence = 0;
+    Nanos now{0};
+    std::vector<SyncItem> items;
+  };
+  // One node's call: a batch's items in groups, one per slot (one in all on
   // one Redis), and the slot that routes it (-1: one Redis).
   struct Group {
     std::string sequence_key;
-    std::vector<size_t> items;  // indices into batch_
+    std::vector<size_t> items;  // indices into the batch's items
   };
   struct Part {
+    size_t batch = 0;  // index into flight_
     int slot = -1;
     std::vector<Group> groups;
   };
-  // The calls of one sync in flight, and what they answered so far.
+  // A sync in flight: calls not answered yet, and the first error.
   struct Round {
     size_t pending = 0;
     Status status;
-    std::vector<SyncState> states;  // per batch_ item
+    std::vector<std::vector<size_t>> failed;  // per batch, items to send again
   };
 
   void start(Client& client, std::vector<Done> waiters);
-  // batch_ in parts, by the current slot map in a cluster; false (`error`
+  // A batch in parts, by the current slot map in a cluster; false (`error`
   // says why) when the map serves not every slot of the batch.
-  bool plan(std::vector<Part>* parts, std::string* error);
+  bool plan(size_t batch, std::vector<Part>* parts, std::string* error) const;
   void send(Client& client, const std::shared_ptr<Round>& round,
             const std::shared_ptr<const Part>& part, bool use_eval);
-  void part_done(Client& client, const std::shared_ptr<Round>& round, Status status);
-  void finish(Client& client, Status status);
+  void part_done(Client& client, const std::shared_ptr<Round>& round, const Part& part,
+                 Status status);
+  void finish(Client& client, const Round& round);
+  void drop(std::vector<Batch>& batches, const std::string& redis_key);
 
   CachedTable& table_;
   Shared& shared_;
   const std::string sequence_key_;
+  std::vector<uint32_t> slot_tags_;  // cluster: per slot, a number whose text hashes to it
   uint64_t sequence_ = 0;
-  std::vector<uint32_t> slot_tags_;     // cluster: per slot, a number whose text hashes to it
-  std::vector<SyncItem> batch_;         // in flight, or failed and to be sent again
-  std::vector<std::string> forgotten_;  // reset while batch_ was in flight
-  Nanos batch_now_{0};
-  bool resend_ = false;
+  std::vector<Batch> flight_;           // in flight
+  std::vector<Batch> pending_;          // failed, to be sent again
+  std::vector<std::string> forgotten_;  // reset while in flight
   bool in_flight_ = false;
   std::vector<Done> current_;  // waiting for the call in flight
   std::vector<Done> queued_;   // asked while it was in flight: the next sync

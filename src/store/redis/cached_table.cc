@@ -163,21 +163,27 @@ Result<CachedTable::Outcome> CachedTable::decide(std::span<const AcquireRequest>
   return Outcome::kDecided;
 }
 
-std::vector<SyncItem> CachedTable::take_batch(Nanos* now) {
+std::vector<SyncItem> CachedTable::take_batch(Nanos* now,
+                                              const std::function<bool(std::string_view)>& hold) {
   std::lock_guard<std::mutex> lock(mutex_);
   *now = latest_now_;
   std::vector<SyncItem> batch;
+  std::vector<std::string> held;
   batch.reserve(dirty_.size());
   for (std::string& key : dirty_) {
     auto it = entries_.find(key);
     if (it == entries_.end() || !it->second.listed) continue;  // gone, or listed twice
+    if (hold && hold(key)) {
+      held.push_back(std::move(key));
+      continue;
+    }
     Entry& e = it->second;
     e.listed = false;
     batch.push_back(SyncItem{std::move(key), e.script, e.unsent, e.unsent_window});
     e.in_flight += e.unsent;
     e.unsent = 0;
   }
-  dirty_.clear();
+  dirty_ = std::move(held);
   return batch;
 }
 

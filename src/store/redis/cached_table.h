@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <mutex>
 #include <span>
@@ -71,7 +72,9 @@ class CachedTable {
 
   // What a sync sends, and the time to send with (the latest `now` decide()
   // saw). Empty when there is nothing to send.
-  std::vector<SyncItem> take_batch(Nanos* now);
+  // Keys for which `hold` is true stay for a later batch, hits and all.
+  std::vector<SyncItem> take_batch(Nanos* now,
+                                   const std::function<bool(std::string_view)>& hold = nullptr);
 
   // A sync of `batch` answered `states` (one per item).
   void settle(std::span<const SyncItem> batch, std::span<const SyncState> states);
