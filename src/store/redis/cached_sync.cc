@@ -85,8 +85,12 @@ void CachedSync::start(Client& client, std::vector<Done> waiters) {
     for (const SyncItem& item : b.items) held[cluster ? key_slot(item.redis_key) : 0] = true;
   }
   Batch fresh;
-  fresh.items = table_.take_batch(
-      &fresh.now, [&](std::string_view key) { return held[cluster ? key_slot(key) : 0]; });
+  std::function<bool(std::string_view)> hold;
+  if (!flight_.empty())
+    hold = [&](std::string_view key) {
+      return static_cast<bool>(held[cluster ? key_slot(key) : 0]);
+    };
+  fresh.items = table_.take_batch(&fresh.now, hold);
   if (!fresh.items.empty()) {
     fresh.sequence = ++sequence_;
     flight_.push_back(std::move(fresh));
