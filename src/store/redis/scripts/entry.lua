@@ -96,6 +96,9 @@ end
 
 -- Writes an algorithm's state, keeping the key until `reset_us` from now.
 local rcall = redis.call
+-- A TTL goes to SET as a string: Redis would format a Lua number with
+-- "%.17g", whose floating-point formatting costs it more than "%d" does here.
+local format = string.format
 local function put(key, state, reset_us)
   local ttl_ms = ttl_of(reset_us)
   local old = STATES[key]
@@ -115,7 +118,7 @@ local function put(key, state, reset_us)
   end
   ttl_ms = 2 * ttl_ms
   local value = spack('<c0d', state, redis_now + (ttl_ms - 1) * 1000)
-  rcall('SET', key, value, 'PX', ttl_ms)
+  rcall('SET', key, value, 'PX', format('%d', ttl_ms))
   STATES[key] = value
 end
 
