@@ -9,7 +9,7 @@
 -- them), same TTLs, so that either script, a refund, a reset and cached
 -- mode's sync all read and write one representation. What it saves is
 -- entry.lua's generality: no lockouts, refunds or other algorithms, one
--- deadline per batch, two or three arguments and one reply integer per
+-- deadline per batch, two or three packed numbers and one reply integer per
 -- request, and no functions defined per call.
 --
 -- KEYS      per request, its state key (in a cluster all in one slot).
