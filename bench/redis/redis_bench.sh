@@ -44,11 +44,17 @@
 #   serve-cached-hot  serve-cached on 10 client keys (hot keys)
 #   serve-fw       serve for a fixed window policy (1,000,000 per second: the
 #                  fast path), no RLS row
-# With BASELINE, inproc, serve and rls run again with that build's binaries
+# With BASELINE, inproc, inproc-fw, serve and rls run again with that build's binaries
 # (rows "base-..."), in the same round, on the same Redis.
 # Redis CPU: redis-server's utime + stime (/proc/<pid>/stat) over the run;
 # Sluice CPU: the sluice process's, likewise (inproc rows: the driver's own).
 #
+# RATE=N paces every inproc row to at most N decisions/s (redis_throughput
+# --rate: the requests due leave every 1 ms, so with 50 in flight a row
+# runs at most about 50 per round trip): a state's TTL runs out between two
+# of its decisions more often the slower its key is hit (a token bucket of
+# 100 + 20/s on 10,000 keys: at about 120,000/s and below; the stderr line
+# counts expired_keys), so two builds are compared fairly only at one rate.
 # ROWS="inproc-fw serve ..." runs only the named rows (a serve row brings its
 # rls row; "floors" the four floors; base rows follow theirs).
 set -euo pipefail
@@ -151,17 +157,27 @@ script_calls() {
     awk -F'[:=,]' '/^cmdstat_eval(sha)?:/ {n += $3} END {print n + 0}'
 }
 
+# Keys Redis expired so far (INFO stats): a state whose TTL ran out between
+# two of its decisions costs Redis a delete and a new key, so a slower row
+# pays more per decision for the same work.
+expired_keys() {
+  redis-cli -p "$port" info stats | tr -d '\r' | awk -F: '/^expired_keys:/ {print $2 + 0}'
+}
+
 # inproc NAME BUILD [MAX_BATCH] [more redis_throughput flags]
 inproc() {
   local name=$1 build=$2 batch=${3:-64} out
   shift 3 || shift $#
   redis-cli -p "$port" flushall >/dev/null
-  local calls0 calls1
+  local calls0 calls1 expired0 expired1
   calls0=$(script_calls)
+  expired0=$(expired_keys)
   out=$("$(driver "$build")" --address "127.0.0.1:$port" --seconds "$SECS" --in-flight 50 \
-    --keys 10000 --threads 1 --max-batch "$batch" --redis-pid "$pid" "$@")
+    --keys 10000 --threads 1 --max-batch "$batch" --redis-pid "$pid" ${RATE:+--rate "$RATE"} "$@")
   calls1=$(script_calls)
-  echo "  $name: $(echo "$out" | grep -oE 'decisions=[0-9]+ allowed=[0-9]+') script_calls=$((calls1 - calls0))" >&2
+  expired1=$(expired_keys)
+  echo "  $name: $(echo "$out" | grep -oE 'decisions=[0-9]+ allowed=[0-9]+')" \
+    "script_calls=$((calls1 - calls0)) expired_keys=$((expired1 - expired0))" >&2
   row "$name" "$(echo "$out" | sed -nE 's/.*decisions_per_s=([0-9]+).*/\1/p')" \
     "$(echo "$out" | sed -nE 's/.*redis_cpu_us_per_decision=([0-9.]+).*/\1/p')" \
     "$(echo "$out" | sed -nE 's/.*sluice_cpu_us_per_decision=([0-9.]+).*/\1/p')"
@@ -259,7 +275,10 @@ for round in $(seq "$ROUNDS"); do
     inproc inproc-batch1 "$BUILD" 1
     [ -n "$BASE" ] && inproc base-inproc-batch1 "$BASE" 1
   fi
-  if want inproc-fw; then inproc inproc-fw "$BUILD" 64 --algorithm fixed_window; fi
+  if want inproc-fw; then
+    inproc inproc-fw "$BUILD" 64 --algorithm fixed_window
+    [ -n "$BASE" ] && inproc base-inproc-fw "$BASE" 64 --algorithm fixed_window
+  fi
   if want inproc-fw-script; then
     inproc inproc-fw-script "$BUILD" 64 --algorithm fixed_window --fast-path no
   fi

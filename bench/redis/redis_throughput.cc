@@ -17,6 +17,10 @@
 //                          (one limit: the fixed window's fast path) instead of
 //                          the token bucket
 //       [--fast-path no]   turns the fixed window's fast path off (the general script)
+//       [--rate N]         at most N decisions/s in all (per thread, released every 1 ms
+//                          as one turn's requests): two builds
+//                          compared at one rate give every key the same time between
+//                          its decisions, so the same share of states whose TTL ran out
 // Prints Sluice CPU per decision too: this process's (getrusage) over the run.
 #include <sys/resource.h>
 #include <unistd.h>
@@ -31,6 +35,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -60,6 +65,7 @@ struct Args {
   bool deny_cache = true;
   bool fixed_window = false;
   bool fast_path = true;
+  double rate = 0;  // decisions/s in all, 0 for as many as the calls in flight allow
 };
 
 // This process's user + system CPU time, in microseconds.
@@ -104,6 +110,12 @@ struct Worker {
   uint64_t errors = 0;
   uint64_t next_key = 0;
   int outstanding = 0;
+  double rate = 0;     // this thread's decisions/s with --rate, else 0
+  uint64_t turns = 0;  // with --rate: the requests issued
+  Clock::time_point started;
+  std::vector<size_t> idle;  // with --rate: the slots waiting for their turn
+  std::unique_ptr<boost::asio::steady_timer> tick;
+  bool ticking = false;
 
   struct Slot {
     sluice::AcquireRequest requests[4];
@@ -111,7 +123,35 @@ struct Worker {
   };
   std::vector<Slot> slots;
 
+  // Issues slot s's next request now, or with --rate at the next tick.
   void issue(size_t s) {
+    if (rate <= 0) return issue_now(s);
+    idle.push_back(s);
+    if (!ticking) arm();
+  }
+
+  // Every millisecond the requests due by then leave together, as the
+  // requests of one loop turn of a server would: a paced run still batches.
+  void arm() {
+    if (!tick) tick = std::make_unique<boost::asio::steady_timer>(io);
+    ticking = true;
+    tick->expires_after(std::chrono::milliseconds(1));
+    tick->async_wait([this](const boost::system::error_code& ec) {
+      ticking = false;
+      if (ec || Clock::now() >= stop_at) return;
+      const double elapsed = std::chrono::duration<double>(Clock::now() - started).count();
+      const auto due = static_cast<uint64_t>(elapsed * rate);
+      while (!idle.empty() && turns < due) {
+        const size_t s = idle.back();
+        idle.pop_back();
+        ++turns;
+        issue_now(s);
+      }
+      if (!idle.empty()) arm();
+    });
+  }
+
+  void issue_now(size_t s) {
     Slot& slot = slots[s];
     const std::string& key = (*keys)[next_key++ % keys->size()];
     size_t n = limits->size();
@@ -137,6 +177,7 @@ struct Worker {
 
   void run(int in_flight) {
     store->attach(io);
+    started = Clock::now();
     slots.resize(static_cast<size_t>(in_flight));
     for (int s = 0; s < in_flight; ++s) issue(static_cast<size_t>(s));
     while (outstanding > 0 || Clock::now() < stop_at) io.run_one_for(std::chrono::milliseconds(50));
@@ -192,6 +233,8 @@ int main(int argc, char** argv) {
       }
     } else if (flag == "--fast-path") {
       a.fast_path = std::strcmp(v, "no") != 0;
+    } else if (flag == "--rate") {
+      a.rate = std::atof(v);
     } else {
       std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
       return 2;
@@ -247,6 +290,7 @@ int main(int argc, char** argv) {
     w->exhausted = &exhausted;
     w->denied = a.denied;
     w->next_key = static_cast<uint64_t>(t) * 7919;
+    w->rate = a.rate / a.threads;
     workers.push_back(std::move(w));
   }
   // Warm-up: connect and load the script.

@@ -6,6 +6,7 @@
 #include "core/sliding_log.h"
 #include "core/step.h"
 #include "store/redis/clock_offset.h"
+#include "store/redis/packed.h"
 #include "store/redis/script_limit.h"
 #include "store/redis/script_reply.h"
 #include "store/redis/scripts.h"
@@ -544,7 +545,9 @@ void Client::write_script_frame(Batch* b, Connection& to) {
   size_t declared = 0;     // keys of the first slot's calls
   size_t first_calls = 0;  // calls of the first slot
   group_keys_.clear();     // per further slot: its keys
-  size_t args = 4;         // ttl_extra, whether calls carry their time, the definitions, groups
+  // ttl_extra, whether calls carry their time, the definitions, groups, the
+  // requests (packed: one argument)
+  size_t args = 5;
   const bool own_time = shared_.options.time_source == RedisTimeSource::kLocal;
   for (size_t k = 0; k < b->calls.size(); ++k) {
     const Call* c = b->calls[k];
@@ -559,7 +562,6 @@ void Client::write_script_frame(Batch* b, Connection& to) {
       group_keys_.back() += c->key_count;
       args += c->key_count;
     }
-    args += (own_time ? 3 : 2) + (c->is_refund ? 3 : 2) * c->limits.size();
     for (const LimitRef& r : c->limits) {
       size_t d = 0;
       while (d < defs_.size() && !(*defs_[d] == r.limit)) ++d;
@@ -601,17 +603,19 @@ void Client::write_script_frame(Batch* b, Connection& to) {
   const ClockOffset& clock = to.clock();
   const int64_t now_us = ClockOffset::floor_us(b->sent_at);
   size_t next_def = 0;
+  packed_.clear();
   for (Call* c : b->calls) {
-    append_bulk(frame_, clock.to_redis(ClockOffset::floor_us(c->deadline), now_us));
-    if (own_time) append_bulk(frame_, c->now_us);
+    append_packed(packed_, clock.to_redis(ClockOffset::floor_us(c->deadline), now_us));
+    if (own_time) append_packed(packed_, c->now_us);
     const int64_t n = static_cast<int64_t>(c->limits.size());
-    append_bulk(frame_, c->is_refund ? -n : n);
+    append_packed(packed_, c->is_refund ? -n : n);
     for (const LimitRef& r : c->limits) {
-      append_bulk(frame_, static_cast<int64_t>(def_of_[next_def++]));
-      append_bulk(frame_, static_cast<int64_t>(r.cost));
-      if (c->is_refund) append_bulk(frame_, r.charged_at_us);
+      append_packed(packed_, static_cast<int64_t>(def_of_[next_def++]));
+      append_packed(packed_, static_cast<int64_t>(r.cost));
+      if (c->is_refund) append_packed(packed_, r.charged_at_us);
     }
   }
+  append_bulk(frame_, packed_);
 }
 
 // fast_fixed_window.lua's call: the definitions, then per call its time
@@ -630,7 +634,7 @@ void Client::write_fast_frame(Batch* b, Connection& to) {
     def_of_.push_back(d + 1);
   }
   const size_t keys = b->calls.size();
-  const size_t args = 4 + 2 * defs_.size() + (own_time ? 3 : 2) * keys;
+  const size_t args = 5 + 2 * defs_.size();  // the requests packed: one argument
   frame_.clear();
   append_array_header(frame_, 3 + keys + args);
   if (b->use_eval) {
@@ -652,12 +656,14 @@ void Client::write_fast_frame(Batch* b, Connection& to) {
     append_bulk(frame_, static_cast<int64_t>(d->p1));
     append_bulk(frame_, static_cast<int64_t>(d->p2));
   }
+  packed_.clear();
   for (size_t k = 0; k < keys; ++k) {
     const Call* c = b->calls[k];
-    if (own_time) append_bulk(frame_, c->now_us);
-    append_bulk(frame_, static_cast<int64_t>(def_of_[k]));
-    append_bulk(frame_, static_cast<int64_t>(c->limits.front().cost));
+    if (own_time) append_packed(packed_, c->now_us);
+    append_packed(packed_, static_cast<int64_t>(def_of_[k]));
+    append_packed(packed_, static_cast<int64_t>(c->limits.front().cost));
   }
+  append_bulk(frame_, packed_);
 }
 
 void Client::on_state(Connection& connection, bool up) {

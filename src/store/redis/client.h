@@ -167,6 +167,7 @@ class Client final : public Connection::Listener {
   std::vector<Batch*> free_batches_;
   std::vector<std::string> keys_;         // scratch
   std::string frame_;                     // scratch
+  std::string packed_;                    // scratch: a batch's packed numbers (packed.h)
   std::vector<const ScriptLimit*> defs_;  // scratch: a batch's distinct limits
   std::vector<size_t> def_of_;            // scratch: per limit of a batch, its definition
   std::vector<size_t> group_keys_;        // scratch: per further slot of a batch, its keys

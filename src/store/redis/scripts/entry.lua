@@ -25,7 +25,9 @@
 --           requests use it.
 -- Then G, the number of further key groups (0 without a cluster, or with
 -- one slot), then per group its number of keys and the keys.
--- Then, per request:
+-- Then one argument, the requests: numbers, each a packed double
+-- (little-endian, what struct.pack('<d') makes; the client's
+-- src/store/redis/packed.h), per request:
 --   deadline  microseconds since the epoch by Redis's clock, or 0 for none:
 --           from then on the client has given up on the request (timed out,
 --           its caller answered per on_failure), so it must charge nothing.
@@ -93,82 +95,96 @@ for d = 1, defs do
 end
 
 -- Writes an algorithm's state, keeping the key until `reset_us` from now.
+local rcall = redis.call
+-- A TTL goes to SET as a string: Redis would format a Lua number with
+-- "%.17g", whose floating-point formatting costs it more than "%d" does here.
+local format = string.format
 local function put(key, state, reset_us)
   local ttl_ms = ttl_of(reset_us)
   local old = STATES[key]
   local size = #state
-  local value
   -- A millisecond less than the TTL set: Redis counts it from its own
   -- millisecond clock, which may be up to 1 ms behind TIME.
-  if old and #old == size + 8 and sunpack('<d', old, size + 1) >= redis_now + ttl_ms * 1000 then
-    value = state .. string.sub(old, size + 1)
-    redis.call('SET', key, value, 'KEEPTTL')
-  else
-    ttl_ms = 2 * ttl_ms
-    value = state .. spack('<d', redis_now + (ttl_ms - 1) * 1000)
-    redis.call('SET', key, value, 'PX', ttl_ms)
+  if old and #old == size + 8 then
+    local expiry = sunpack('<d', old, size + 1)
+    if expiry >= redis_now + ttl_ms * 1000 then
+      -- The same bytes as state .. string.sub(old, size + 1), one string
+      -- built instead of two.
+      local value = spack('<c0d', state, expiry)
+      rcall('SET', key, value, 'KEEPTTL')
+      STATES[key] = value
+      return
+    end
   end
+  ttl_ms = 2 * ttl_ms
+  local value = spack('<c0d', state, redis_now + (ttl_ms - 1) * 1000)
+  rcall('SET', key, value, 'PX', format('%d', ttl_ms))
   STATES[key] = value
 end
 
 local out = {redis_now}
+local nout = 1  -- #out, kept rather than counted
 local writes = {}
 local states = {}  -- per limit of the request: its state key
 local locks = {}   -- per limit: its lockout key, if it has a block
 local starts = {}  -- per limit: the block its denial starts, or false
 local resets = {}  -- per limit: its reset_after_us
 local key = 0
-local j = REQUESTS
-while j <= #ARGV do
-  local deadline = tonumber(ARGV[j])
-  local now = redis_now
+-- The requests' numbers, packed doubles (struct.unpack reads them without
+-- the string and the tonumber() per number that arguments of their own cost).
+local reqs = ARGV[REQUESTS]
+local pos, size = 1, #reqs
+while pos <= size do
+  local deadline, now, n
   if own_time then
-    now = tonumber(ARGV[j + 1])
-    j = j + 1
+    deadline, now, n, pos = sunpack('<ddd', reqs, pos)
+  else
+    deadline, n, pos = sunpack('<dd', reqs, pos)
+    now = redis_now
   end
-  local n = tonumber(ARGV[j + 1])
-  j = j + 2
   local refund = n < 0
   if refund then n = -n end
   if deadline > 0 and redis_now >= deadline then
-    out[#out + 1] = -1
+    nout = nout + 1
+    out[nout] = -1
     -- Skip its keys: the state key, and an acquire's lockout key.
     for _ = 1, n do
       key = key + 1
       if refund then
-        j = j + 3
+        pos = pos + 24
       else
-        if blocks[tonumber(ARGV[j])] > 0 then key = key + 1 end
-        j = j + 2
+        if blocks[sunpack('<d', reqs, pos)] > 0 then key = key + 1 end
+        pos = pos + 16
       end
     end
   elseif refund then
     for _ = 1, n do
-      local d = tonumber(ARGV[j])
+      local d, cost, charged_at
+      d, cost, charged_at, pos = sunpack('<ddd', reqs, pos)
       local give_back = REFUNDS[kind[d]]
       if not give_back then
         return redis.error_reply('ERR sluice: unknown refund ' .. tostring(kind[d]))
       end
       key = key + 1
       local k = CALL_KEYS[key]
-      local write = give_back(k, now, p1[d], p2[d], p3[d], tonumber(ARGV[j + 1]),
-                              tonumber(ARGV[j + 2]))
+      local write = give_back(k, now, p1[d], p2[d], p3[d], cost, charged_at)
       if write then
         -- Keeps the expiry the value carries, if any, with its TTL.
         local old = STATES[k]
         if old and #old == #write + 8 then write = write .. string.sub(old, #write + 1) end
-        redis.call('SET', k, write, 'KEEPTTL')
+        rcall('SET', k, write, 'KEEPTTL')
         STATES[k] = write
       end
-      j = j + 3
     end
-    out[#out + 1] = 1
+    nout = nout + 1
+    out[nout] = 1
   else
     local all_allowed = true
-    local first = #out + 1
+    local first = nout + 1
     local o = first
     for i = 1, n do
-      local d = tonumber(ARGV[j])
+      local d, cost
+      d, cost, pos = sunpack('<dd', reqs, pos)
       local algorithm = ALGORITHMS[kind[d]]
       if not algorithm then
         return redis.error_reply('ERR sluice: unknown algorithm ' .. tostring(kind[d]))
@@ -197,7 +213,7 @@ while j <= #ARGV do
         all_allowed = false
       else
         local allowed, _, remaining, reset, retry, write =
-            algorithm(states[i], now, p1[d], p2[d], p3[d], tonumber(ARGV[j + 1]))
+            algorithm(states[i], now, p1[d], p2[d], p3[d], cost)
         out[o] = remaining * 2 + allowed
         out[o + 1] = reset
         resets[i] = reset
@@ -211,8 +227,8 @@ while j <= #ARGV do
           if block > 0 then starts[i] = block end
         end
       end
-      j = j + 2
     end
+    nout = o - 1
     if all_allowed then
       for i = 1, n do
         local write = writes[i]
@@ -232,7 +248,7 @@ while j <= #ARGV do
         if out[o] % 2 == 1 then step = 2 end
         if block then
           local until_us = now + block
-          redis.call('SET', locks[i], string.format('%d', until_us), 'PX', ttl_of(block))
+          rcall('SET', locks[i], string.format('%d', until_us), 'PX', ttl_of(block))
           STATES[locks[i]] = string.format('%d', until_us)
           out[o] = 0
           out[o + 1] = block

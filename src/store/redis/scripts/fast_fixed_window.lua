@@ -9,7 +9,7 @@
 -- them), same TTLs, so that either script, a refund, a reset and cached
 -- mode's sync all read and write one representation. What it saves is
 -- entry.lua's generality: no lockouts, refunds or other algorithms, one
--- deadline per batch, two or three arguments and one reply integer per
+-- deadline per batch, two or three packed numbers and one reply integer per
 -- request, and no functions defined per call.
 --
 -- KEYS      per request, its state key (in a cluster all in one slot).
@@ -23,8 +23,10 @@
 --           and will on the others within the microseconds of one loop turn.
 -- ARGV[4]   D, the number of limit definitions, then 2 per definition: the
 --           limit and the window in microseconds.
--- Then, per request: its time (only when ARGV[2] is "1"), its definition
--- (1 to D) and its cost (1 to the limit).
+-- Then one argument, the requests, as packed doubles (little-endian, what
+-- struct.pack('<d') makes; the client's src/store/redis/packed.h): per
+-- request its time (only when ARGV[2] is "1"), its definition (1 to D) and
+-- its cost (1 to the limit).
 --
 -- Returns the Redis TIME this call read (microseconds), then -1 alone if
 -- the batch was past its deadline, or else per request remaining * 2 +
@@ -61,23 +63,35 @@ for from = 1, #KEYS, 512 do  -- unpack() is bounded by Lua's C stack
 end
 
 local out = {redis_now}
-local j = 5 + 2 * defs
+local nout = 1  -- #out, kept rather than counted
+local rcall = redis.call
+-- A TTL goes to SET as a string: Redis would format a Lua number with
+-- "%.17g", whose floating-point formatting costs it more than "%d" does here.
+local format = string.format
+-- The requests' numbers, packed doubles (read with one struct.unpack each).
+local reqs = ARGV[5 + 2 * defs]
+local pos = 1
 for i = 1, #KEYS do
   local key = KEYS[i]
-  local now = redis_now
+  local now, d, cost
   if own_time then
-    now = tonumber(ARGV[j])
-    j = j + 1
+    now, d, cost, pos = sunpack('<ddd', reqs, pos)
+  else
+    d, cost, pos = sunpack('<dd', reqs, pos)
+    now = redis_now
   end
-  local d = tonumber(ARGV[j])
-  local cost = tonumber(ARGV[j + 1])
-  j = j + 2
   local window, limit = windows[d], limits[d]
   local index = (now - fmod(now, window)) / window
   local ahead, count = 0, 0
   local raw = states[key]
+  local expiry = nil  -- the Redis time its TTL runs to, when its value says
   if raw then
-    local state_index, state_count = sunpack('<dd', raw)
+    local state_index, state_count
+    if #raw == 24 then
+      state_index, state_count, expiry = sunpack('<ddd', raw)
+    else
+      state_index, state_count = sunpack('<dd', raw)
+    end
     -- A state from a later window (time ran backwards) keeps counting there.
     if state_index >= index then
       ahead = state_index - index
@@ -97,25 +111,28 @@ for i = 1, #KEYS do
     if r > 0 then ms = ms + 1 end
     if ms < 1 then ms = 1 end
     ms = ms + extra_ms
-    local state = spack('<dd', index, after)
+    -- The value packed at once: the same bytes as the state's two doubles
+    -- followed by the expiry's (kept, or new), without the strings between.
     local value
-    if raw and #raw == 24 and sunpack('<d', raw, 17) >= redis_now + ms * 1000 then
-      value = state .. string.sub(raw, 17)
-      redis.call('SET', key, value, 'KEEPTTL')
+    if expiry and expiry >= redis_now + ms * 1000 then
+      value = spack('<ddd', index, after, expiry)
+      rcall('SET', key, value, 'KEEPTTL')
     else
       ms = 2 * ms
-      value = state .. spack('<d', redis_now + (ms - 1) * 1000)
-      redis.call('SET', key, value, 'PX', ms)
+      value = spack('<ddd', index, after, redis_now + (ms - 1) * 1000)
+      rcall('SET', key, value, 'PX', format('%d', ms))
     end
     states[key] = value
   else
     code = (limit - count) * 2
   end
+  nout = nout + 1
   if ahead == 0 then
-    out[#out + 1] = code
+    out[nout] = code
   else
-    out[#out + 1] = -2 - code
-    out[#out + 1] = ahead
+    out[nout] = -2 - code
+    nout = nout + 1
+    out[nout] = ahead
   end
 end
 return out
