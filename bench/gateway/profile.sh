@@ -36,6 +36,7 @@ start_work sluice-gw-profile
 
 libc=$(ldd "$build_dir/sluice" | awk '/libc\.so/ {print $3}')
 probe=""
+perf probe -q -d probe_libc:malloc_count 2>/dev/null || true  # left by an interrupted run
 if perf probe -q -x "$libc" malloc_count=malloc 2>/dev/null; then
   probe=probe_libc:malloc_count
   trap 'perf probe -q -d "$probe" 2>/dev/null || true; stop_work' EXIT
