@@ -218,10 +218,12 @@ void FrontDoor::decide_and_count(Session& session, const std::shared_ptr<const S
                                  const policy::Plan& plan, const RouteMetrics& metrics, Nanos now,
                                  uint64_t cost, Then&& then) {
   const auto start = std::chrono::steady_clock::now();
-  // `then` holds the session, so it outlives this callback.
+  // `then` holds the session, so it outlives this callback, and the session
+  // holds `state` until its request is answered: no reference of our own
+  // (a count on a block every worker shares).
   policy::decide_async(context_.store, plan, now,
                        state->policy.config().store.redis.on_failure_allow, cost,
-                       [this, session = &session, state, &plan, &metrics, now, start,
+                       [this, session = &session, state = state.get(), &plan, &metrics, now, start,
                         then = std::forward<Then>(then)](policy::Verdict verdict) mutable {
                          count(*state, plan, metrics, now, start, verdict);
                          if (session->access_log_on())
@@ -490,7 +492,8 @@ void FrontDoor::handle_auth(const std::shared_ptr<Session>& session) {
   const policy::Plan& planned = *plan;
   decide_and_count(
       *session, state, planned, state->metrics_for(planned.route), now, 1,
-      [this, session, state, now, plan = std::move(plan)](policy::Verdict verdict) {
+      [this, session, now, plan = std::move(plan)](policy::Verdict verdict) {
+        const std::shared_ptr<const State>& state = session->state();  // held until answered
         // auth_request never says when the request it asked about ends, so a
         // concurrency slot is checked here, not held: it goes back at once.
         policy::give_back_slots(context_.store, *plan, verdict, now, [](Status) {});
@@ -526,7 +529,8 @@ void FrontDoor::handle_gateway(const std::shared_ptr<Session>& session) {
   const policy::Plan& plan = exchange->plan;
   decide_and_count(
       *session, state, plan, state->metrics_for(plan.route), now, 1,
-      [this, session, state, now, exchange = std::move(exchange)](policy::Verdict v) mutable {
+      [this, session, now, exchange = std::move(exchange)](policy::Verdict v) mutable {
+        const std::shared_ptr<const State>& state = session->state();  // held until answered
         exchange->verdict = std::move(v);
         const policy::Verdict& verdict = exchange->verdict;
         append_rate_headers(verdict, state->policy.config().headers, now, exchange->rate_headers);

@@ -70,7 +70,8 @@ class FrontDoor final : public RequestHandler {
   // policy::decide_async() plus the bookkeeping every door shares (latency,
   // counters, logs), then `then(policy::Verdict)` on this worker's thread:
   // before this returns with the memory store, from the event loop with Redis.
-  // `plan` and `metrics` must live until then (the caller holds the State).
+  // `plan` and `metrics` must live until then (`state` is the session's,
+  // which it holds until the request is answered; `then` must hold the session).
   // With the access log on, the session's AccessNote is filled first.
   template <class Then>
   void decide_and_count(Session& session, const std::shared_ptr<const State>& state,

@@ -105,10 +105,20 @@ bool IpAddress::is_v4() const {
 std::string IpAddress::text() const {
   char buffer[INET6_ADDRSTRLEN];
   if (is_v4()) {
-    inet_ntop(AF_INET, bytes + 12, buffer, sizeof buffer);
-  } else {
-    inet_ntop(AF_INET6, bytes, buffer, sizeof buffer);
+    // What inet_ntop writes ("%u.%u.%u.%u"), without its sprintf: every
+    // request keyed by ip forms this text.
+    std::string out;
+    out.reserve(15);
+    for (int i = 12; i < 16; ++i) {
+      if (i > 12) out += '.';
+      const unsigned octet = bytes[i];
+      if (octet >= 100) out += static_cast<char>('0' + octet / 100);
+      if (octet >= 10) out += static_cast<char>('0' + octet / 10 % 10);
+      out += static_cast<char>('0' + octet % 10);
+    }
+    return out;
   }
+  inet_ntop(AF_INET6, bytes, buffer, sizeof buffer);
   return buffer;
 }
 

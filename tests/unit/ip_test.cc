@@ -36,6 +36,14 @@ TEST(ParseIp, Ipv4) {
   EXPECT_EQ(a.bytes[15], 1);
 }
 
+// The text is inet_ntop's: no leading zeros, every octet from 0 to 255.
+TEST(ParseIp, Ipv4TextAsInetNtopWritesIt) {
+  EXPECT_EQ(ip("0.0.0.0").text(), "0.0.0.0");
+  EXPECT_EQ(ip("255.255.255.255").text(), "255.255.255.255");
+  EXPECT_EQ(ip("10.0.100.9").text(), "10.0.100.9");
+  EXPECT_EQ(ip("127.0.0.1").text(), "127.0.0.1");
+}
+
 TEST(ParseIp, Ipv6CompressedAndBracketed) {
   const IpAddress a = ip("2001:db8::1");
   EXPECT_FALSE(a.is_v4());
