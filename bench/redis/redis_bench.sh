@@ -17,6 +17,10 @@
 #                  and time of both summed per descriptor
 #   inproc         <build>/bench/redis_throughput: RedisStore in process, 50 calls in
 #                  flight on one thread (batched), token_bucket 100 + 20/s
+#   inproc-refill1 inproc with the bucket refilled 1 per second: a state's TTL
+#                  after a decision is about 2 s, not 100 ms, so at these rates
+#                  keys do not expire between their decisions (as the floors'
+#                  keys, written with a 5 s TTL, do not)
 #   inproc-batch1  the same with max_batch 1: one request per script call
 #                  (a cluster's calls mostly were, when a batch was per slot;
 #                  bench/redis/cluster_bench.sh measures a cluster)
@@ -275,6 +279,7 @@ for round in $(seq "$ROUNDS"); do
     inproc inproc-batch1 "$BUILD" 1
     [ -n "$BASE" ] && inproc base-inproc-batch1 "$BASE" 1
   fi
+  if want inproc-refill1; then inproc inproc-refill1 "$BUILD" 64 --refill 1; fi
   if want inproc-fw; then
     inproc inproc-fw "$BUILD" 64 --algorithm fixed_window
     [ -n "$BASE" ] && inproc base-inproc-fw "$BASE" 64 --algorithm fixed_window

@@ -17,6 +17,8 @@
 //                          (one limit: the fixed window's fast path) instead of
 //                          the token bucket
 //       [--fast-path no]   turns the fixed window's fast path off (the general script)
+//       [--refill N]       the token bucket refills N per second (default 20: a state
+//                          needs about 100 ms of TTL after a decision; 1: about 2 s)
 //       [--rate N]         at most N decisions/s in all (per thread, released every 1 ms
 //                          as one turn's requests): two builds
 //                          compared at one rate give every key the same time between
@@ -66,6 +68,7 @@ struct Args {
   bool fixed_window = false;
   bool fast_path = true;
   double rate = 0;  // decisions/s in all, 0 for as many as the calls in flight allow
+  int refill = 20;  // the token bucket's tokens per second
 };
 
 // This process's user + system CPU time, in microseconds.
@@ -235,6 +238,8 @@ int main(int argc, char** argv) {
       a.fast_path = std::strcmp(v, "no") != 0;
     } else if (flag == "--rate") {
       a.rate = std::atof(v);
+    } else if (flag == "--refill") {
+      a.refill = std::atoi(v);
     } else {
       std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
       return 2;
@@ -268,9 +273,9 @@ int main(int argc, char** argv) {
   }
   // The seed's tiers: 100 per bucket refilled at 20/s (plus more limits on request).
   std::vector<sluice::Limit> limits;
-  limits.push_back(a.fixed_window
-                       ? sluice::Limit::fixed_window(100, std::chrono::seconds(5)).value()
-                       : sluice::Limit::token_bucket(100, 20, std::chrono::seconds(1)).value());
+  limits.push_back(
+      a.fixed_window ? sluice::Limit::fixed_window(100, std::chrono::seconds(5)).value()
+                     : sluice::Limit::token_bucket(100, a.refill, std::chrono::seconds(1)).value());
   if (a.limits > 1)
     limits.push_back(sluice::Limit::fixed_window(1'000, std::chrono::minutes(1)).value());
   if (a.limits > 2)
