@@ -17,6 +17,9 @@
 #                  and time of both summed per descriptor
 #   inproc         <build>/bench/redis_throughput: RedisStore in process, 50 calls in
 #                  flight on one thread (batched), token_bucket 100 + 20/s
+#   tb-alone       bench/redis/floors/token_bucket_alone.lua as the floors are
+#                  run: a script that decides one token bucket per key and
+#                  nothing else (what a token-bucket fast path could cost)
 #   inproc-refill1 inproc with the bucket refilled 1 per second: a state's TTL
 #                  after a decision is about 2 s, not 100 ms, so at these rates
 #                  keys do not expire between their decisions (as the floors'
@@ -131,6 +134,16 @@ floors() {
     read -r rate ticks < <(bench_redis "$CALLS" EVALSHA "$sha" 16 "${floor_keys[@]}")
     row "floor-$f" "$(awk -v r="$rate" 'BEGIN {printf "%d", r * 16}')" "$(per "$ticks" $((CALLS * 16)))"
   done
+}
+
+# A script deciding one token_bucket limit (100 + 1/s) per key and nothing
+# else (bench/redis/floors/token_bucket_alone.lua), 16 keys per call as the
+# floors: what a token-bucket-only fast path could cost.
+tb_alone() {
+  local sha rate ticks
+  sha=$(redis-cli -p "$port" script load "$(cat bench/redis/floors/token_bucket_alone.lua)")
+  read -r rate ticks < <(bench_redis "$CALLS" EVALSHA "$sha" 16 "${floor_keys[@]}" 100 1000000 1 0)
+  row tb-alone "$(awk -v r="$rate" 'BEGIN {printf "%d", r * 16}')" "$(per "$ticks" $((CALLS * 16)))"
 }
 
 seed() {
@@ -269,6 +282,7 @@ echo "# redis-server $(redis-server --version | awk '{print $3}') on 127.0.0.1:$
 for round in $(seq "$ROUNDS"); do
   echo "## round $round"
   if want floors; then floors; fi
+  if want tb-alone; then tb_alone; fi
   if want seed; then seed; fi
   if want incrby+expire; then incrby_expire; fi
   if want inproc; then
