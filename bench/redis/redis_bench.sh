@@ -20,6 +20,8 @@
 #   tb-alone       bench/redis/floors/token_bucket_alone.lua as the floors are
 #                  run: a script that decides one token bucket per key and
 #                  nothing else (what a token-bucket fast path could cost)
+#   fw-counter     bench/redis/floors/fixed_window_counter.lua likewise: a
+#                  fixed window kept as a counter per window (INCRBY)
 #   inproc-refill1 inproc with the bucket refilled 1 per second: a state's TTL
 #                  after a decision is about 2 s, not 100 ms, so at these rates
 #                  keys do not expire between their decisions (as the floors'
@@ -144,6 +146,16 @@ tb_alone() {
   sha=$(redis-cli -p "$port" script load "$(cat bench/redis/floors/token_bucket_alone.lua)")
   read -r rate ticks < <(bench_redis "$CALLS" EVALSHA "$sha" 16 "${floor_keys[@]}" 100 1000000 1 0)
   row tb-alone "$(awk -v r="$rate" 'BEGIN {printf "%d", r * 16}')" "$(per "$ticks" $((CALLS * 16)))"
+}
+
+# A fixed window kept as a counter per window (bench/redis/floors/
+# fixed_window_counter.lua: INCRBY, PEXPIRE when new), 100 per 5 s, 16 keys
+# per call as the floors: what that state would cost (docs/SCALING.md).
+fw_counter() {
+  local sha rate ticks
+  sha=$(redis-cli -p "$port" script load "$(cat bench/redis/floors/fixed_window_counter.lua)")
+  read -r rate ticks < <(bench_redis "$CALLS" EVALSHA "$sha" 16 "${floor_keys[@]}" 100 5000000)
+  row fw-counter "$(awk -v r="$rate" 'BEGIN {printf "%d", r * 16}')" "$(per "$ticks" $((CALLS * 16)))"
 }
 
 seed() {
@@ -283,6 +295,7 @@ for round in $(seq "$ROUNDS"); do
   echo "## round $round"
   if want floors; then floors; fi
   if want tb-alone; then tb_alone; fi
+  if want fw-counter; then fw_counter; fi
   if want seed; then seed; fi
   if want incrby+expire; then incrby_expire; fi
   if want inproc; then
