@@ -130,13 +130,8 @@ TEST_P(EveryAlgorithmInMemory, AnIdleKeyAnswersLikeANewOne) {
   EXPECT_EQ(acquire(store, limit, "k", later, 7), acquire(fresh, limit, "k", later, 7));
 }
 
-INSTANTIATE_TEST_SUITE_P(AllAlgorithms, EveryAlgorithmInMemory,
-                         ::testing::Values(Algorithm::kTokenBucket, Algorithm::kGcra,
-                                           Algorithm::kFixedWindow, Algorithm::kSlidingLog,
-                                           Algorithm::kSlidingWindow),
-                         [](const ::testing::TestParamInfo<Algorithm>& info) {
-                           return std::string(algorithm_name(info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(AllAlgorithms, EveryAlgorithmInMemory, testing::rate_algorithms(),
+                         testing::algorithm_test_name);
 
 TEST(MemoryStore, CollectExpiredKeepsKeysThatStillHoldSomething) {
   MemoryStore store;

@@ -186,4 +186,15 @@ inline Nanos binding_gap(const Limit& limit) {
       std::max<int64_t>(limit.period().count() / static_cast<int64_t>(limit.size()) / 4, 1)};
 }
 
+// The five rate algorithms, for a suite run once per algorithm:
+// INSTANTIATE_TEST_SUITE_P(AllAlgorithms, Suite, rate_algorithms(), algorithm_test_name).
+inline auto rate_algorithms() {
+  return ::testing::Values(Algorithm::kTokenBucket, Algorithm::kGcra, Algorithm::kFixedWindow,
+                           Algorithm::kSlidingLog, Algorithm::kSlidingWindow);
+}
+
+inline std::string algorithm_test_name(const ::testing::TestParamInfo<Algorithm>& info) {
+  return std::string(algorithm_name(info.param));
+}
+
 }  // namespace sluice::testing
