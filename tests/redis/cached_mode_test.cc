@@ -215,6 +215,8 @@ TEST_F(CachedMode, AResetBetweenAFailedSyncAndItsResendIsNotUndoneByTheResend) {
   ASSERT_TRUE(server_.start());
   ASSERT_TRUE(wait_until([&] { return cached->reset(limit, "k").ok(); }, 10s));
   ASSERT_TRUE(wait_until([&] { return cached->sync().ok(); }, 10s));
+  // The exact store reconnects on its own backoff: answered once on another key.
+  ASSERT_TRUE(wait_until([&] { return acquire_one(*exact, limit, "probe", t).ok(); }, 10s));
   // "k" starts afresh after its reset: the resend did not charge its 10 hits.
   EXPECT_EQ(acquire_one(*exact, limit, "k", t)->remaining, 999u);
   // "other"'s 5 hits were sent again, on the new server's empty state.

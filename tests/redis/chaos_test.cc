@@ -36,6 +36,9 @@ constexpr auto kNodeTimeout = 1'500ms;
 // Every load ends by then, whatever happens.
 constexpr auto kLoadTime = 45s;
 constexpr size_t kMaxRounds = 30'000;
+// A round a millisecond at most: the bounds then cover 30 s of rounds, more
+// than a failover takes, however fast the rounds answered locally are.
+constexpr auto kMinRound = std::chrono::microseconds(1'000);
 
 long long ms(Clock::duration d) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
@@ -97,7 +100,7 @@ TEST_F(ClusterChaosTest, AKilledMasterIsReplacedByItsReplicaAndFollowedWithinTwo
         return std::all_of(round.begin(), round.end(),
                            [](const Record& r) { return r.ok && !r.allowed; });
       },
-      kLoadTime, kMaxRounds);
+      kLoadTime, kMaxRounds, kMinRound);
 
   // Killed while every key is being charged.
   ASSERT_TRUE(load.wait_rounds(50));

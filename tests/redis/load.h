@@ -30,16 +30,21 @@ class Load {
   // Whether to stop after a round: its records, one per active key.
   using Done = std::function<bool(const std::vector<Record>& round)>;
 
-  // Calls go to keys[0, active) each round; `active` may grow meanwhile.
+  // Calls go to keys[0, active) each round; `active` may grow meanwhile. A
+  // round starts at least `min_round` after the one before: when every
+  // answer is local (the deny cache) or immediate (a node down), an optimised
+  // build would otherwise spend `max_rounds` before a failover has happened.
   Load(AsyncDriver& driver, const Limit& limit, std::vector<std::string> keys, size_t active,
-       Done done, std::chrono::milliseconds max_time, size_t max_rounds)
+       Done done, std::chrono::milliseconds max_time, size_t max_rounds,
+       std::chrono::microseconds min_round = std::chrono::microseconds(0))
       : driver_(driver),
         limit_(limit),
         keys_(std::move(keys)),
         active_(active),
         done_(std::move(done)),
         max_time_(max_time),
-        max_rounds_(max_rounds) {
+        max_rounds_(max_rounds),
+        min_round_(min_round) {
     thread_ = std::thread([this] { run(); });
   }
   ~Load() { join(); }
@@ -91,6 +96,7 @@ class Load {
         completed_.store(true);
         break;
       }
+      if (min_round_.count() > 0) std::this_thread::sleep_until(issued + min_round_);
     }
     finished_.store(true);
   }
@@ -102,6 +108,7 @@ class Load {
   Done done_;
   const std::chrono::milliseconds max_time_;
   const size_t max_rounds_;
+  const std::chrono::microseconds min_round_;
   std::vector<Record> records_;
   std::atomic<size_t> rounds_{0};
   std::atomic<bool> finished_{false};
