@@ -38,6 +38,9 @@
 #                  inproc with 9 requests in 10 on a limit of 1 per hour
 #                  (denied after each key's first): with the deny cache
 #                  (default) and without
+#   inproc-denied90-fw  inproc-denied90 with fixed windows (the allowed tenth
+#                  on inproc-fw's window, the denied on a fixed window of 1
+#                  per hour): the fast path and the deny cache together
 #   inproc-cached  inproc in cached mode (store.redis.mode cached, sync every
 #                  50 ms), 10,000 keys: each sync carries every key decided
 #                  since the last one
@@ -319,6 +322,9 @@ for round in $(seq "$ROUNDS"); do
     inproc inproc-fw-script-batch1 "$BUILD" 1 --algorithm fixed_window --fast-path no
   fi
   if want inproc-denied90; then inproc inproc-denied90 "$BUILD" 64 --denied 9; fi
+  if want inproc-denied90-fw; then
+    inproc inproc-denied90-fw "$BUILD" 64 --denied 9 --algorithm fixed_window
+  fi
   if want inproc-denied90-nocache; then
     inproc inproc-denied90-nocache "$BUILD" 64 --denied 9 --deny-cache no
   fi

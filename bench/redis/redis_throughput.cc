@@ -10,8 +10,9 @@
 //                          every master's pid, comma-separated)
 //       [--mode cached] [--sync-interval MS]   cached mode (local decisions, hits synced)
 //       [--denied N]       N requests in 10 go to a limit of 1 per hour on their key (denied
-//                          after its first), the others to the normal limits: with
-//                          N = 9, a 90%-denied load for the deny cache
+//                          after its first; a fixed window with --algorithm fixed_window),
+//                          the others to the normal limits: with N = 9, a 90%-denied
+//                          load for the deny cache
 //       [--deny-cache no]  turns the deny cache off
 //       [--algorithm fixed_window]  the first limit a fixed window of 100 per 5 s
 //                          (one limit: the fixed window's fast path) instead of
@@ -281,7 +282,9 @@ int main(int argc, char** argv) {
   if (a.limits > 2)
     limits.push_back(sluice::Limit::sliding_window(500, std::chrono::minutes(1)).value());
   if (a.limits > 3) limits.push_back(sluice::Limit::gcra(50, 10, std::chrono::seconds(1)).value());
-  const sluice::Limit exhausted = sluice::Limit::token_bucket(1, 1, std::chrono::hours(1)).value();
+  const sluice::Limit exhausted =
+      a.fixed_window ? sluice::Limit::fixed_window(1, std::chrono::hours(1)).value()
+                     : sluice::Limit::token_bucket(1, 1, std::chrono::hours(1)).value();
   std::vector<std::string> keys;
   for (int k = 0; k < a.keys; ++k) keys.push_back("bench|client:" + std::to_string(k));
 

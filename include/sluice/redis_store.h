@@ -18,7 +18,19 @@
 // slot), holding when the lockout ends and expiring then, so every instance
 // on the same Redis sees it; reset() deletes both. Decision::decided_at is
 // the time the script decided at: the caller's `now` (time_source local, in
-// whole microseconds) or Redis TIME.
+// whole microseconds) or Redis TIME; for a fixed window, the time its window
+// was taken at (below).
+//
+// A fixed window counts in a key per window (redis_window_key()), an integer,
+// as envoyproxy/ratelimit's INCRBY + EXPIRE does: the client names the key,
+// so it takes the window at the caller's `now` (time_source local) or, with
+// time_source redis, at the node's clock as this process reads it (the
+// lower bound of its offset, learnt from every reply: early by at most the
+// fastest round trip; this process's clock before the first reply). Each
+// window's count is exact; the reading decides only which of two windows a
+// request at their edge counts in. Time that runs backwards counts in the
+// earlier window (the memory store, with one state per key, keeps counting
+// in the later one).
 //
 // Threads and event loops. The client is Sluice's own, on Asio sockets (TLS
 // through OpenSSL when asked), reading replies with hiredis's RESP reader:
@@ -303,6 +315,14 @@ class RedisStore final : public Store {
   //   <key_prefix>{<16 hex digits>}<limit fingerprint>!b:<key>
   // Its value is when the lockout ends, in microseconds since the epoch.
   std::string redis_lockout_key(const Limit& limit, std::string_view key) const;
+
+  // The Redis key counting `key`'s requests under the fixed_window `limit` in
+  // the window of the time `at` (its index: floor(at / window), windows
+  // aligned to the epoch): redis_key() with "#<index>" before the ':', so in
+  // the same slot. Its value is the count, an integer; it expires at its
+  // window's end.
+  //   <key_prefix>{<16 hex digits>}<limit fingerprint>#<index>:<key>
+  std::string redis_window_key(const Limit& limit, std::string_view key, Nanos at) const;
 
   // The cluster slot (CRC16 of the hash tag, mod 16384) of a Redis key.
   static uint16_t key_slot(std::string_view redis_key);

@@ -35,6 +35,9 @@ struct StoreRow {
   std::function<std::shared_ptr<Store>()> make;
   // The store reports durations rounded up to a multiple of this.
   Nanos resolution{1};
+  // Its fixed windows keep a count per window (the Redis store), not one
+  // state per key: time that runs back into an earlier window counts there.
+  bool counts_per_window = false;
 };
 
 inline void PrintTo(const StoreRow& row, std::ostream* os) {

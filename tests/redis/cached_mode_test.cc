@@ -237,6 +237,38 @@ TEST_F(CachedMode, ResetForgetsTheLocalStateAndTheNextRequestAsksRedis) {
   EXPECT_EQ(server_.script_calls(), calls + 1);  // asked Redis: not fetched any more
 }
 
+// A fixed window's state in Redis is a counter per window: a sync adds the
+// instance's hits to the counter of the window they were counted in, and
+// drops the hits of a window that ended before they were sent.
+TEST_F(CachedMode, AFixedWindowsHitsReachItsWindowsCounterAndThoseOfAnEndedWindowAreDropped) {
+  auto cached = make_store(cached_options(server_.address()));
+  auto exact = make_store(exact_options(server_.address()));
+  ASSERT_NE(cached, nullptr);
+  ASSERT_NE(exact, nullptr);
+  const Limit window = must(Limit::fixed_window(100, 1s));
+  const Nanos t0 = us((kEpochUs / 1'000'000) * 1'000'000 + 100'000);
+  const Nanos t1 = t0 + 1s;  // the next window
+  const std::string first = cached->redis_window_key(window, "k", t0);
+  const std::string second = cached->redis_window_key(window, "k", t1);
+  ASSERT_NE(first, second);
+  ASSERT_EQ(acquire_one(*cached, window, "k", t0)->remaining, 99u);  // asks Redis
+  ASSERT_TRUE(cached->sync().ok());                                  // fetches the count
+  for (uint64_t i = 0; i < 10; ++i)
+    ASSERT_EQ(acquire_one(*cached, window, "k", t0)->remaining, 98u - i);
+  ASSERT_TRUE(cached->sync().ok());
+  EXPECT_EQ(server_.text({"GET", first}), "11");
+  EXPECT_EQ(acquire_one(*exact, window, "k", t0)->remaining, 88u);
+  // Three more here in the first window (the instance has not seen the exact
+  // store's request yet), then one in the second: the three are dropped.
+  for (uint64_t i = 0; i < 3; ++i)
+    ASSERT_EQ(acquire_one(*cached, window, "k", t0)->remaining, 88u - i);
+  ASSERT_EQ(acquire_one(*cached, window, "k", t1)->remaining, 99u);
+  ASSERT_TRUE(cached->sync().ok());
+  EXPECT_EQ(server_.text({"GET", first}), "12");
+  EXPECT_EQ(server_.text({"GET", second}), "1");
+  EXPECT_EQ(acquire_one(*exact, window, "k", t1)->remaining, 98u);
+}
+
 TEST_F(CachedMode, DestroyingTheStoreSendsItsUnsentHits) {
   auto exact = make_store(exact_options(server_.address()));
   ASSERT_NE(exact, nullptr);

@@ -111,9 +111,9 @@ TEST_F(ClusterChaosTest, AKilledMasterIsReplacedByItsReplicaAndFollowedWithinTwo
   std::vector<long long> replicated(keys.size(), 0);
   for (size_t k = 0; k < keys.size(); ++k) {
     if (!on_victim[k]) continue;
-    replicated[k] =
-        fixed_window_count(cluster_.node(static_cast<size_t>(replica))
-                               .read_replica({"GET", store_->redis_key(limit, keys[k])}));
+    replicated[k] = fixed_window_count(
+        cluster_.node(static_cast<size_t>(replica))
+            .read_replica({"GET", store_->redis_window_key(limit, keys[k], us(kEpochUs))}));
   }
   ASSERT_EQ(cluster_.role(static_cast<size_t>(replica)), "slave")
       << "promoted before the test had read the replicated state";

@@ -98,11 +98,8 @@ bool missing_redis_allowed() {
 }
 
 long long fixed_window_count(const Reply& state) {
-  // Two doubles (window index, count), then the time the key's TTL runs to.
-  if (!state || state->type != REDIS_REPLY_STRING || state->len != 24) return 0;
-  double count = 0;
-  std::memcpy(&count, state->str + 8, sizeof count);
-  return static_cast<long long>(count);
+  if (!state || state->type != REDIS_REPLY_STRING) return 0;
+  return std::stoll(std::string(state->str, state->len));
 }
 
 int free_port() {

@@ -171,9 +171,8 @@ class RedisCluster {
   std::vector<std::unique_ptr<RedisServer>> nodes_;
 };
 
-// The count in a Sluice fixed_window state as GET returns it (little-endian
-// doubles: window index, count, then the time its TTL runs to), or 0 for
-// none (nil).
+// The count in a Sluice fixed_window counter (RedisStore::redis_window_key())
+// as GET returns it, or 0 for none (nil).
 long long fixed_window_count(const Reply& state);
 
 // A free TCP port on 127.0.0.1 (bound, read, closed).

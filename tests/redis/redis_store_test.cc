@@ -63,11 +63,15 @@ TEST_F(RedisStoreTest, AFirstWriteSetsTheTtlToTwiceTheTimeUntilFull) {
   for (const Limit* limit : {&bucket, &gcra, &fixed, &log, &window}) {
     auto d = acquire_one(*store_, *limit, "ttl", us(aligned));
     ASSERT_TRUE(d.ok());
-    const long long pttl = server_.integer({"PTTL", store_->redis_key(*limit, "ttl")});
+    const std::string key = limit == &fixed ? store_->redis_window_key(fixed, "ttl", us(aligned))
+                                            : store_->redis_key(*limit, "ttl");
+    const long long pttl = server_.integer({"PTTL", key});
     // sliding_window keeps its count for one more window after this one.
     const long long expected = limit == &window ? 200'000 : 100'000;
     EXPECT_EQ(d->reset_after, std::chrono::milliseconds(expected)) << limit->describe();
-    const long long ttl = limit == &log ? expected : 2 * expected;
+    // A sliding log's entries and a fixed window's counter need no later
+    // expiry than their first one's.
+    const long long ttl = limit == &log || limit == &fixed ? expected : 2 * expected;
     EXPECT_GT(pttl, ttl - kPttlMarginMs) << limit->describe();
     EXPECT_LE(pttl, ttl) << limit->describe();
   }
@@ -96,6 +100,43 @@ TEST_F(RedisStoreTest, AWriteThatNeedsNoLaterExpiryKeepsTheTtlAndOneThatDoesDoub
   EXPECT_LE(pttl, 390'000);
 }
 
+// A fixed window's counter lives to its window's end by the request's time
+// (time_source local) and by Redis's clock, whichever is later: a request
+// stamped ahead of Redis's clock (an instance whose clock runs ahead) keeps
+// its window's counter until Redis's clock reaches that window's end too.
+TEST_F(RedisStoreTest, AFixedWindowsCounterLivesToItsWindowsEndByEitherClock) {
+  RedisStoreOptions o = local_options(server_.address());
+  o.ttl_extra = 0ms;
+  store_ = make_store(o);
+  const Limit window = must(Limit::fixed_window(10, 100s));
+  const Limit roomy = must(Limit::token_bucket(10, 10, 1s));
+  constexpr int64_t kWindowUs = 100'000'000;
+  const int64_t wall = std::chrono::duration_cast<std::chrono::microseconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count();
+  // 1 s into a window, in the past (kEpochUs) and an hour ahead of Redis.
+  const int64_t past = (kEpochUs / kWindowUs) * kWindowUs + 1'000'000;
+  const int64_t ahead = ((wall + 3'600'000'000) / kWindowUs) * kWindowUs + 1'000'000;
+  for (const int64_t at : {past, ahead}) {
+    const long long expected_ms = 99'000 + (at > wall ? (at - wall) / 1'000 : 0);
+    // Alone (the fast path), then with a second limit (the general script).
+    for (const std::string key : {"alone", "with-another"}) {
+      SCOPED_TRACE(key + (at == past ? " past" : " ahead"));
+      AcquireRequest requests[2] = {{&window, key, 1}, {&roomy, key, 1}};
+      Decision out[2];
+      const size_t n = key == "alone" ? 1 : 2;
+      const Status status = store_->acquire({requests, n}, us(at), {out, n});
+      ASSERT_TRUE(status.ok()) << status.error().message;
+      ASSERT_TRUE(out[0].allowed);
+      EXPECT_EQ(out[0].reset_after, 99s);
+      const long long pttl =
+          server_.integer({"PTTL", store_->redis_window_key(window, key, us(at))});
+      EXPECT_GT(pttl, expected_ms - kPttlMarginMs);
+      EXPECT_LE(pttl, expected_ms);
+    }
+  }
+}
+
 TEST_F(RedisStoreTest, TtlExtraIsAddedToEveryTtl) {
   RedisStoreOptions o = local_options(server_.address());
   o.ttl_extra = 60s;
@@ -119,12 +160,17 @@ TEST_F(RedisStoreTest, IdleKeysDisappear) {
                           must(Limit::fixed_window(5, 100ms)), must(Limit::sliding_log(5, 100ms)),
                           must(Limit::sliding_window(5, 100ms))};
   const int64_t aligned = (kEpochUs / 100'000) * 100'000;
+  const auto key_of = [&](const Limit& l) {
+    return l.algorithm() == Algorithm::kFixedWindow
+               ? store_->redis_window_key(l, "idle", us(aligned))
+               : store_->redis_key(l, "idle");
+  };
   for (const Limit& l : limits) {
     ASSERT_TRUE(acquire_one(*store_, l, "idle", us(aligned), 5)->allowed);
-    EXPECT_EQ(server_.integer({"EXISTS", store_->redis_key(l, "idle")}), 1) << l.describe();
+    EXPECT_EQ(server_.integer({"EXISTS", key_of(l)}), 1) << l.describe();
   }
   for (const Limit& l : limits) {
-    const std::string key = store_->redis_key(l, "idle");
+    const std::string key = key_of(l);
     EXPECT_TRUE(wait_until(
         [&] {
           return server_.integer({"EXISTS", key}) == 0;
@@ -359,9 +405,9 @@ long long command_calls(const RedisServer& server, const std::string& name) {
 
 // An acquire whose only limit is a fixed_window without a block takes the
 // fast path (fast_fixed_window.lua): one script call per loop turn, one TIME,
-// one MGET, one SET per allowed request and nothing for a denied one; and
-// it shares its state with everything else: the decision script (a request
-// with two limits), a refund, a reset.
+// one INCRBY per request, one PEXPIRE per new counter and one DECRBY per
+// denied request; and it shares its state with everything else: the
+// decision script (a request with two limits), a refund, a reset.
 TEST_F(RedisStoreTest, FixedWindowAloneTakesTheFastPathOnTheSameState) {
   AsyncDriver driver(store_);
   const Limit limit = must(Limit::fixed_window(3, 1h));
@@ -376,7 +422,8 @@ TEST_F(RedisStoreTest, FixedWindowAloneTakesTheFastPathOnTheSameState) {
   EXPECT_EQ(loaded(script_sha), 0) << "the decision script ran";
 
   // (Not TIME: the health check reads it too.)
-  const std::vector<std::string> names = {"evalsha", "eval", "mget", "set", "get"};
+  const std::vector<std::string> names = {"evalsha", "eval", "incrby", "pexpire",
+                                          "decrby",  "mget", "set",    "get"};
   std::vector<long long> before;
   for (const std::string& n : names) before.push_back(command_calls(server_, n));
   // Five on one key (3 allowed, 2 denied) and two on another, one loop turn.
@@ -395,7 +442,7 @@ TEST_F(RedisStoreTest, FixedWindowAloneTakesTheFastPathOnTheSameState) {
     EXPECT_EQ(outcomes[i].decision.reset_after, to_end) << i;
     EXPECT_EQ(outcomes[i].decision.retry_after, allowed[i] ? Nanos{0} : to_end) << i;
   }
-  const std::vector<long long> expected = {1, 0, 1, 5, 0};
+  const std::vector<long long> expected = {1, 0, 7, 2, 2, 0, 0, 0};
   for (size_t i = 0; i < names.size(); ++i)
     EXPECT_EQ(command_calls(server_, names[i]) - before[i], expected[i]) << names[i];
   EXPECT_EQ(loaded(script_sha), 0);
@@ -425,13 +472,15 @@ TEST_F(RedisStoreTest, FixedWindowAloneTakesTheFastPathOnTheSameState) {
   ASSERT_TRUE(d.ok());
   EXPECT_TRUE(d->allowed);
   EXPECT_EQ(d->remaining, 2u);
-  // The fast path's value is the decision script's: index, count, expiry.
-  const std::string state = server_.text({"GET", store_->redis_key(limit, "fw")});
-  ASSERT_EQ(state.size(), 3 * sizeof(double));
-  double fields[2];
-  std::memcpy(fields, state.data(), sizeof fields);
-  EXPECT_EQ(fields[0], static_cast<double>(kEpochUs / kHourUs));
-  EXPECT_EQ(fields[1], 1.0);
+  // The state is the window's counter, an integer, in a key named with the
+  // window's index; the state key itself holds nothing.
+  const std::string counter = store_->redis_window_key(limit, "fw", us(kEpochUs + 50));
+  const std::string state = store_->redis_key(limit, "fw");
+  const size_t colon = state.size() - std::string_view(":fw").size();
+  EXPECT_EQ(counter, state.substr(0, colon) + "#" + std::to_string(kEpochUs / kHourUs) +
+                         state.substr(colon));
+  EXPECT_EQ(server_.text({"GET", counter}), "1");
+  EXPECT_EQ(server_.integer({"EXISTS", store_->redis_key(limit, "fw")}), 0);
 }
 
 TEST_F(RedisStoreTest, ExactlyCapacityAllowedAcrossStoresAndThreads) {
@@ -540,11 +589,8 @@ TEST_F(RedisStoreTest, FixedWindowWithCostsIsExactAcrossStoresAndThreads) {
   // of 1 was denied only once nothing was left.
   EXPECT_GT(unit_denials.load(), 0);
   EXPECT_EQ(charged.load(), 1'000u);
-  const std::string state = server_.text({"GET", stores[0]->redis_key(limit, "global-fw")});
-  ASSERT_EQ(state.size(), 3 * sizeof(double));
-  double fields[2];
-  std::memcpy(fields, state.data(), sizeof fields);
-  EXPECT_EQ(fields[1], 1'000.0);
+  EXPECT_EQ(server_.text({"GET", stores[0]->redis_window_key(limit, "global-fw", us(kEpochUs))}),
+            "1000");
 }
 
 TEST_F(RedisStoreTest, SynchronousCallsFromManyThreads) {

@@ -76,8 +76,8 @@ std::shared_ptr<Store> cluster() {
 }
 
 const StoreRow kRedisRows[] = {
-    {"Redis", single_server, std::chrono::microseconds(1)},
-    {"RedisCluster", cluster, std::chrono::microseconds(1)},
+    {"Redis", single_server, std::chrono::microseconds(1), true},
+    {"RedisCluster", cluster, std::chrono::microseconds(1), true},
 };
 
 }  // namespace

@@ -110,7 +110,9 @@ TEST_F(TlsTest, AclUserOverTlsDecidesExactly) {
   std::shared_ptr<RedisStore> store = make_store(o);
   ASSERT_NE(store, nullptr);
   EXPECT_EQ(allowed(*store, five_, "acl", 8), 5);
-  EXPECT_EQ(fixed_window_count(server.command({"GET", store->redis_key(five_, "acl")})), 5);
+  EXPECT_EQ(fixed_window_count(
+                server.command({"GET", store->redis_window_key(five_, "acl", us(kEpochUs))})),
+            5);
   // Pipelined calls of one loop turn, over TLS.
   AsyncDriver driver(store);
   const auto outcomes = driver.calls(five_, std::vector<std::string>(9, "acl-async"), us(kEpochUs));

@@ -61,6 +61,13 @@ std::vector<uint32_t> make_slot_tags() {
 
 }  // namespace
 
+// The key the script reads and writes for an item: its state key, or a fixed
+// window's counter for the item's window (fixed_window.lua).
+std::string CachedSync::state_key_of(const SyncItem& item) const {
+  if (item.limit.algorithm != algorithm_name(Algorithm::kFixedWindow)) return item.redis_key;
+  return window_key(item.redis_key, shared_.options.key_prefix, item.window);
+}
+
 CachedSync::CachedSync(CachedTable& table, Shared& shared)
     : table_(table), shared_(shared), sequence_key_(make_sequence_key(shared.options.key_prefix)) {
   if (shared_.options.cluster) slot_tags_ = make_slot_tags();
@@ -175,7 +182,7 @@ void CachedSync::send(Client& client, const std::shared_ptr<Round>& round,
   append_bulk(frame, use_eval ? kCachedSyncScript : kCachedSyncScriptSha1);
   append_bulk(frame, static_cast<int64_t>(1 + first.items.size()));
   append_bulk(frame, first.sequence_key);
-  for (size_t i : first.items) append_bulk(frame, batch.items[i].redis_key);
+  for (size_t i : first.items) append_bulk(frame, state_key_of(batch.items[i]));
   append_bulk(frame, batch.now.count() / 1'000);
   append_bulk(frame, static_cast<int64_t>(batch.sequence));
   append_bulk(frame, static_cast<int64_t>(shared_.options.ttl_extra.count()));
@@ -184,7 +191,7 @@ void CachedSync::send(Client& client, const std::shared_ptr<Round>& round,
     const Group& group = part->groups[g];
     append_bulk(frame, static_cast<int64_t>(1 + group.items.size()));
     append_bulk(frame, group.sequence_key);
-    for (size_t i : group.items) append_bulk(frame, batch.items[i].redis_key);
+    for (size_t i : group.items) append_bulk(frame, state_key_of(batch.items[i]));
   }
   for (const Group& group : part->groups) {
     for (size_t i : group.items) {

@@ -56,6 +56,7 @@ class CachedSync {
   uint64_t failures() const { return failures_.load(std::memory_order_relaxed); }
 
  private:
+  std::string state_key_of(const SyncItem& item) const;
   // Items sent under one sequence number, at one time.
   struct Batch {
     uint64_t sequence = 0;

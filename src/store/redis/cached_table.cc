@@ -179,8 +179,19 @@ std::vector<SyncItem> CachedTable::take_batch(Nanos* now,
     }
     Entry& e = it->second;
     e.listed = false;
-    batch.push_back(SyncItem{std::move(key), e.script, e.unsent, e.unsent_window});
-    e.in_flight += e.unsent;
+    uint64_t hits = e.unsent;
+    int64_t window = e.unsent_window;
+    if (e.limit.algorithm() == Algorithm::kFixedWindow) {
+      // The counter of the window now: hits of an ended one are dropped, as
+      // no decision reads that window again; none (a first fetch) reads it.
+      const int64_t current = window_index(latest_now_.count() / 1'000, e.script.p2);
+      if (hits == 0 || window < current) {
+        hits = 0;
+        window = current;
+      }
+    }
+    batch.push_back(SyncItem{std::move(key), e.script, hits, window});
+    e.in_flight += hits;
     e.unsent = 0;
   }
   dirty_ = std::move(held);

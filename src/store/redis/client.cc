@@ -38,6 +38,9 @@ struct Client::Call {
   std::string keys;  // RESP bulks of its keys: state keys, and acquire's lockout keys
   size_t key_count = 0;
   int64_t now_us = 0;  // its time, sent with time_source local
+  // The time its fixed windows are taken at (us): now_us, or with
+  // time_source redis this process's reading of the node's clock.
+  int64_t window_now_us = 0;
   // Its limits; send() names each distinct one once per batch (entry.lua).
   std::vector<LimitRef> limits;
   // command
@@ -257,18 +260,59 @@ Connection& Client::route(int slot, const std::string& node) {
 // local; otherwise the script reads Redis TIME).
 void Client::set_now(Call* c, Nanos now) const {
   c->now_us = now.count() / 1'000;
+  c->window_now_us = c->now_us;
+}
+
+// Where a fixed window's counter is (window_key()) depends on the time, so
+// the client names it, from the time it sends with the request. With
+// time_source redis that is the node's clock as this process reads it: the
+// lower bound of its offset (clock_offset.h), early by at most the fastest
+// round trip seen; before any reply from the node, this process's clock.
+// Each window's count is exact either way; the reading only decides which
+// window a request at the edge of two falls in. (The caller's `now` is not
+// read with time_source redis: embedders may pass anything.)
+int64_t Client::window_now_us(const Call* c, int slot) {
+  if (shared_.options.time_source == RedisTimeSource::kLocal) return c->now_us;
+  const int64_t steady = ClockOffset::floor_us(std::chrono::steady_clock::now());
+  // Without a cluster the node is the first address: its clock, kept.
+  if (!shared_.options.cluster && seed_clock_ == nullptr)
+    seed_clock_ = &shared_.clock_of(seed_names_.front());
+  const ClockOffset& clock =
+      shared_.options.cluster ? route(slot, std::string()).clock() : *seed_clock_;
+  const int64_t offset = clock.bound_at(steady);
+  if (offset != ClockOffset::kNone) return steady + offset;
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+void Client::note_window_time(int64_t us) {
+  if (us < noted_window_us_ + 1'000) return;
+  noted_window_us_ = us;
+  int64_t seen = shared_.window_time_us.load(std::memory_order_relaxed);
+  while (us > seen &&
+         !shared_.window_time_us.compare_exchange_weak(seen, us, std::memory_order_relaxed)) {
+  }
 }
 
 // One limit of a call: its keys, and what send() will say of it (entry.lua).
+// A fixed window's key is its counter for the window of `window_at_us`.
 void Client::append_limit(Call* c, const ScriptLimit& limit, const std::string& state,
-                          bool with_lockout, uint64_t cost, int64_t charged_at_us) {
-  append_bulk(c->keys, state);
+                          bool with_lockout, uint64_t cost, int64_t charged_at_us,
+                          int64_t window_at_us) {
+  const bool window = limit.algorithm == algorithm_name(Algorithm::kFixedWindow);
+  if (window) {
+    append_window_key_bulk(c->keys, state, shared_.options.key_prefix,
+                           window_index(window_at_us, limit.p2));
+  } else {
+    append_bulk(c->keys, state);
+  }
   ++c->key_count;
   if (with_lockout) {
     append_bulk(c->keys, lockout_key(state, shared_.options.key_prefix));
     ++c->key_count;
   }
-  c->limits.push_back(LimitRef{limit, cost, charged_at_us});
+  c->limits.push_back(LimitRef{limit, cost, charged_at_us, window});
 }
 
 // Sends a call whose keys and arguments are written.
@@ -309,6 +353,7 @@ void Client::acquire(std::span<const AcquireRequest> requests, Nanos now, std::s
   if (keys_.size() < n) keys_.resize(n);
   int slot = -1;
   set_now(c, now);
+  bool window_read = false;
   for (size_t i = 0; i < n; ++i) {
     const AcquireRequest& r = requests[i];
     if (r.limit == nullptr) return reject(invalid("acquire: null limit"));
@@ -335,7 +380,12 @@ void Client::acquire(std::span<const AcquireRequest> requests, Nanos now, std::s
       }
       slot = s;
     }
-    append_limit(c, *sl, keys_[i], sl->block_us > 0, r.cost, 0);
+    if (!window_read && sl->algorithm == algorithm_name(Algorithm::kFixedWindow)) {
+      c->window_now_us = window_now_us(c, slot);
+      note_window_time(c->window_now_us);
+      window_read = true;
+    }
+    append_limit(c, *sl, keys_[i], sl->block_us > 0, r.cost, 0, c->window_now_us);
   }
   const ScriptLimit& first = c->limits.front().limit;
   c->fast = shared_.options.fixed_window_fast_path && n == 1 &&
@@ -398,8 +448,10 @@ void Client::refund(std::span<const RefundRequest> requests, Nanos now, Store::D
     set_now(c, now);
     for (size_t i = 0; i < n; ++i) {
       if (slot_of_request[i] != slot) continue;
-      append_limit(c, limits[i], keys[i], false, refund_cost(requests[i].cost),
-                   static_cast<int64_t>(requests[i].charged_at.count() / 1'000));
+      // A fixed window gives back to the counter of the charge's window.
+      const auto charged_at_us = static_cast<int64_t>(requests[i].charged_at.count() / 1'000);
+      append_limit(c, limits[i], keys[i], false, refund_cost(requests[i].cost), charged_at_us,
+                   charged_at_us);
     }
     start(
         c,
@@ -612,18 +664,21 @@ void Client::write_script_frame(Batch* b, Connection& to) {
     for (const LimitRef& r : c->limits) {
       append_packed(packed_, static_cast<int64_t>(def_of_[next_def++]));
       append_packed(packed_, static_cast<int64_t>(r.cost));
-      if (c->is_refund) append_packed(packed_, r.charged_at_us);
+      if (c->is_refund) {
+        append_packed(packed_, r.charged_at_us);
+      } else if (r.window) {
+        append_packed(packed_, c->window_now_us);
+      }
     }
   }
   append_bulk(frame_, packed_);
 }
 
-// fast_fixed_window.lua's call: the definitions, then per call its time
-// (time_source local), definition and cost.
+// fast_fixed_window.lua's call: the definitions, then per call its
+// window's time, definition and cost.
 void Client::write_fast_frame(Batch* b, Connection& to) {
   defs_.clear();
   def_of_.clear();
-  const bool own_time = shared_.options.time_source == RedisTimeSource::kLocal;
   auto deadline = b->calls.front()->deadline;
   for (Call* c : b->calls) {
     deadline = std::min(deadline, c->deadline);
@@ -634,7 +689,7 @@ void Client::write_fast_frame(Batch* b, Connection& to) {
     def_of_.push_back(d + 1);
   }
   const size_t keys = b->calls.size();
-  const size_t args = 5 + 2 * defs_.size();  // the requests packed: one argument
+  const size_t args = 4 + 2 * defs_.size();  // the requests packed: one argument
   frame_.clear();
   append_array_header(frame_, 3 + keys + args);
   if (b->use_eval) {
@@ -647,7 +702,6 @@ void Client::write_fast_frame(Batch* b, Connection& to) {
   append_bulk(frame_, static_cast<int64_t>(keys));
   for (Call* c : b->calls) frame_.append(c->keys);
   append_bulk(frame_, static_cast<int64_t>(shared_.options.ttl_extra.count()));
-  append_bulk(frame_, own_time ? std::string_view("1") : std::string_view("0"));
   // The earliest deadline of the batch, in this node's clock (as above).
   append_bulk(frame_, to.clock().to_redis(ClockOffset::floor_us(deadline),
                                           ClockOffset::floor_us(b->sent_at)));
@@ -659,7 +713,7 @@ void Client::write_fast_frame(Batch* b, Connection& to) {
   packed_.clear();
   for (size_t k = 0; k < keys; ++k) {
     const Call* c = b->calls[k];
-    if (own_time) append_packed(packed_, c->now_us);
+    append_packed(packed_, c->window_now_us);
     append_packed(packed_, static_cast<int64_t>(def_of_[k]));
     append_packed(packed_, static_cast<int64_t>(c->limits.front().cost));
   }
@@ -702,9 +756,9 @@ void Client::deliver(Connection& from, Batch* b, const redisReply* reply) {
     fast_shapes_.clear();
     for (Call* c : b->calls) {
       const ScriptLimit& l = c->limits.front().limit;
-      fast_shapes_.push_back(FastShape{l.p1, l.p2, c->now_us});
+      fast_shapes_.push_back(FastShape{l.p1, l.p2, c->window_now_us});
     }
-    read = read_fast_reply(reply, fast_shapes_, own_time, &answer_);
+    read = read_fast_reply(reply, fast_shapes_, &answer_);
   } else {
     shapes_.clear();
     for (Call* c : b->calls) shapes_.push_back(CallShape{c->limits.size(), c->is_refund});
@@ -756,7 +810,9 @@ void Client::deliver(Connection& from, Batch* b, const redisReply* reply) {
           d.retry_after = answers[i].retry_after;
           if (c->limits[i].limit.concurrency && !d.allowed)
             d.retry_after = core::concurrency_retry_after(d.retry_after);
-          d.decided_at = decided_at;
+          // A fixed window is decided at its window's time (the refund
+          // finds the charge's counter from it).
+          d.decided_at = c->limits[i].window ? Nanos{c->window_now_us * 1'000} : decided_at;
         }
       }
       complete(c, Status());

@@ -100,6 +100,7 @@ class Client final : public Connection::Listener {
     ScriptLimit limit;
     uint64_t cost = 0;
     int64_t charged_at_us = 0;  // a refund's charge time
+    bool window = false;        // a fixed_window: an acquire sends its window's time
   };
   struct Call;
   struct Batch;
@@ -115,8 +116,10 @@ class Client final : public Connection::Listener {
 
   Call* new_call();
   void set_now(Call* call, Nanos now) const;
+  int64_t window_now_us(const Call* call, int slot);
+  void note_window_time(int64_t us);
   void append_limit(Call* call, const ScriptLimit& limit, const std::string& state_key,
-                    bool with_lockout, uint64_t cost, int64_t charged_at_us);
+                    bool with_lockout, uint64_t cost, int64_t charged_at_us, int64_t window_at_us);
   void start(Call* call, Store::Done done, int slot);
   void unref(Call* call);
   Batch* new_batch();
@@ -154,6 +157,7 @@ class Client final : public Connection::Listener {
   std::unordered_map<std::string, std::unique_ptr<Connection>> connections_;
   std::unordered_map<Connection*, size_t> calls_waiting_;  // per connection, for max_in_flight
   std::vector<std::string> seed_names_;
+  ClockOffset* seed_clock_ = nullptr;  // the first address's (no cluster), once read
   size_t next_seed_ = 0;
   std::shared_ptr<const SlotMap> map_;
   uint64_t map_version_ = 0;
@@ -175,6 +179,7 @@ class Client final : public Connection::Listener {
   std::vector<FastShape> fast_shapes_;    // scratch: the same, for a fast-path batch
   ScriptAnswer answer_;                   // scratch: the script's reply, read
   bool closing_ = false;
+  int64_t noted_window_us_ = 0;  // what this client last raised Shared::window_time_us to
   // Checked first by handlers that may run after the client is gone.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

@@ -42,6 +42,13 @@ std::string command(std::initializer_list<std::string_view> args) {
   return out;
 }
 
+std::string command(std::span<const std::string> args) {
+  std::string out;
+  append_array_header(out, args.size());
+  for (const std::string& a : args) append_bulk(out, a);
+  return out;
+}
+
 Connection::Connection(boost::asio::io_context& io, Endpoint endpoint, Shared& shared,
                        Listener& listener)
     : io_(io),

@@ -26,6 +26,7 @@
 #include <chrono>
 #include <deque>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -149,5 +150,6 @@ void append_array_header(std::string& out, size_t count);
 void append_bulk(std::string& out, std::string_view arg);
 void append_bulk(std::string& out, int64_t value);
 std::string command(std::initializer_list<std::string_view> args);
+std::string command(std::span<const std::string> args);
 
 }  // namespace sluice::redis

@@ -624,8 +624,33 @@ bool RedisStore::wait_ready(std::chrono::milliseconds timeout) const {
 
 Result<bool> RedisStore::reset(const Limit& limit, std::string_view key) {
   const std::string redis_key = this->redis_key(limit, key);
-  // The lockout goes with the state (same slot: one DEL): a reset key starts afresh.
+  // The lockout goes with the state (same slot: one DEL): a reset key starts
+  // afresh. The state key itself holds no fixed window any more (its counters
+  // do), but may from a version before them.
   const std::string lockout_key = redis::lockout_key(redis_key, impl_->shared_->options.key_prefix);
+  std::vector<std::string> del{"DEL", redis_key, lockout_key};
+  if (limit.algorithm() == Algorithm::kFixedWindow) {
+    // A fixed window's counters are per window: those of the windows around
+    // the latest time a request of this store was taken at, and around this
+    // process's clock (another instance's), go. An older window is read by
+    // no request again; its key expires at its end.
+    const auto window_us = static_cast<uint64_t>(limit.spec().window.count() / 1'000);
+    const int64_t latest = impl_->shared_->window_time_us.load(std::memory_order_relaxed);
+    const int64_t clock = std::chrono::duration_cast<std::chrono::microseconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count();
+    std::vector<int64_t> windows;
+    // The latest time is raised a millisecond at a time (Client::note_window_time).
+    for (const int64_t t : {latest, latest + 1'000, clock}) {
+      const int64_t index = redis::window_index(t, window_us);
+      for (const int64_t i : {index - 1, index, index + 1}) {
+        if (i >= 0 && std::find(windows.begin(), windows.end(), i) == windows.end())
+          windows.push_back(i);
+      }
+    }
+    const std::string_view prefix = impl_->shared_->options.key_prefix;
+    for (const int64_t i : windows) del.push_back(redis::window_key(redis_key, prefix, i));
+  }
   const int slot = impl_->shared_->options.cluster ? key_slot(redis_key) : -1;
   const auto timeout = impl_->health_timeout();
   if (impl_->deny_cache_ != nullptr) impl_->deny_cache_->forget(limit, key);
@@ -633,7 +658,7 @@ Result<bool> RedisStore::reset(const Limit& limit, std::string_view key) {
   bool existed = false;
   Status s = impl_->run_sync([&](Client& client, auto finish) {
     if (impl_->cached_sync_ != nullptr) impl_->cached_sync_->forget(redis_key);
-    client.command(redis::command({"DEL", redis_key, lockout_key}), std::string(), slot, timeout,
+    client.command(redis::command(del), std::string(), slot, timeout,
                    [&existed, finish](Status status, const redisReply* reply) {
                      if (status.ok() && reply != nullptr && reply->type == REDIS_REPLY_INTEGER)
                        existed = reply->integer > 0;
@@ -708,6 +733,12 @@ std::string RedisStore::redis_key(const Limit& limit, std::string_view key) cons
 
 std::string RedisStore::redis_lockout_key(const Limit& limit, std::string_view key) const {
   return redis::lockout_key(redis_key(limit, key), impl_->shared_->options.key_prefix);
+}
+
+std::string RedisStore::redis_window_key(const Limit& limit, std::string_view key, Nanos at) const {
+  const auto window_us = static_cast<uint64_t>(limit.spec().window.count() / 1'000);
+  return redis::window_key(redis_key(limit, key), impl_->shared_->options.key_prefix,
+                           redis::window_index(at.count() / 1'000, window_us));
 }
 
 uint16_t RedisStore::key_slot(std::string_view redis_key) {

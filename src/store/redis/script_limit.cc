@@ -1,6 +1,7 @@
 #include "store/redis/script_limit.h"
 
 #include <array>
+#include <charconv>
 #include <numeric>
 
 #include "util/fnv1a.h"
@@ -104,15 +105,58 @@ uint64_t refund_cost(uint64_t cost) {
   return cost < kExactLimit ? cost : kExactLimit;
 }
 
-std::string lockout_key(std::string_view state_key, std::string_view prefix) {
-  // <prefix>{<16 hex>}<16 hex>: then ':' in a state key.
+namespace {
+
+// `state_key` with `mark` after the limit's fingerprint, where a state key
+// has ':' (<prefix>{<16 hex>}<16 hex>:<key>).
+std::string marked_key(std::string_view state_key, std::string_view prefix, std::string_view mark) {
   const size_t at = prefix.size() + 1 + 16 + 1 + 16;
   std::string out;
-  out.reserve(state_key.size() + 2);
+  out.reserve(state_key.size() + mark.size());
   out.append(state_key.substr(0, at));
-  out.append("!b");
+  out.append(mark);
   out.append(state_key.substr(at));
   return out;
+}
+
+}  // namespace
+
+std::string lockout_key(std::string_view state_key, std::string_view prefix) {
+  return marked_key(state_key, prefix, "!b");
+}
+
+namespace {
+
+// "#<index>": the mark of a window's counter.
+std::string_view window_mark(int64_t index, char (&buf)[24]) {
+  buf[0] = '#';
+  const auto [end, ec] = std::to_chars(buf + 1, buf + sizeof buf, index);
+  (void)ec;  // 23 characters hold any int64
+  return std::string_view(buf, static_cast<size_t>(end - buf));
+}
+
+}  // namespace
+
+std::string window_key(std::string_view state_key, std::string_view prefix, int64_t index) {
+  char buf[24];
+  return marked_key(state_key, prefix, window_mark(index, buf));
+}
+
+void append_window_key_bulk(std::string& out, std::string_view state_key, std::string_view prefix,
+                            int64_t index) {
+  char buf[24];
+  const std::string_view mark = window_mark(index, buf);
+  const size_t at = prefix.size() + 1 + 16 + 1 + 16;
+  char size[24];
+  const auto [end, ec] = std::to_chars(size, size + sizeof size, state_key.size() + mark.size());
+  (void)ec;
+  out.push_back('$');
+  out.append(size, end);
+  out.append("\r\n", 2);
+  out.append(state_key.substr(0, at));
+  out.append(mark);
+  out.append(state_key.substr(at));
+  out.append("\r\n", 2);
 }
 
 uint16_t crc16(std::string_view data) {

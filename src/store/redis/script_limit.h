@@ -53,6 +53,23 @@ std::string state_key(std::string_view prefix, const Limit& limit, std::string_v
 // be a lockout key (a state key has ':' there).
 std::string lockout_key(std::string_view state_key, std::string_view prefix);
 
+// The key of a fixed window's counter for the window of index `index`
+// (floor(time_us / window_us)), `state_key` a key made by state_key() with
+// `prefix`: "#<index>" after the limit's fingerprint, so the slot stays the
+// state key's and no state, lockout or other window's key is the same
+// (the index's digits end at the first ':').
+std::string window_key(std::string_view state_key, std::string_view prefix, int64_t index);
+
+// window_key() appended to `out` as a RESP bulk string, with no string of its
+// own in between (a request's keys are written so).
+void append_window_key_bulk(std::string& out, std::string_view state_key, std::string_view prefix,
+                            int64_t index);
+
+// The index of the window of `time_us` for a window of `window_us` (>= 1).
+inline int64_t window_index(int64_t time_us, uint64_t window_us) {
+  return time_us / static_cast<int64_t>(window_us);
+}
+
 // CRC16/XMODEM, as Redis Cluster hashes keys.
 uint16_t crc16(std::string_view data);
 

@@ -130,7 +130,7 @@ bool read_script_reply(const redisReply* reply, std::span<const CallShape> calls
   return i == size;
 }
 
-bool read_fast_reply(const redisReply* reply, std::span<const FastShape> calls, bool own_time,
+bool read_fast_reply(const redisReply* reply, std::span<const FastShape> calls,
                      ScriptAnswer* answer) {
   answer->expired.clear();
   answer->limits.clear();
@@ -146,35 +146,18 @@ bool read_fast_reply(const redisReply* reply, std::span<const FastShape> calls, 
     answer->expired.assign(calls.size(), 1);
     return true;
   }
-  size_t i = 1;
-  for (const FastShape& call : calls) {
-    if (i >= size || call.limit == 0 || call.window_us == 0) return false;
-    long long code = e[i]->integer;
-    long long ahead = 0;
-    ++i;
-    if (code < 0) {
-      if (code > -2 || i >= size) return false;
-      code = -2 - code;
-      ahead = e[i]->integer;
-      ++i;
-      if (ahead < 1 || ahead > kMaxMicros) return false;
-    }
-    if (code < 0 || code >= kMaxCode) return false;
+  if (size != calls.size() + 1) return false;
+  for (size_t k = 0; k < calls.size(); ++k) {
+    const FastShape& call = calls[k];
+    const long long code = e[k + 1]->integer;
+    if (call.limit == 0 || call.window_us == 0 || code < 0 || code >= kMaxCode) return false;
     LimitAnswer a;
     a.allowed = code % 2 == 1;
     a.remaining = static_cast<uint64_t>(code / 2);
     if (a.remaining > call.limit) return false;
-    const int64_t now = own_time ? call.now_us : answer->redis_time_us;
-    if (now < 0 || call.window_us > static_cast<uint64_t>(kMaxMicros)) return false;
-    // The end of the state's window, `ahead` windows after the one of `now`:
-    // more than ahead windows away, so a reply whose ahead alone passes the
-    // bound is not well formed; below it, the sum fits int64 (both terms
-    // under 2^63 / 1000).
+    if (call.now_us < 0 || call.window_us > static_cast<uint64_t>(kMaxMicros)) return false;
     const auto window = static_cast<int64_t>(call.window_us);
-    if (ahead > kMaxMicros / window) return false;
-    const int64_t end = window - now % window + ahead * window;
-    if (end > kMaxMicros) return false;
-    const Nanos to_end{end * 1'000};
+    const Nanos to_end{(window - call.now_us % window) * 1'000};
     if (a.allowed) {
       a.reset_after = to_end;
     } else {
@@ -184,7 +167,7 @@ bool read_fast_reply(const redisReply* reply, std::span<const FastShape> calls, 
     answer->expired.push_back(0);
     answer->limits.push_back(a);
   }
-  return i == size;
+  return true;
 }
 
 }  // namespace sluice::redis

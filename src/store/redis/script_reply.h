@@ -74,24 +74,23 @@ bool read_script_reply(const redisReply* reply, std::span<const CallShape> calls
                        ScriptAnswer* answer);
 
 // What the client sent of one request of a fast-path batch
-// (scripts/fast_fixed_window.lua): its limit, window and time.
+// (scripts/fast_fixed_window.lua): its limit, window and the time its window
+// is taken at.
 struct FastShape {
   uint64_t limit = 0;      // >= 1
   uint64_t window_us = 0;  // >= 1
-  int64_t now_us = 0;      // its own time, with own_time (time_source local)
+  int64_t now_us = 0;
 };
 
 // Reads the fast path's reply to a batch of `calls` into `answer`, as
 // read_script_reply() does for the script's: an array of integers, the Redis
 // TIME (> 0, and few enough microseconds to hold in nanoseconds), then -1
 // alone (the batch was past its deadline: every call expired), or per call
-// remaining * 2 + allowed (>= 0, remaining at most the limit), or -2 minus
-// that followed by how many windows (>= 1) after the request's its state
-// counts in, with nothing left over. reset_after and retry_after are the time
-// from the request's (own_time) or the Redis TIME to the end of the state's
-// window, which must hold in nanoseconds; a denial's reset_after is 0 when
-// its window holds nothing (remaining is the limit). False for anything else.
-bool read_fast_reply(const redisReply* reply, std::span<const FastShape> calls, bool own_time,
+// remaining * 2 + allowed (>= 0, remaining at most the limit), with nothing
+// left over. reset_after and retry_after are the time from the request's
+// now_us to the end of its window; a denial's reset_after is 0 when its
+// window holds nothing (remaining is the limit). False for anything else.
+bool read_fast_reply(const redisReply* reply, std::span<const FastShape> calls,
                      ScriptAnswer* answer);
 
 // The most elements a reply array may have: far more than any reply the

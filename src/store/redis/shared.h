@@ -103,6 +103,11 @@ struct Shared {
   Topology topology;
   // Asks the internal thread to re-read the slot map soon (debounced there).
   std::function<void()> request_refresh;
+  // About the latest time (us) a fixed window of this store was taken at: a
+  // reset deletes the counters of the windows around it (RedisStore::reset).
+  // The clients raise it a millisecond at a time (Client::note_window_time),
+  // so two threads do not write its line on every request.
+  std::atomic<int64_t> window_time_us{0};
 
   // An endpoint for a node named in CLUSTER SLOTS / MOVED / ASK, with the
   // seeds' credentials.

@@ -22,7 +22,8 @@
 --   definitions),
 --   hits: tokens (token_bucket) or requests (fixed_window) charged by the
 --         instance since its last sync; 0 only reads the state (a first fetch)
---   window: fixed_window: the index of the window the hits were counted in
+--   window: fixed_window: the index of the window the hits were counted in,
+--         whose counter the state key is (fixed_window.lua)
 -- Returns per state key: 1 and its state's two numbers (token_bucket: the
 -- level in units and its time in us; fixed_window: the window index and the
 -- count), or 0, 0, 0 for a key that does not exist.
@@ -36,9 +37,9 @@
 -- Hits are charged at `now`, whenever they were decided: a bucket refills
 -- to now first, then pays (never more than charging each at its own time),
 -- and may go below empty (debt); every later decision, local or not,
--- refills it as any level. A fixed window's hits count in their window
--- while it is the key's current one; hits of a window that has ended are
--- dropped (no decision reads that window again).
+-- refills it as any level. A fixed window's hits count in their window's
+-- counter (the client sends none for a window that has ended: no decision
+-- reads it again).
 local fmod = math.fmod
 local spack, sunpack = struct.pack, struct.unpack
 local function cdiv(a, b)
@@ -102,7 +103,11 @@ for g = 1, #groups do
     j = j + 6
     local raw = got[i - from + 1]
     local found, a, b = 0, 0, 0
-    if raw then found, a, b = 1, sunpack('<dd', raw) end
+    if kind == 'fixed_window' then
+      if raw then found, a, b = 1, window, tonumber(raw) end
+    elseif raw then
+      found, a, b = 1, sunpack('<dd', raw)
+    end
     if apply and hits > 0 then
       if kind == 'token_bucket' then
         local full = p1 * p2
@@ -121,15 +126,17 @@ for g = 1, #groups do
         put(key, level, last, cdiv(full - level, p3))
         found, a, b = 1, level, last
       elseif kind == 'fixed_window' then
-        local index, count = window, 0
-        if found == 1 and a >= window then index, count = a, b end
-        if index == window then
-          count = count + hits
-          local ends_in = (index + 1) * p2 - now
-          if ends_in < 1 then ends_in = 1 end
-          put(key, index, count, ends_in)
-          found, a, b = 1, index, count
+        local count = redis.call('INCRBY', key, hits)
+        if count == hits then
+          -- New: it lives to its window's end by either clock (entry.lua's
+          -- count_put()).
+          local ends_in = (window + 1) * p2 - now
+          if now > redis_now then ends_in = ends_in + now - redis_now end
+          local ms = cdiv(ends_in, 1000)
+          if ms < 1 then ms = 1 end
+          redis.call('PEXPIRE', key, ms + extra_ms)
         end
+        found, a, b = 1, window, count
       else
         return redis.error_reply('ERR sluice: cached mode cannot apply ' .. tostring(kind))
       end

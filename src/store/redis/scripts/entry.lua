@@ -37,10 +37,15 @@
 --   now     (only when ARGV[2] is "1") microseconds since the epoch
 --   n       the number of limits of an acquire, or minus the number of
 --           limits of a refund (Store::refund)
---   per limit: its definition (1 to D) and cost, and for a refund the
---           charge's time (its decided_at) in microseconds.
+--   per limit: its definition (1 to D) and cost, then for a refund the
+--           charge's time (its decided_at) in microseconds, and for an
+--           acquire of a fixed_window the time its window is taken at
+--           (microseconds: the request's own time, or the client's reading
+--           of this node's clock; the window's counter key is named from it:
+--           fixed_window.lua).
 -- Redis TIME is read once per call: it is the decisions' time unless the
--- requests carry theirs, the deadlines' clock, and the TTLs' (below).
+-- requests carry theirs (a fixed window's is always the client's), the
+-- deadlines' clock, and the TTLs' (below).
 --
 -- Returns the Redis TIME this call read (microseconds: the client learns the
 -- clock offset from it), then per request: -1 if it was past its deadline (it
@@ -60,12 +65,13 @@
 -- twice what it needs (SET PX), so a busy key pays for a TTL about once per
 -- its time to full rather than on every decision, and an idle key outlives
 -- its return to full by at most that time again. A refund only brings that
--- time closer, so it keeps the TTL (SET KEEPTTL, ZREM).
+-- time closer, so it keeps the TTL (SET KEEPTTL, ZREM). A fixed window's
+-- counter gets its TTL when it is created, to its window's end, and keeps it.
 -- The deadline is checked in the same script that would charge the request,
 -- so nothing can apply it between the check and the charge.
 --
 -- Lockouts. A limit with a block answers from its lockout key while that
--- holds a time (us) later than now: denied, nothing left, reset_after and
+-- holds a time (us) later than now (a fixed window's: its window's time): denied, nothing left, reset_after and
 -- retry_after the time left; its algorithm is not run, so its state is
 -- neither charged nor written, and keeps refilling underneath. When a request
 -- is denied, each limit with a block whose own algorithm denied starts one:
@@ -122,10 +128,25 @@ local function put(key, state, reset_us)
   STATES[key] = value
 end
 
+-- Writes a counter (fixed_window.lua). A new one lives to the end of its
+-- window, `reset_us` from `now`, by this node's clock as well as by `now`'s
+-- (when the client's reading of it is behind).
+local function count_put(key, count, reset_us, now)
+  local value = format('%d', count)
+  if STATES[key] then
+    rcall('SET', key, value, 'KEEPTTL')
+  else
+    if now > redis_now then reset_us = reset_us + now - redis_now end
+    rcall('SET', key, value, 'PX', format('%d', ttl_of(reset_us)))
+  end
+  STATES[key] = value
+end
+
 local out = {redis_now}
 local nout = 1  -- #out, kept rather than counted
 local writes = {}
 local states = {}  -- per limit of the request: its state key
+local nows = {}    -- per limit: the time it is decided at
 local locks = {}   -- per limit: its lockout key, if it has a block
 local starts = {}  -- per limit: the block its denial starts, or false
 local resets = {}  -- per limit: its reset_after_us
@@ -153,8 +174,10 @@ while pos <= size do
       if refund then
         pos = pos + 24
       else
-        if blocks[sunpack('<d', reqs, pos)] > 0 then key = key + 1 end
+        local d = sunpack('<d', reqs, pos)
+        if blocks[d] > 0 then key = key + 1 end
         pos = pos + 16
+        if kind[d] == 'fixed_window' then pos = pos + 8 end
       end
     end
   elseif refund then
@@ -168,7 +191,11 @@ while pos <= size do
       key = key + 1
       local k = CALL_KEYS[key]
       local write = give_back(k, now, p1[d], p2[d], p3[d], cost, charged_at)
-      if write then
+      if type(write) == 'number' then
+        write = format('%d', write)
+        rcall('SET', k, write, 'KEEPTTL')
+        STATES[k] = write
+      elseif write then
         -- Keeps the expiry the value carries, if any, with its TTL.
         local old = STATES[k]
         if old and #old == #write + 8 then write = write .. string.sub(old, #write + 1) end
@@ -185,6 +212,9 @@ while pos <= size do
     for i = 1, n do
       local d, cost
       d, cost, pos = sunpack('<dd', reqs, pos)
+      local at = now
+      if kind[d] == 'fixed_window' then at, pos = sunpack('<d', reqs, pos) end
+      nows[i] = at
       local algorithm = ALGORITHMS[kind[d]]
       if not algorithm then
         return redis.error_reply('ERR sluice: unknown algorithm ' .. tostring(kind[d]))
@@ -202,7 +232,7 @@ while pos <= size do
         local until_us = STATES[CALL_KEYS[key]]
         if until_us then
           until_us = tonumber(until_us)
-          if until_us > now then left = until_us - now end
+          if until_us > at then left = until_us - at end
         end
       end
       if left > 0 then
@@ -213,7 +243,7 @@ while pos <= size do
         all_allowed = false
       else
         local allowed, _, remaining, reset, retry, write =
-            algorithm(states[i], now, p1[d], p2[d], p3[d], cost)
+            algorithm(states[i], at, p1[d], p2[d], p3[d], cost)
         out[o] = remaining * 2 + allowed
         out[o + 1] = reset
         resets[i] = reset
@@ -234,6 +264,8 @@ while pos <= size do
         local write = writes[i]
         if type(write) == 'string' then
           put(states[i], write, resets[i])
+        elseif type(write) == 'number' then
+          count_put(states[i], write, resets[i], nows[i])
         else
           write(ttl_of(resets[i]))
         end
@@ -247,7 +279,7 @@ while pos <= size do
         local step = 3
         if out[o] % 2 == 1 then step = 2 end
         if block then
-          local until_us = now + block
+          local until_us = nows[i] + block
           rcall('SET', locks[i], string.format('%d', until_us), 'PX', ttl_of(block))
           STATES[locks[i]] = string.format('%d', until_us)
           out[o] = 0
