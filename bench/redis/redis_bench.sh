@@ -29,7 +29,7 @@
 #   inproc-batch1  the same with max_batch 1: one request per script call
 #                  (a cluster's calls mostly were, when a batch was per slot;
 #                  bench/redis/cluster_bench.sh measures a cluster)
-#   inproc-fw      inproc with a fixed window of 100 per 5 s instead (one limit:
+#   inproc-fw      inproc with a fixed window of 1,000 per 5 s instead (one limit:
 #                  the fixed window's fast path, fast_fixed_window.lua)
 #   inproc-fw-script  the same through the general script (fast path off:
 #                  what every fixed window cost before it)

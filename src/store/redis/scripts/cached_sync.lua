@@ -126,7 +126,7 @@ for g = 1, #groups do
         put(key, level, last, cdiv(full - level, p3))
         found, a, b = 1, level, last
       elseif kind == 'fixed_window' then
-        local count = redis.call('INCRBY', key, hits)
+        local count = redis.call('INCRBY', key, ARGV[j - 2])  -- hits, as sent
         if count == hits then
           -- New: it lives to its window's end by either clock (entry.lua's
           -- count_put()).
@@ -134,7 +134,7 @@ for g = 1, #groups do
           if now > redis_now then ends_in = ends_in + now - redis_now end
           local ms = cdiv(ends_in, 1000)
           if ms < 1 then ms = 1 end
-          redis.call('PEXPIRE', key, ms + extra_ms)
+          redis.call('PEXPIRE', key, string.format('%d', ms + extra_ms))
         end
         found, a, b = 1, window, count
       else

@@ -51,9 +51,11 @@ for d = 1, defs do
 end
 
 local out = {redis_now}
--- A TTL goes to PEXPIRE as a string: Redis would format a Lua number with
--- "%.17g", whose floating-point formatting costs it more than "%d" does here.
+-- Numbers go to Redis as strings: Redis would format a Lua number with
+-- "%.17g", whose floating-point formatting costs it more than "%d" does
+-- here. A batch's costs are few (mostly 1): each is formatted once.
 local format = string.format
+local cost_texts = {}
 -- The requests' numbers, packed doubles (read with one struct.unpack each).
 local reqs = ARGV[4 + 2 * defs]
 local pos = 1
@@ -62,7 +64,12 @@ for i = 1, #KEYS do
   local now, d, cost
   now, d, cost, pos = sunpack('<ddd', reqs, pos)
   local limit = limits[d]
-  local count = rcall('INCRBY', key, cost)
+  local cost_text = cost_texts[cost]
+  if not cost_text then
+    cost_text = format('%d', cost)
+    cost_texts[cost] = cost_text
+  end
+  local count = rcall('INCRBY', key, cost_text)
   if count == cost then
     -- New: it lives to its window's end (whole ms, at least 1, plus the
     -- slack) by this node's clock and by the request's time, whichever is
@@ -79,7 +86,7 @@ for i = 1, #KEYS do
   if count <= limit then
     out[i + 1] = (limit - count) * 2 + 1
   else
-    rcall('DECRBY', key, cost)
+    rcall('DECRBY', key, cost_text)
     out[i + 1] = (limit - count + cost) * 2
   end
 end
