@@ -11,6 +11,7 @@
 
 #include "sluice/memory_store.h"
 #include "store/redis/cached_table.h"
+#include "store/redis/sync_schedule.h"
 #include "test_util.h"
 
 namespace sluice::testing {
@@ -20,6 +21,7 @@ RedisStoreOptions cached_options(const std::string& address) {
   RedisStoreOptions o = local_options(address);
   o.mode = RedisMode::kCached;
   o.sync_interval = std::chrono::hours(1);  // the tests sync when they choose
+  o.early_fetch = false;                    // ... also after a key's first request
   return o;
 }
 
@@ -277,6 +279,90 @@ TEST_F(CachedMode, TheTimerSyncsEveryInterval) {
   };
   ASSERT_TRUE(wait_until([&] { return tokens_in_redis() == 994.0; }, 10s));
   EXPECT_EQ(acquire_one(*exact, limit, "k", t)->remaining, 993u);  // 1000 - 6 - 1
+}
+
+// early_fetch (the default): a key's state is fetched as soon as Redis has
+// answered its first request, not at the next interval; a sync that began
+// less than half an interval ago makes the next new key wait for that half.
+TEST_F(CachedMode, ANewKeyIsFetchedOnceRedisHasAnsweredItsFirstRequest) {
+  RedisStoreOptions o = cached_options(server_.address());
+  o.early_fetch = true;
+  auto cached = make_store(o);
+  auto exact = make_store(exact_options(server_.address()));
+  ASSERT_NE(cached, nullptr);
+  ASSERT_NE(exact, nullptr);
+  ASSERT_EQ(acquire_one(*cached, limit, "k", t)->remaining, 999u);  // Redis's
+  // The interval is an hour: this sync is the new key's.
+  ASSERT_TRUE(wait_until([&] { return cached->stats().syncs == 1; }, 10s));
+  EXPECT_EQ(cached->stats().sync_rounds, 1u);
+  const long long calls = server_.script_calls();
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(acquire_one(*cached, limit, "k", t)->remaining, 998u - i);
+  EXPECT_EQ(server_.script_calls(), calls);  // decided here
+
+  // Another new key, within half an interval of that sync: its fetch waits
+  // (half an hour here), so its requests go on asking Redis.
+  ASSERT_EQ(acquire_one(*cached, limit, "k2", t)->remaining, 999u);
+  ASSERT_EQ(acquire_one(*cached, limit, "k2", t)->remaining, 998u);
+  EXPECT_EQ(server_.script_calls(), calls + 2);
+  // sync() runs after the store has handled the new key: no round was added.
+  ASSERT_TRUE(cached->sync().ok());
+  EXPECT_EQ(cached->stats().sync_rounds, 1u);
+  EXPECT_EQ(cached->stats().syncs, 2u);
+  EXPECT_EQ(server_.script_calls(), calls + 3);
+  // The fetch came after Redis had charged the first request: 1000 - 1 - 5 - 1.
+  EXPECT_EQ(acquire_one(*exact, limit, "k", t)->remaining, 993u);
+  EXPECT_EQ(acquire_one(*cached, limit, "k2", t)->remaining, 997u);  // fetched by sync()
+}
+
+TEST(SyncSchedule, ANewKeysSyncRunsAtOnceOrHalfAnIntervalAfterTheLastOne) {
+  using Clock = redis::SyncSchedule::Clock;
+  const auto at = [](Clock::time_point last, Clock::time_point now) {
+    return redis::SyncSchedule::early_at(last, now, 50ms);
+  };
+  const Clock::time_point t0 = Clock::time_point{} + 1h;
+  EXPECT_EQ(at(Clock::time_point{}, t0), t0);  // no sync yet
+  EXPECT_EQ(at(t0, t0), t0 + 25ms);
+  EXPECT_EQ(at(t0, t0 + 10ms), t0 + 25ms);
+  EXPECT_EQ(at(t0, t0 + 25ms), t0 + 25ms);
+  EXPECT_EQ(at(t0, t0 + 40ms), t0 + 40ms);
+}
+
+// New keys one after another bring syncs forward at most to every half
+// interval: at most two rounds per interval, plus the first.
+TEST_F(CachedMode, AStreamOfNewKeysCostsAtMostTwoSyncsPerInterval) {
+  RedisStoreOptions o = cached_options(server_.address());
+  o.early_fetch = true;
+  o.sync_interval = 100ms;
+  const auto start = std::chrono::steady_clock::now();
+  auto cached = make_store(o);
+  ASSERT_NE(cached, nullptr);
+  for (int i = 0; i < 300; ++i)
+    ASSERT_EQ(acquire_one(*cached, limit, "new-" + std::to_string(i), t)->remaining, 999u);
+  const uint64_t rounds = cached->stats().sync_rounds;
+  const auto halves = static_cast<uint64_t>((std::chrono::steady_clock::now() - start) / 50ms);
+  // Two rounds begin at least half an interval apart.
+  EXPECT_GE(rounds, 1u);
+  EXPECT_LE(rounds, halves + 1) << halves << " half intervals";
+}
+
+// A store whose keys are not decided makes no Redis call, however many
+// intervals pass (counted by INFO commandstats: EVALSHA and EVAL).
+TEST_F(CachedMode, AnIdleStoreMakesNoScriptCallOverManyIntervals) {
+  RedisStoreOptions o = cached_options(server_.address());
+  o.early_fetch = true;
+  o.sync_interval = 20ms;
+  auto cached = make_store(o);
+  ASSERT_NE(cached, nullptr);
+  ASSERT_TRUE(acquire_one(*cached, limit, "k", t)->allowed);
+  ASSERT_TRUE(wait_until([&] { return cached->stats().syncs >= 1; }, 10s));  // fetched
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(acquire_one(*cached, limit, "k", t)->remaining, 998u - i);
+  ASSERT_TRUE(wait_until([&] { return cached->stats().syncs >= 2; }, 10s));  // the 3 hits sent
+  const long long calls = server_.script_calls();
+  const uint64_t syncs = cached->stats().syncs;
+  const uint64_t rounds = cached->stats().sync_rounds;
+  ASSERT_TRUE(wait_until([&] { return cached->stats().sync_rounds >= rounds + 10; }, 10s));
+  EXPECT_EQ(server_.script_calls(), calls);
+  EXPECT_EQ(cached->stats().syncs, syncs);
 }
 
 TEST_F(CachedMode, LimitsItCannotDecideLocallyAreRefused) {

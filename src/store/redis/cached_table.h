@@ -66,9 +66,10 @@ class CachedTable {
   // Decides every request at `now`, all-or-nothing, as the memory store
   // would on the local states, and counts the hits to send. kAskRedis (out
   // untouched, nothing charged) when a key is not fetched yet. Errors: the
-  // memory store's (cost, max_wait).
+  // memory store's (cost, max_wait). `added` (if given) says whether a key
+  // of the requests was new to the table (to be fetched).
   Result<Outcome> decide(std::span<const AcquireRequest> requests, std::string_view key_prefix,
-                         Nanos now, std::span<Decision> out);
+                         Nanos now, std::span<Decision> out, bool* added = nullptr);
 
   // What a sync sends, and the time to send with (the latest `now` decide()
   // saw). Empty when there is nothing to send.
@@ -101,7 +102,7 @@ class CachedTable {
     std::list<std::string_view>::iterator lru;
   };
 
-  Entry* find_or_add(const Limit& limit, std::string redis_key);
+  Entry* find_or_add(const Limit& limit, std::string redis_key, bool* added);
   void list_dirty(Entry& e);
   void evict_one();
   // The state Redis returned, in the local arithmetic's units.
