@@ -199,8 +199,9 @@ struct RedisStoreOptions {
   RedisMode mode = RedisMode::kExact;
   std::chrono::milliseconds sync_interval{50};
   size_t cached_keys = 100'000;
-  // Cached mode: a key seen for the first time brings the next sync forward
-  // (at once, or half an interval after the last one), so that its requests
+  // Cached mode: keys waiting for their first fetch that keep asking Redis
+  // (CachedTable::kAsksBeforeFetch requests since the last sync) bring the
+  // next sync forward to once Redis has answered, so that their requests
   // stop going to Redis sooner. Off: syncs only every sync_interval (tests
   // that count calls around syncs they trigger themselves).
   bool early_fetch = true;
@@ -227,7 +228,7 @@ struct RedisStoreStats {
   uint64_t deny_cache_hits = 0;  // requests denied by the deny cache, with no Redis call
   uint64_t syncs = 0;            // cached mode: sync calls Redis answered
   uint64_t sync_failures = 0;    // cached mode: sync calls that failed (hits kept, resent)
-  uint64_t sync_rounds = 0;      // cached mode: timed syncs begun (none sent: no call)
+  uint64_t sync_rounds = 0;      // cached mode: scheduled syncs begun (nothing to send: no call)
 };
 
 class RedisStore final : public Store {

@@ -11,7 +11,6 @@
 
 #include "sluice/memory_store.h"
 #include "store/redis/cached_table.h"
-#include "store/redis/sync_schedule.h"
 #include "test_util.h"
 
 namespace sluice::testing {
@@ -281,68 +280,43 @@ TEST_F(CachedMode, TheTimerSyncsEveryInterval) {
   EXPECT_EQ(acquire_one(*exact, limit, "k", t)->remaining, 993u);  // 1000 - 6 - 1
 }
 
-// early_fetch (the default): a key's state is fetched as soon as Redis has
-// answered its first request, not at the next interval; a sync that began
-// less than half an interval ago makes the next new key wait for that half.
-TEST_F(CachedMode, ANewKeyIsFetchedOnceRedisHasAnsweredItsFirstRequest) {
+// early_fetch (the default): keys waiting for their first fetch that keep
+// asking Redis (CachedTable::kAsksBeforeFetch requests again since the last
+// sync) are fetched as soon as Redis has answered, not at the next interval.
+TEST_F(CachedMode, AKeyAskedForAgainBeforeItsFetchIsFetchedOnceRedisHasAnswered) {
+  constexpr uint64_t kAgain = redis::CachedTable::kAsksBeforeFetch;
   RedisStoreOptions o = cached_options(server_.address());
   o.early_fetch = true;
   auto cached = make_store(o);
   auto exact = make_store(exact_options(server_.address()));
   ASSERT_NE(cached, nullptr);
   ASSERT_NE(exact, nullptr);
-  ASSERT_EQ(acquire_one(*cached, limit, "k", t)->remaining, 999u);  // Redis's
-  // The interval is an hour: this sync is the new key's.
+  for (uint64_t i = 0; i <= kAgain; ++i)
+    ASSERT_EQ(acquire_one(*cached, limit, "k", t)->remaining, 999u - i);  // Redis's
+  // The interval is an hour: this sync is the one the last request asked for.
   ASSERT_TRUE(wait_until([&] { return cached->stats().syncs == 1; }, 10s));
   EXPECT_EQ(cached->stats().sync_rounds, 1u);
   const long long calls = server_.script_calls();
-  for (int i = 0; i < 5; ++i) EXPECT_EQ(acquire_one(*cached, limit, "k", t)->remaining, 998u - i);
-  EXPECT_EQ(server_.script_calls(), calls);  // decided here
-
-  // Another new key, within half an interval of that sync: its fetch waits
-  // (half an hour here), so its requests go on asking Redis.
-  ASSERT_EQ(acquire_one(*cached, limit, "k2", t)->remaining, 999u);
-  ASSERT_EQ(acquire_one(*cached, limit, "k2", t)->remaining, 998u);
-  EXPECT_EQ(server_.script_calls(), calls + 2);
-  // sync() runs after the store has handled the new key: no round was added.
+  // Decided here, from a state fetched after Redis charged every request above.
+  for (uint64_t i = 0; i < 5; ++i)
+    EXPECT_EQ(acquire_one(*cached, limit, "k", t)->remaining, 998u - kAgain - i);
+  EXPECT_EQ(server_.script_calls(), calls);
   ASSERT_TRUE(cached->sync().ok());
-  EXPECT_EQ(cached->stats().sync_rounds, 1u);
-  EXPECT_EQ(cached->stats().syncs, 2u);
-  EXPECT_EQ(server_.script_calls(), calls + 3);
-  // The fetch came after Redis had charged the first request: 1000 - 1 - 5 - 1.
-  EXPECT_EQ(acquire_one(*exact, limit, "k", t)->remaining, 993u);
-  EXPECT_EQ(acquire_one(*cached, limit, "k2", t)->remaining, 997u);  // fetched by sync()
+  EXPECT_EQ(acquire_one(*exact, limit, "k", t)->remaining, 1000u - (kAgain + 1) - 5 - 1);
 }
 
-TEST(SyncSchedule, ANewKeysSyncRunsAtOnceOrHalfAnIntervalAfterTheLastOne) {
-  using Clock = redis::SyncSchedule::Clock;
-  const auto at = [](Clock::time_point last, Clock::time_point now) {
-    return redis::SyncSchedule::early_at(last, now, 50ms);
-  };
-  const Clock::time_point t0 = Clock::time_point{} + 1h;
-  EXPECT_EQ(at(Clock::time_point{}, t0), t0);  // no sync yet
-  EXPECT_EQ(at(t0, t0), t0 + 25ms);
-  EXPECT_EQ(at(t0, t0 + 10ms), t0 + 25ms);
-  EXPECT_EQ(at(t0, t0 + 25ms), t0 + 25ms);
-  EXPECT_EQ(at(t0, t0 + 40ms), t0 + 40ms);
-}
-
-// New keys one after another bring syncs forward at most to every half
-// interval: at most two rounds per interval, plus the first.
-TEST_F(CachedMode, AStreamOfNewKeysCostsAtMostTwoSyncsPerInterval) {
+// Keys asked for once each (cold keys) bring no sync forward: their fetch
+// would save no Redis call.
+TEST_F(CachedMode, NewKeysAskedForOnceWaitForTheInterval) {
   RedisStoreOptions o = cached_options(server_.address());
   o.early_fetch = true;
-  o.sync_interval = 100ms;
-  const auto start = std::chrono::steady_clock::now();
   auto cached = make_store(o);
   ASSERT_NE(cached, nullptr);
-  for (int i = 0; i < 300; ++i)
-    ASSERT_EQ(acquire_one(*cached, limit, "new-" + std::to_string(i), t)->remaining, 999u);
-  const uint64_t rounds = cached->stats().sync_rounds;
-  const auto halves = static_cast<uint64_t>((std::chrono::steady_clock::now() - start) / 50ms);
-  // Two rounds begin at least half an interval apart.
-  EXPECT_GE(rounds, 1u);
-  EXPECT_LE(rounds, halves + 1) << halves << " half intervals";
+  for (int i = 0; i < 100; ++i)
+    ASSERT_EQ(acquire_one(*cached, limit, "cold-" + std::to_string(i), t)->remaining, 999u);
+  ASSERT_TRUE(cached->sync().ok());  // runs after anything the requests posted
+  EXPECT_EQ(cached->stats().sync_rounds, 0u);
+  EXPECT_EQ(cached->stats().syncs, 1u);
 }
 
 // A store whose keys are not decided makes no Redis call, however many
@@ -409,6 +383,36 @@ TEST(CachedTable, HoldsAtMostMaxKeysEvictingTheLeastRecentlyUsedKeyWithNothingTo
   EXPECT_EQ(table.size(), 3u);
   EXPECT_EQ(ask("c"), Outcome::kDecided);
   EXPECT_EQ(ask("b"), Outcome::kAskRedis);
+}
+
+// The ask for an early fetch, counted by the table alone: once per batch,
+// at the kAsksBeforeFetch-th request that asks Redis again for a key still
+// to be fetched; never for keys asked for once, nor while a fetch is in flight.
+TEST(CachedTable, AsksForAFetchAtTheRequestsThatAskRedisAgainForAKeyToFetch) {
+  redis::CachedTable table(1'000);
+  const Limit limit = must(Limit::token_bucket(100, 1, 1h));
+  const Nanos t = us(kEpochUs);
+  Decision d;
+  const auto ask = [&](const std::string& key) {
+    AcquireRequest r{&limit, key, 1};
+    bool fetch_soon = false;
+    EXPECT_EQ(*table.decide({&r, 1}, "p:", t, {&d, 1}, &fetch_soon),
+              redis::CachedTable::Outcome::kAskRedis);
+    return fetch_soon;
+  };
+  for (int i = 0; i < 200; ++i) EXPECT_FALSE(ask("cold-" + std::to_string(i)));
+  EXPECT_FALSE(ask("hot"));  // its first request
+  for (uint32_t i = 1; i < redis::CachedTable::kAsksBeforeFetch; ++i) EXPECT_FALSE(ask("hot"));
+  EXPECT_TRUE(ask("hot"));
+  for (int i = 0; i < 100; ++i) EXPECT_FALSE(ask("hot"));  // asked once per batch
+  Nanos now{0};
+  const std::vector<redis::SyncItem> batch = table.take_batch(&now);
+  EXPECT_EQ(batch.size(), 201u);
+  // Its fetch is in flight: asking again brings nothing forward.
+  for (uint32_t i = 0; i < 2 * redis::CachedTable::kAsksBeforeFetch; ++i) EXPECT_FALSE(ask("hot"));
+  table.settle(batch, std::vector<redis::SyncState>(batch.size()));
+  AcquireRequest r{&limit, "hot", 1};
+  EXPECT_EQ(*table.decide({&r, 1}, "p:", t, {&d, 1}), redis::CachedTable::Outcome::kDecided);
 }
 
 }  // namespace

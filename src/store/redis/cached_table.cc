@@ -49,8 +49,7 @@ Status CachedTable::limit_fits(const Limit& limit) {
   return refuse("unknown algorithm");
 }
 
-CachedTable::Entry* CachedTable::find_or_add(const Limit& limit, std::string redis_key,
-                                             bool* added) {
+CachedTable::Entry* CachedTable::find_or_add(const Limit& limit, std::string redis_key) {
   auto it = entries_.find(redis_key);
   if (it != entries_.end()) {
     lru_.splice(lru_.begin(), lru_, it->second.lru);
@@ -59,12 +58,11 @@ CachedTable::Entry* CachedTable::find_or_add(const Limit& limit, std::string red
   Result<ScriptLimit> script = script_limit(limit);
   if (!script.ok()) return nullptr;
   if (entries_.size() >= max_keys_) evict_one();
-  auto [entry, _] = entries_.try_emplace(std::move(redis_key), limit, script.value());
-  lru_.push_front(entry->first);
-  entry->second.lru = lru_.begin();
-  list_dirty(entry->second);  // to fetch
-  *added = true;
-  return &entry->second;
+  auto [added, _] = entries_.try_emplace(std::move(redis_key), limit, script.value());
+  lru_.push_front(added->first);
+  added->second.lru = lru_.begin();
+  list_dirty(added->second);  // to fetch
+  return &added->second;
 }
 
 void CachedTable::list_dirty(Entry& e) {
@@ -108,7 +106,7 @@ void CachedTable::evict_one() {
 
 Result<CachedTable::Outcome> CachedTable::decide(std::span<const AcquireRequest> requests,
                                                  std::string_view key_prefix, Nanos now,
-                                                 std::span<Decision> out, bool* added) {
+                                                 std::span<Decision> out, bool* fetch_soon) {
   if (out.size() != requests.size())
     return Error{ErrorCode::kInvalidArgument, "acquire: out must have one decision per request"};
   for (const AcquireRequest& r : requests) {
@@ -120,20 +118,27 @@ Result<CachedTable::Outcome> CachedTable::decide(std::span<const AcquireRequest>
   std::lock_guard<std::mutex> lock(mutex_);
   latest_now_ = std::max(latest_now_, now);
   bool all_fetched = true;
-  bool any_added = false;
   undo_.clear();
   for (const AcquireRequest& r : requests) {
-    Entry* e = find_or_add(*r.limit, state_key(key_prefix, *r.limit, r.key), &any_added);
+    Entry* e = find_or_add(*r.limit, state_key(key_prefix, *r.limit, r.key));
     if (e == nullptr || !e->fetched) all_fetched = false;
     undo_.push_back({e, e != nullptr ? e->local : core::PackedState{}});
   }
-  if (added != nullptr) *added = any_added;
   if (!all_fetched) {
     // Redis charges every limit of the request: the fetched ones' local
     // states learn it at the next sync.
+    bool again = false;
     for (auto& [e, _] : undo_) {
-      if (e != nullptr && e->fetched) list_dirty(*e);
+      if (e == nullptr) continue;
+      if (e->fetched) {
+        list_dirty(*e);
+      } else {
+        // Asked again while its fetch is still to be sent (not in flight).
+        again = again || (e->asked && e->listed);
+        e->asked = true;
+      }
     }
+    if (again && ++asked_again_ == kAsksBeforeFetch && fetch_soon != nullptr) *fetch_soon = true;
     return Outcome::kAskRedis;
   }
   // Each limit steps its key's state in turn (a key named twice sees the
@@ -188,6 +193,7 @@ std::vector<SyncItem> CachedTable::take_batch(Nanos* now,
     e.unsent = 0;
   }
   dirty_ = std::move(held);
+  asked_again_ = 0;
   return batch;
 }
 

@@ -528,10 +528,10 @@ void RedisStore::detach() {
 
 Status RedisStore::acquire(std::span<const AcquireRequest> requests, Nanos now,
                            std::span<Decision> out) {
-  bool added = false;
+  bool fetch_soon = false;
   if (redis::CachedTable* cached = impl_->cached_.get()) {
     // A key not fetched yet is decided by Redis (below); the next sync fetches it.
-    auto local = cached->decide(requests, options().key_prefix, now, out, &added);
+    auto local = cached->decide(requests, options().key_prefix, now, out, &fetch_soon);
     if (!local.ok()) return local.error();
     if (local.value() == redis::CachedTable::Outcome::kDecided) return {};
   }
@@ -541,25 +541,25 @@ Status RedisStore::acquire(std::span<const AcquireRequest> requests, Nanos now,
   Status s = impl_->run_sync(
       [&](Client& client, auto finish) { client.acquire(requests, now, out, std::move(finish)); });
   if (cache != nullptr && s.ok()) cache->record(call, out);
-  // A new key is fetched once Redis has answered: a fetch sent ahead of
-  // this call would miss its charge.
-  if (added) impl_->sync_schedule_->new_key();
+  // Keys asked for again are fetched once Redis has answered: a fetch sent
+  // ahead of this call would miss its charge.
+  if (fetch_soon) impl_->sync_schedule_->fetch_soon();
   return s;
 }
 
 void RedisStore::acquire_async(std::span<const AcquireRequest> requests, Nanos now,
                                std::span<Decision> out, Done done) {
   if (redis::CachedTable* cached = impl_->cached_.get()) {
-    bool added = false;
-    auto local = cached->decide(requests, options().key_prefix, now, out, &added);
+    bool fetch_soon = false;
+    auto local = cached->decide(requests, options().key_prefix, now, out, &fetch_soon);
     if (!local.ok() || local.value() == redis::CachedTable::Outcome::kDecided) {
       done(local.ok() ? Status() : Status(local.error()));
       return;
     }
-    if (added) {
+    if (fetch_soon) {
       // As in acquire(): fetched once Redis has answered.
       done = [schedule = impl_->sync_schedule_.get(), done = std::move(done)](Status s) {
-        schedule->new_key();
+        schedule->fetch_soon();
         done(std::move(s));
       };
     }

@@ -1,6 +1,5 @@
 #include "store/redis/sync_schedule.h"
 
-#include <algorithm>
 #include <utility>
 
 #include <boost/asio/post.hpp>
@@ -11,14 +10,8 @@ SyncSchedule::SyncSchedule(boost::asio::io_context& io, std::chrono::millisecond
                            bool early, std::function<void()> sync)
     : io_(io), timer_(io), interval_(interval), early_(early), sync_(std::move(sync)) {}
 
-SyncSchedule::Clock::time_point SyncSchedule::early_at(Clock::time_point last,
-                                                       Clock::time_point now,
-                                                       std::chrono::milliseconds interval) {
-  return std::max(now, last + interval / 2);
-}
-
 void SyncSchedule::start() {
-  arm(Clock::now() + interval_);
+  arm(std::chrono::steady_clock::now() + interval_);
 }
 
 void SyncSchedule::stop() {
@@ -27,26 +20,18 @@ void SyncSchedule::stop() {
   timer_.cancel();
 }
 
-void SyncSchedule::new_key() {
-  if (!early_ || new_key_posted_.exchange(true, std::memory_order_acq_rel)) return;
+void SyncSchedule::fetch_soon() {
+  if (!early_ || posted_.exchange(true, std::memory_order_acq_rel)) return;
   boost::asio::post(io_, [this] {
-    new_key_posted_.store(false, std::memory_order_release);
-    if (stopped_) return;
-    const Clock::time_point now = Clock::now();
-    const Clock::time_point at = early_at(last_, now, interval_);
-    if (at <= now) {
-      run();
-    } else if (at < due_) {
-      arm(at);
-    }
+    posted_.store(false, std::memory_order_release);
+    if (!stopped_) run();
   });
 }
 
-void SyncSchedule::arm(Clock::time_point at) {
+void SyncSchedule::arm(std::chrono::steady_clock::time_point at) {
   // A wait that already completed cannot be cancelled: its handler sees an
   // older generation and does nothing.
   const uint64_t generation = ++generation_;
-  due_ = at;
   timer_.expires_at(at);
   timer_.async_wait([this, generation](const boost::system::error_code& ec) {
     if (ec || stopped_ || generation != generation_) return;
@@ -55,10 +40,10 @@ void SyncSchedule::arm(Clock::time_point at) {
 }
 
 void SyncSchedule::run() {
-  last_ = Clock::now();
+  const auto began = std::chrono::steady_clock::now();
   rounds_.fetch_add(1, std::memory_order_relaxed);
   sync_();
-  if (!stopped_) arm(last_ + interval_);
+  if (!stopped_) arm(began + interval_);
 }
 
 }  // namespace sluice::redis
