@@ -69,6 +69,10 @@
 # of its decisions more often the slower its key is hit (a token bucket of
 # 100 + 20/s on 10,000 keys: at about 120,000/s and below; the stderr line
 # counts expired_keys), so two builds are compared fairly only at one rate.
+# WARM=N runs each serve row's load N seconds before measuring it (after
+# Redis's FLUSHALL): the row then leaves out the keys' first requests and
+# first fetch, and the cached rows print Redis's INFO commandstats of the
+# measured span (calls and microseconds per command).
 # ROWS="inproc-fw serve ..." runs only the named rows (a serve row brings its
 # rls row; "floors" the four floors; base rows follow theirs).
 set -euo pipefail
@@ -278,6 +282,10 @@ serve() {
   [ -x "$build/sluice" ] || return 0
   start_serve "$build" "$mode"
   redis-cli -p "$port" flushall >/dev/null
+  if [ -n "${WARM:-}" ]; then
+    POLICY=$policy KEYS=$keys wrk -t2 -c50 -d"${WARM}s" -s "$script" "http://127.0.0.1:$http/v1/check" >/dev/null
+  fi
+  redis-cli -p "$port" config resetstat >/dev/null
   c0=$(redis_cpu_us); s0=$(cpu_ticks "$sluice_pid"); i0=$(redis_cpu_us "$idle_port")
   calls0=$(script_calls)
   out=$(POLICY=$policy KEYS=$keys wrk -t2 -c50 -d"${SECS}s" -s "$script" "http://127.0.0.1:$http/v1/check")
@@ -290,6 +298,8 @@ serve() {
     sed "s/^/  $name: /" >&2
   echo "  $name: script_calls=$((calls1 - calls0)) redis_cpu_us=$((c1 - c0))" \
     "idle_redis_cpu_us=$((i1 - i0))" >&2
+  [ "$mode" = cached ] && redis-cli -p "$port" info commandstats | tr -d '\r' | grep '^cmdstat' |
+    sed "s/^/  $name: /" >&2
   row "$name" "$rate" "$(per_us $((c1 - c0)) "$total")" "$(per $((s1 - s0)) "$total")"
   # Cached rows: the idle redis-server's CPU over the same span, per decision
   # of the row (the gross figure above includes as much).
