@@ -69,6 +69,7 @@
 # of its decisions more often the slower its key is hit (a token bucket of
 # 100 + 20/s on 10,000 keys: at about 120,000/s and below; the stderr line
 # counts expired_keys), so two builds are compared fairly only at one rate.
+# SYNC_INTERVAL (default 50ms) is the serve rows' store.redis.sync_interval.
 # WARM=N runs each serve row's load N seconds before measuring it (after
 # Redis's FLUSHALL): the row then leaves out the keys' first requests and
 # first fetch, and the cached rows print Redis's INFO commandstats of the
@@ -248,6 +249,7 @@ store:
     addresses: [127.0.0.1:$port]
     timeout: 50ms
     mode: $mode
+    sync_interval: ${SYNC_INTERVAL:-50ms}
 policies:
   bench: {algorithm: token_bucket, capacity: 1000000, refill_rate: 1000000/s}
   window: {algorithm: fixed_window, limit: 1000000, window: 1s}
