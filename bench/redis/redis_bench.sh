@@ -302,6 +302,14 @@ serve() {
     "idle_redis_cpu_us=$((i1 - i0))" >&2
   [ "$mode" = cached ] && redis-cli -p "$port" info commandstats | tr -d '\r' | grep '^cmdstat' |
     sed "s/^/  $name: /" >&2
+  # Cached rows: decisions the store took over 100 us for, since the start
+  # (sluice_store_latency_seconds): a local one takes a few us, one Redis
+  # made in exact mode a round trip; a rough count of the exact phase, as a
+  # local decision delayed by a loaded machine counts too.
+  [ "$mode" = cached ] && curl -s "http://127.0.0.1:$admin/metrics" |
+    awk -v n="$name" '/^sluice_store_latency_seconds_bucket\{le="0.0001"\}/ {fast = $2}
+      /^sluice_store_latency_seconds_count/ {all = $2}
+      END {printf "  %s: decisions over 100 us=%d\n", n, all - fast}' >&2
   row "$name" "$rate" "$(per_us $((c1 - c0)) "$total")" "$(per $((s1 - s0)) "$total")"
   # Cached rows: the idle redis-server's CPU over the same span, per decision
   # of the row (the gross figure above includes as much).
