@@ -56,7 +56,12 @@
 #   serve-cached-hot  serve-cached on 10 client keys (hot keys)
 #   serve-fw       serve for a fixed window policy (1,000,000 per second: the
 #                  fast path), no RLS row
-# With BASELINE, inproc, inproc-fw, serve and rls run again with that build's binaries
+#   serve-cached-hot-idle-redis, serve-cached-idle-redis  not a load: the CPU
+#                  of a second redis-server, started beside and never
+#                  connected to, over the same span, per decision of the row
+#                  (Redis's own running cost, serverCron; the row's gross
+#                  figure includes as much)
+# With BASELINE, inproc, inproc-fw, the cached rows, serve and rls run again with that build's binaries
 # (rows "base-..."), in the same round, on the same Redis.
 # Redis CPU: redis-server's utime + stime (/proc/<pid>/stat) over the run;
 # Sluice CPU: the sluice process's, likewise (inproc rows: the driver's own).
@@ -67,6 +72,11 @@
 # of its decisions more often the slower its key is hit (a token bucket of
 # 100 + 20/s on 10,000 keys: at about 120,000/s and below; the stderr line
 # counts expired_keys), so two builds are compared fairly only at one rate.
+# SYNC_INTERVAL (default 50ms) is the serve rows' store.redis.sync_interval.
+# WARM=N runs each serve row's load N seconds before measuring it (after
+# Redis's FLUSHALL): the row then leaves out the keys' first requests and
+# first fetch, and the cached rows print Redis's INFO commandstats of the
+# measured span (calls and microseconds per command).
 # ROWS="inproc-fw serve ..." runs only the named rows (a serve row brings its
 # rls row; "floors" the four floors; base rows follow theirs).
 set -euo pipefail
@@ -92,14 +102,21 @@ port=$(free_port)
 redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" \
   --logfile "$dir/redis.log" --daemonize no &
 pid=$!
+# An idle redis-server beside, nothing connected: what Redis costs just
+# running (serverCron) over the same span, shown apart in the cached rows.
+idle_port=$(free_port)
+redis-server --port "$idle_port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" \
+  --logfile "$dir/idle.log" --daemonize no &
+idle_pid=$!
 sluice_pid=""
 cleanup() {
   [ -n "$sluice_pid" ] && kill "$sluice_pid" 2>/dev/null && wait "$sluice_pid" 2>/dev/null
-  kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+  kill "$pid" "$idle_pid" 2>/dev/null; wait "$pid" "$idle_pid" 2>/dev/null
   rm -rf "$dir"
 }
 trap cleanup EXIT
 for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.05; done
+for _ in $(seq 100); do redis-cli -p "$idle_port" ping >/dev/null 2>&1 && break; sleep 0.05; done
 hz=$(getconf CLK_TCK)
 per() { awk -v t="$1" -v hz="$hz" -v n="$2" 'BEGIN {printf "%.3f", n ? t / hz * 1e6 / n : 0}'; }
 results="$dir/results"
@@ -107,7 +124,7 @@ results="$dir/results"
 # serve rows use it, since cached mode's few syncs can cost Redis less than
 # one /proc tick (10 ms) over a whole row.
 redis_cpu_us() {
-  redis-cli -p "$port" info cpu | tr -d '\r' |
+  redis-cli -p "${1:-$port}" info cpu | tr -d '\r' |
     awk -F: '/^used_cpu_(sys|user):/ {t += $2} END {printf "%d", t * 1e6}'
 }
 per_us() { awk -v t="$1" -v n="$2" 'BEGIN {printf "%.3f", n ? t / n : 0}'; }
@@ -235,6 +252,7 @@ store:
     addresses: [127.0.0.1:$port]
     timeout: 50ms
     mode: $mode
+    sync_interval: ${SYNC_INTERVAL:-50ms}
 policies:
   bench: {algorithm: token_bucket, capacity: 1000000, refill_rate: 1000000/s}
   window: {algorithm: fixed_window, limit: 1000000, window: 1s}
@@ -265,19 +283,40 @@ stop_serve() {
 serve() {
   local name=$1 build=$2 mode=${3:-exact} script=${4:-bench/redis/check_random_keys.lua}
   local policy=${5:-bench} keys=${6:-10000}
-  local c0 c1 s0 s1 out total
+  local c0 c1 s0 s1 i0 i1 calls0 calls1 out total rate
   [ -x "$build/sluice" ] || return 0
   start_serve "$build" "$mode"
   redis-cli -p "$port" flushall >/dev/null
-  c0=$(redis_cpu_us); s0=$(cpu_ticks "$sluice_pid")
+  if [ -n "${WARM:-}" ]; then
+    POLICY=$policy KEYS=$keys wrk -t2 -c50 -d"${WARM}s" -s "$script" "http://127.0.0.1:$http/v1/check" >/dev/null
+  fi
+  redis-cli -p "$port" config resetstat >/dev/null
+  c0=$(redis_cpu_us); s0=$(cpu_ticks "$sluice_pid"); i0=$(redis_cpu_us "$idle_port")
+  calls0=$(script_calls)
   out=$(POLICY=$policy KEYS=$keys wrk -t2 -c50 -d"${SECS}s" -s "$script" "http://127.0.0.1:$http/v1/check")
-  c1=$(redis_cpu_us); s1=$(cpu_ticks "$sluice_pid")
+  c1=$(redis_cpu_us); s1=$(cpu_ticks "$sluice_pid"); i1=$(redis_cpu_us "$idle_port")
+  calls1=$(script_calls)
   total=$(echo "$out" | awk '/requests in/ {print $1}')
+  rate=$(echo "$out" | awk '/Requests\/sec/ {printf "%d", $2}')
   echo "$out" | grep -q "Non-2xx" && echo "  $name: $(echo "$out" | grep Non-2xx)" >&2
   curl -s "http://127.0.0.1:$admin/metrics" | grep -E '^sluice_(redis_syncs_total|deny_cache_hits_total)' |
     sed "s/^/  $name: /" >&2
-  row "$name" "$(echo "$out" | awk '/Requests\/sec/ {printf "%d", $2}')" \
-    "$(per_us $((c1 - c0)) "$total")" "$(per $((s1 - s0)) "$total")"
+  echo "  $name: script_calls=$((calls1 - calls0)) redis_cpu_us=$((c1 - c0))" \
+    "idle_redis_cpu_us=$((i1 - i0))" >&2
+  [ "$mode" = cached ] && redis-cli -p "$port" info commandstats | tr -d '\r' | grep '^cmdstat' |
+    sed "s/^/  $name: /" >&2
+  # Cached rows: decisions the store took over 100 us for, since the start
+  # (sluice_store_latency_seconds): a local one takes a few us, one Redis
+  # made in exact mode a round trip; a rough count of the exact phase, as a
+  # local decision delayed by a loaded machine counts too.
+  [ "$mode" = cached ] && curl -s "http://127.0.0.1:$admin/metrics" |
+    awk -v n="$name" '/^sluice_store_latency_seconds_bucket\{le="0.0001"\}/ {fast = $2}
+      /^sluice_store_latency_seconds_count/ {all = $2}
+      END {printf "  %s: decisions over 100 us=%d\n", n, all - fast}' >&2
+  row "$name" "$rate" "$(per_us $((c1 - c0)) "$total")" "$(per $((s1 - s0)) "$total")"
+  # Cached rows: the idle redis-server's CPU over the same span, per decision
+  # of the row (the gross figure above includes as much).
+  [ "$mode" = cached ] && row "$name-idle-redis" "$rate" "$(per_us $((i1 - i0)) "$total")"
   if [ "$mode" = exact ] && [ "$script" = bench/redis/check_random_keys.lua ] &&
     [ "$policy" = bench ] && [ "$keys" = 10000 ] &&
     [ -x "$build/bench/rls/rls_load" ]; then
@@ -328,8 +367,14 @@ for round in $(seq "$ROUNDS"); do
   if want inproc-denied90-nocache; then
     inproc inproc-denied90-nocache "$BUILD" 64 --denied 9 --deny-cache no
   fi
-  if want inproc-cached; then inproc inproc-cached "$BUILD" 64 --mode cached; fi
-  if want inproc-cached-hot; then inproc inproc-cached-hot "$BUILD" 64 --mode cached --keys 10; fi
+  if want inproc-cached; then
+    inproc inproc-cached "$BUILD" 64 --mode cached
+    [ -n "$BASE" ] && inproc base-inproc-cached "$BASE" 64 --mode cached
+  fi
+  if want inproc-cached-hot; then
+    inproc inproc-cached-hot "$BUILD" 64 --mode cached --keys 10
+    [ -n "$BASE" ] && inproc base-inproc-cached-hot "$BASE" 64 --mode cached --keys 10
+  fi
   if want serve; then
     serve serve "$BUILD"
     [ -n "$BASE" ] && serve base-serve "$BASE"
@@ -339,9 +384,13 @@ for round in $(seq "$ROUNDS"); do
     [ -n "$BASE" ] && serve base-serve-fw "$BASE" exact bench/redis/check_random_keys.lua window
   fi
   if want serve-denied90; then serve serve-denied90 "$BUILD" exact bench/redis/check_denied_keys.lua; fi
-  if want serve-cached; then serve serve-cached "$BUILD" cached; fi
+  if want serve-cached; then
+    serve serve-cached "$BUILD" cached
+    [ -n "$BASE" ] && serve base-serve-cached "$BASE" cached
+  fi
   if want serve-cached-hot; then
     serve serve-cached-hot "$BUILD" cached bench/redis/check_random_keys.lua bench 10
+    [ -n "$BASE" ] && serve base-serve-cached-hot "$BASE" cached bench/redis/check_random_keys.lua bench 10
   fi
 done
 

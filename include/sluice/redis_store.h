@@ -211,6 +211,12 @@ struct RedisStoreOptions {
   RedisMode mode = RedisMode::kExact;
   std::chrono::milliseconds sync_interval{50};
   size_t cached_keys = 100'000;
+  // Cached mode: keys waiting for their first fetch that keep asking Redis
+  // (CachedTable::kAsksBeforeFetch requests since the last sync) bring the
+  // next sync forward to once Redis has answered, so that their requests
+  // stop going to Redis sooner. Off: syncs only every sync_interval (tests
+  // that count calls around syncs they trigger themselves).
+  bool early_fetch = true;
 };
 
 // Error counters since the store was created.
@@ -234,6 +240,7 @@ struct RedisStoreStats {
   uint64_t deny_cache_hits = 0;  // requests denied by the deny cache, with no Redis call
   uint64_t syncs = 0;            // cached mode: sync calls Redis answered
   uint64_t sync_failures = 0;    // cached mode: sync calls that failed (hits kept, resent)
+  uint64_t sync_rounds = 0;      // cached mode: scheduled syncs begun (nothing to send: no call)
 };
 
 class RedisStore final : public Store {

@@ -20,6 +20,7 @@ RedisStoreOptions cached_options(const std::string& address) {
   RedisStoreOptions o = local_options(address);
   o.mode = RedisMode::kCached;
   o.sync_interval = std::chrono::hours(1);  // the tests sync when they choose
+  o.early_fetch = false;                    // ... also after a key's first request
   return o;
 }
 
@@ -311,6 +312,65 @@ TEST_F(CachedMode, TheTimerSyncsEveryInterval) {
   EXPECT_EQ(acquire_one(*exact, limit, "k", t)->remaining, 993u);  // 1000 - 6 - 1
 }
 
+// early_fetch (the default): keys waiting for their first fetch that keep
+// asking Redis (CachedTable::kAsksBeforeFetch requests again since the last
+// sync) are fetched as soon as Redis has answered, not at the next interval.
+TEST_F(CachedMode, AKeyAskedForAgainBeforeItsFetchIsFetchedOnceRedisHasAnswered) {
+  constexpr uint64_t kAgain = redis::CachedTable::kAsksBeforeFetch;
+  RedisStoreOptions o = cached_options(server_.address());
+  o.early_fetch = true;
+  auto cached = make_store(o);
+  auto exact = make_store(exact_options(server_.address()));
+  ASSERT_NE(cached, nullptr);
+  ASSERT_NE(exact, nullptr);
+  for (uint64_t i = 0; i <= kAgain; ++i)
+    ASSERT_EQ(acquire_one(*cached, limit, "k", t)->remaining, 999u - i);  // Redis's
+  // The interval is an hour: this sync is the one the last request asked for.
+  ASSERT_TRUE(wait_until([&] { return cached->stats().syncs == 1; }, 10s));
+  EXPECT_EQ(cached->stats().sync_rounds, 1u);
+  const long long calls = server_.script_calls();
+  // Decided here, from a state fetched after Redis charged every request above.
+  for (uint64_t i = 0; i < 5; ++i)
+    EXPECT_EQ(acquire_one(*cached, limit, "k", t)->remaining, 998u - kAgain - i);
+  EXPECT_EQ(server_.script_calls(), calls);
+  ASSERT_TRUE(cached->sync().ok());
+  EXPECT_EQ(acquire_one(*exact, limit, "k", t)->remaining, 1000u - (kAgain + 1) - 5 - 1);
+}
+
+// Keys asked for once each (cold keys) bring no sync forward: their fetch
+// would save no Redis call.
+TEST_F(CachedMode, NewKeysAskedForOnceWaitForTheInterval) {
+  RedisStoreOptions o = cached_options(server_.address());
+  o.early_fetch = true;
+  auto cached = make_store(o);
+  ASSERT_NE(cached, nullptr);
+  for (int i = 0; i < 100; ++i)
+    ASSERT_EQ(acquire_one(*cached, limit, "cold-" + std::to_string(i), t)->remaining, 999u);
+  ASSERT_TRUE(cached->sync().ok());  // runs after anything the requests posted
+  EXPECT_EQ(cached->stats().sync_rounds, 0u);
+  EXPECT_EQ(cached->stats().syncs, 1u);
+}
+
+// A store whose keys are not decided makes no Redis call, however many
+// intervals pass (counted by INFO commandstats: EVALSHA and EVAL).
+TEST_F(CachedMode, AnIdleStoreMakesNoScriptCallOverManyIntervals) {
+  RedisStoreOptions o = cached_options(server_.address());
+  o.early_fetch = true;
+  o.sync_interval = 20ms;
+  auto cached = make_store(o);
+  ASSERT_NE(cached, nullptr);
+  ASSERT_TRUE(acquire_one(*cached, limit, "k", t)->allowed);
+  ASSERT_TRUE(wait_until([&] { return cached->stats().syncs >= 1; }, 10s));  // fetched
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(acquire_one(*cached, limit, "k", t)->remaining, 998u - i);
+  ASSERT_TRUE(wait_until([&] { return cached->stats().syncs >= 2; }, 10s));  // the 3 hits sent
+  const long long calls = server_.script_calls();
+  const uint64_t syncs = cached->stats().syncs;
+  const uint64_t rounds = cached->stats().sync_rounds;
+  ASSERT_TRUE(wait_until([&] { return cached->stats().sync_rounds >= rounds + 10; }, 10s));
+  EXPECT_EQ(server_.script_calls(), calls);
+  EXPECT_EQ(cached->stats().syncs, syncs);
+}
+
 TEST_F(CachedMode, LimitsItCannotDecideLocallyAreRefused) {
   auto cached = make_store(cached_options(server_.address()));
   ASSERT_NE(cached, nullptr);
@@ -355,6 +415,36 @@ TEST(CachedTable, HoldsAtMostMaxKeysEvictingTheLeastRecentlyUsedKeyWithNothingTo
   EXPECT_EQ(table.size(), 3u);
   EXPECT_EQ(ask("c"), Outcome::kDecided);
   EXPECT_EQ(ask("b"), Outcome::kAskRedis);
+}
+
+// The ask for an early fetch, counted by the table alone: once per batch,
+// at the kAsksBeforeFetch-th request that asks Redis again for a key still
+// to be fetched; never for keys asked for once, nor while a fetch is in flight.
+TEST(CachedTable, AsksForAFetchAtTheRequestsThatAskRedisAgainForAKeyToFetch) {
+  redis::CachedTable table(1'000);
+  const Limit limit = must(Limit::token_bucket(100, 1, 1h));
+  const Nanos t = us(kEpochUs);
+  Decision d;
+  const auto ask = [&](const std::string& key) {
+    AcquireRequest r{&limit, key, 1};
+    bool fetch_soon = false;
+    EXPECT_EQ(*table.decide({&r, 1}, "p:", t, {&d, 1}, &fetch_soon),
+              redis::CachedTable::Outcome::kAskRedis);
+    return fetch_soon;
+  };
+  for (int i = 0; i < 200; ++i) EXPECT_FALSE(ask("cold-" + std::to_string(i)));
+  EXPECT_FALSE(ask("hot"));  // its first request
+  for (uint32_t i = 1; i < redis::CachedTable::kAsksBeforeFetch; ++i) EXPECT_FALSE(ask("hot"));
+  EXPECT_TRUE(ask("hot"));
+  for (int i = 0; i < 100; ++i) EXPECT_FALSE(ask("hot"));  // asked once per batch
+  Nanos now{0};
+  const std::vector<redis::SyncItem> batch = table.take_batch(&now);
+  EXPECT_EQ(batch.size(), 201u);
+  // Its fetch is in flight: asking again brings nothing forward.
+  for (uint32_t i = 0; i < 2 * redis::CachedTable::kAsksBeforeFetch; ++i) EXPECT_FALSE(ask("hot"));
+  table.settle(batch, std::vector<redis::SyncState>(batch.size()));
+  AcquireRequest r{&limit, "hot", 1};
+  EXPECT_EQ(*table.decide({&r, 1}, "p:", t, {&d, 1}), redis::CachedTable::Outcome::kDecided);
 }
 
 }  // namespace

@@ -523,6 +523,7 @@ class CachedClusterTest : public ClusterTest {
     o.topology_refresh = 24h;  // only a refresh the store asks for
     o.mode = RedisMode::kCached;
     o.sync_interval = 1h;
+    o.early_fetch = false;  // every sync is the test's
     store_ = make_store(o);
     ASSERT_NE(store_, nullptr);
     RedisStoreOptions e = local_options(cluster_.node(0).address());

@@ -106,7 +106,7 @@ void CachedTable::evict_one() {
 
 Result<CachedTable::Outcome> CachedTable::decide(std::span<const AcquireRequest> requests,
                                                  std::string_view key_prefix, Nanos now,
-                                                 std::span<Decision> out) {
+                                                 std::span<Decision> out, bool* fetch_soon) {
   if (out.size() != requests.size())
     return Error{ErrorCode::kInvalidArgument, "acquire: out must have one decision per request"};
   for (const AcquireRequest& r : requests) {
@@ -127,9 +127,18 @@ Result<CachedTable::Outcome> CachedTable::decide(std::span<const AcquireRequest>
   if (!all_fetched) {
     // Redis charges every limit of the request: the fetched ones' local
     // states learn it at the next sync.
+    bool again = false;
     for (auto& [e, _] : undo_) {
-      if (e != nullptr && e->fetched) list_dirty(*e);
+      if (e == nullptr) continue;
+      if (e->fetched) {
+        list_dirty(*e);
+      } else {
+        // Asked again while its fetch is still to be sent (not in flight).
+        again = again || (e->asked && e->listed);
+        e->asked = true;
+      }
     }
+    if (again && ++asked_again_ == kAsksBeforeFetch && fetch_soon != nullptr) *fetch_soon = true;
     return Outcome::kAskRedis;
   }
   // Each limit steps its key's state in turn (a key named twice sees the
@@ -195,6 +204,7 @@ std::vector<SyncItem> CachedTable::take_batch(Nanos* now,
     e.unsent = 0;
   }
   dirty_ = std::move(held);
+  asked_again_ = 0;
   return batch;
 }
 

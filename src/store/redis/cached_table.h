@@ -66,9 +66,16 @@ class CachedTable {
   // Decides every request at `now`, all-or-nothing, as the memory store
   // would on the local states, and counts the hits to send. kAskRedis (out
   // untouched, nothing charged) when a key is not fetched yet. Errors: the
-  // memory store's (cost, max_wait).
+  // memory store's (cost, max_wait). `fetch_soon` (if given) is set when
+  // this kAskRedis brings the requests that asked Redis again for keys
+  // waiting for their first fetch, since the last batch, to
+  // kAsksBeforeFetch: those keys are hot, and each of their requests costs
+  // Redis a call until a sync fetches them, so the caller syncs at once
+  // rather than at the next interval (a key asked for once per interval
+  // never does: its fetch would save nothing).
   Result<Outcome> decide(std::span<const AcquireRequest> requests, std::string_view key_prefix,
-                         Nanos now, std::span<Decision> out);
+                         Nanos now, std::span<Decision> out, bool* fetch_soon = nullptr);
+  static constexpr uint32_t kAsksBeforeFetch = 32;
 
   // What a sync sends, and the time to send with (the latest `now` decide()
   // saw). Empty when there is nothing to send.
@@ -91,6 +98,7 @@ class CachedTable {
     ScriptLimit script;
     core::PackedState local{0, 0};
     bool fetched = false;
+    bool asked = false;  // a request went to Redis while it was not fetched
     // In dirty_: to fetch, or decided since the last sync (its hits to send,
     // and a key that only denied learns what the other instances left).
     bool listed = false;
@@ -118,6 +126,7 @@ class CachedTable {
   // not the table's size. A key evicted or forgotten meanwhile is skipped.
   std::vector<std::string> dirty_;
   Nanos latest_now_{0};
+  uint32_t asked_again_ = 0;                                // since the last batch (decide())
   std::vector<std::pair<Entry*, core::PackedState>> undo_;  // scratch of decide()
 };
 

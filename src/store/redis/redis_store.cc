@@ -15,6 +15,7 @@
 #include "store/redis/deny_cache.h"
 #include "store/redis/script_limit.h"
 #include "store/redis/shared.h"
+#include "store/redis/sync_schedule.h"
 #include "store/redis/tls.h"
 
 namespace sluice {
@@ -129,8 +130,7 @@ class RedisStore::Impl {
         id_(next_store_id.fetch_add(1)),
         work_(boost::asio::make_work_guard(io_)),
         health_timer_(io_),
-        refresh_timer_(io_),
-        sync_timer_(io_) {}
+        refresh_timer_(io_) {}
 
   ~Impl() { stop(); }
 
@@ -150,7 +150,7 @@ class RedisStore::Impl {
       health_check();
       schedule_health();
       if (shared_->options.cluster) schedule_refresh();
-      if (cached_sync_ != nullptr) schedule_sync();
+      if (sync_schedule_ != nullptr) sync_schedule_->start();
     });
   }
 
@@ -163,7 +163,7 @@ class RedisStore::Impl {
       stopping_ = true;
       health_timer_.cancel();
       refresh_timer_.cancel();
-      sync_timer_.cancel();
+      if (sync_schedule_ != nullptr) sync_schedule_->stop();
       internal_.reset();
       work_.reset();
     });
@@ -261,13 +261,9 @@ class RedisStore::Impl {
 
   // --- cached mode's sync (internal thread) ---
 
-  void schedule_sync() {
-    sync_timer_.expires_after(shared_->options.sync_interval);
-    sync_timer_.async_wait([this](const boost::system::error_code& ec) {
-      if (ec || stopping_ || internal_ == nullptr) return;
-      cached_sync_->run(*internal_, [](Status) {});
-      schedule_sync();
-    });
+  void timed_sync() {
+    if (stopping_ || internal_ == nullptr) return;
+    cached_sync_->run(*internal_, [](Status) {});
   }
 
   Status sync() {
@@ -433,7 +429,6 @@ class RedisStore::Impl {
   std::unique_ptr<Client> internal_;  // lives on the internal thread
   boost::asio::steady_timer health_timer_;
   boost::asio::steady_timer refresh_timer_;
-  boost::asio::steady_timer sync_timer_;
   std::atomic<bool> ready_{false};
   std::atomic<size_t> observed_keys_{0};  // DBSIZE summed at the last health check
   std::atomic<bool> refresh_requested_{false};
@@ -447,6 +442,7 @@ class RedisStore::Impl {
   // Cached mode's local states and their sync; null in exact mode.
   std::unique_ptr<redis::CachedTable> cached_;
   std::unique_ptr<redis::CachedSync> cached_sync_;
+  std::unique_ptr<redis::SyncSchedule> sync_schedule_;  // on the internal thread
 };
 
 Result<std::shared_ptr<RedisStore>> RedisStore::create(RedisStoreOptions options) {
@@ -491,6 +487,10 @@ Result<std::shared_ptr<RedisStore>> RedisStore::create(RedisStoreOptions options
   if (shared->options.mode == RedisMode::kCached) {
     impl->cached_ = std::make_unique<redis::CachedTable>(shared->options.cached_keys);
     impl->cached_sync_ = std::make_unique<redis::CachedSync>(*impl->cached_, *shared);
+    Impl* raw = impl.get();
+    impl->sync_schedule_ = std::make_unique<redis::SyncSchedule>(
+        impl->io_, shared->options.sync_interval, shared->options.early_fetch,
+        [raw] { raw->timed_sync(); });
   } else if (shared->options.deny_cache) {
     impl->deny_cache_ = std::make_unique<redis::DenyCache>(
         shared->options.deny_cache_entries, shared->options.time_source == RedisTimeSource::kLocal);
@@ -528,9 +528,10 @@ void RedisStore::detach() {
 
 Status RedisStore::acquire(std::span<const AcquireRequest> requests, Nanos now,
                            std::span<Decision> out) {
+  bool fetch_soon = false;
   if (redis::CachedTable* cached = impl_->cached_.get()) {
     // A key not fetched yet is decided by Redis (below); the next sync fetches it.
-    auto local = cached->decide(requests, options().key_prefix, now, out);
+    auto local = cached->decide(requests, options().key_prefix, now, out, &fetch_soon);
     if (!local.ok()) return local.error();
     if (local.value() == redis::CachedTable::Outcome::kDecided) return {};
   }
@@ -540,16 +541,27 @@ Status RedisStore::acquire(std::span<const AcquireRequest> requests, Nanos now,
   Status s = impl_->run_sync(
       [&](Client& client, auto finish) { client.acquire(requests, now, out, std::move(finish)); });
   if (cache != nullptr && s.ok()) cache->record(call, out);
+  // Keys asked for again are fetched once Redis has answered: a fetch sent
+  // ahead of this call would miss its charge.
+  if (fetch_soon) impl_->sync_schedule_->fetch_soon();
   return s;
 }
 
 void RedisStore::acquire_async(std::span<const AcquireRequest> requests, Nanos now,
                                std::span<Decision> out, Done done) {
   if (redis::CachedTable* cached = impl_->cached_.get()) {
-    auto local = cached->decide(requests, options().key_prefix, now, out);
+    bool fetch_soon = false;
+    auto local = cached->decide(requests, options().key_prefix, now, out, &fetch_soon);
     if (!local.ok() || local.value() == redis::CachedTable::Outcome::kDecided) {
       done(local.ok() ? Status() : Status(local.error()));
       return;
+    }
+    if (fetch_soon) {
+      // As in acquire(): fetched once Redis has answered.
+      done = [schedule = impl_->sync_schedule_.get(), done = std::move(done)](Status s) {
+        schedule->fetch_soon();
+        done(std::move(s));
+      };
     }
   }
   if (redis::DenyCache* cache = impl_->deny_cache_.get()) {
@@ -719,6 +731,7 @@ RedisStoreStats RedisStore::stats() const {
   if (impl_->cached_sync_ != nullptr) {
     s.syncs = impl_->cached_sync_->syncs();
     s.sync_failures = impl_->cached_sync_->failures();
+    s.sync_rounds = impl_->sync_schedule_->rounds();
   }
   return s;
 }
