@@ -107,25 +107,22 @@ uint64_t refund_cost(uint64_t cost) {
 
 namespace {
 
-// `state_key` with `mark` after the limit's fingerprint, where a state key
-// has ':' (<prefix>{<16 hex>}<16 hex>:<key>).
-std::string marked_key(std::string_view state_key, std::string_view prefix, std::string_view mark) {
+// Appends `state_key` with `mark` after the limit's fingerprint, where a
+// state key has ':' (<prefix>{<16 hex>}<16 hex>:<key>).
+void append_marked(std::string& out, std::string_view state_key, std::string_view prefix,
+                   std::string_view mark) {
   const size_t at = prefix.size() + 1 + 16 + 1 + 16;
-  std::string out;
-  out.reserve(state_key.size() + mark.size());
   out.append(state_key.substr(0, at));
   out.append(mark);
   out.append(state_key.substr(at));
+}
+
+std::string marked_key(std::string_view state_key, std::string_view prefix, std::string_view mark) {
+  std::string out;
+  out.reserve(state_key.size() + mark.size());
+  append_marked(out, state_key, prefix, mark);
   return out;
 }
-
-}  // namespace
-
-std::string lockout_key(std::string_view state_key, std::string_view prefix) {
-  return marked_key(state_key, prefix, "!b");
-}
-
-namespace {
 
 // "#<index>": the mark of a window's counter.
 std::string_view window_mark(int64_t index, char (&buf)[24]) {
@@ -137,6 +134,10 @@ std::string_view window_mark(int64_t index, char (&buf)[24]) {
 
 }  // namespace
 
+std::string lockout_key(std::string_view state_key, std::string_view prefix) {
+  return marked_key(state_key, prefix, "!b");
+}
+
 std::string window_key(std::string_view state_key, std::string_view prefix, int64_t index) {
   char buf[24];
   return marked_key(state_key, prefix, window_mark(index, buf));
@@ -146,16 +147,13 @@ void append_window_key_bulk(std::string& out, std::string_view state_key, std::s
                             int64_t index) {
   char buf[24];
   const std::string_view mark = window_mark(index, buf);
-  const size_t at = prefix.size() + 1 + 16 + 1 + 16;
   char size[24];
   const auto [end, ec] = std::to_chars(size, size + sizeof size, state_key.size() + mark.size());
   (void)ec;
   out.push_back('$');
   out.append(size, end);
   out.append("\r\n", 2);
-  out.append(state_key.substr(0, at));
-  out.append(mark);
-  out.append(state_key.substr(at));
+  append_marked(out, state_key, prefix, mark);
   out.append("\r\n", 2);
 }
 
