@@ -326,8 +326,8 @@ class RedisStore final : public Store {
   // The Redis key counting `key`'s requests under the fixed_window `limit` in
   // the window of the time `at` (its index: floor(at / window), windows
   // aligned to the epoch): redis_key() with "#<index>" before the ':', so in
-  // the same slot. Its value is the count, an integer; it expires at its
-  // window's end.
+  // the same slot. Its value is the count, an integer; it expires 100 ms
+  // after its window's end.
   //   <key_prefix>{<16 hex digits>}<limit fingerprint>#<index>:<key>
   std::string redis_window_key(const Limit& limit, std::string_view key, Nanos at) const;
 

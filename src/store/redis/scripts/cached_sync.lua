@@ -128,13 +128,13 @@ for g = 1, #groups do
       elseif kind == 'fixed_window' then
         local count = redis.call('INCRBY', key, ARGV[j - 2])  -- hits, as sent
         if count == hits then
-          -- New: it lives to its window's end by either clock (entry.lua's
-          -- count_put()).
+          -- New: it lives to its window's end by either clock, and 100 ms
+          -- more (entry.lua's count_put(), fixed_window.lua's WINDOW_SLACK_MS).
           local ends_in = (window + 1) * p2 - now
           if now > redis_now then ends_in = ends_in + now - redis_now end
           local ms = cdiv(ends_in, 1000)
           if ms < 1 then ms = 1 end
-          redis.call('PEXPIRE', key, string.format('%d', ms + extra_ms))
+          redis.call('PEXPIRE', key, string.format('%d', ms + extra_ms + 100))
         end
         found, a, b = 1, window, count
       else

@@ -129,15 +129,15 @@ local function put(key, state, reset_us)
 end
 
 -- Writes a counter (fixed_window.lua). A new one lives to the end of its
--- window, `reset_us` from `now`, by this node's clock as well as by `now`'s
--- (when the client's reading of it is behind).
+-- window, `reset_us` from `now`, by this node's clock as well as by `now`'s,
+-- and WINDOW_SLACK_MS more.
 local function count_put(key, count, reset_us, now)
   local value = format('%d', count)
   if STATES[key] then
     rcall('SET', key, value, 'KEEPTTL')
   else
     if now > redis_now then reset_us = reset_us + now - redis_now end
-    rcall('SET', key, value, 'PX', format('%d', ttl_of(reset_us)))
+    rcall('SET', key, value, 'PX', format('%d', ttl_of(reset_us) + WINDOW_SLACK_MS))
   end
   STATES[key] = value
 end

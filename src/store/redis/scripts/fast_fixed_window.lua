@@ -73,7 +73,9 @@ for i = 1, #KEYS do
   if count == cost then
     -- New: it lives to its window's end (whole ms, at least 1, plus the
     -- slack) by this node's clock and by the request's time, whichever is
-    -- later. A counter that a refund brought to 0 gets the same TTL again.
+    -- later, and 100 ms more (fixed_window.lua's WINDOW_SLACK_MS: another
+    -- instance's reading of the clock may lag). A counter that a refund
+    -- brought to 0 gets the same TTL again.
     local window = windows[d]
     local us = window - fmod(now, window)
     if now > redis_now then us = us + now - redis_now end
@@ -81,7 +83,7 @@ for i = 1, #KEYS do
     local ms = (us - r) / 1000
     if r > 0 then ms = ms + 1 end
     if ms < 1 then ms = 1 end
-    rcall('PEXPIRE', key, format('%d', ms + extra_ms))
+    rcall('PEXPIRE', key, format('%d', ms + extra_ms + 100))
   end
   if count <= limit then
     out[i + 1] = (limit - count) * 2 + 1

@@ -12,6 +12,14 @@
 -- number: entry.lua writes it with count_put()).
 -- The refund's key is the counter of the charge's window (the client names
 -- it from the charge's time): it goes down by the cost, to 0 at least.
+-- A counter lives to its window's end by this node's clock and by the
+-- request's time, whichever is later, plus WINDOW_SLACK_MS: with
+-- time_source redis an instance takes a window at its reading of the node's
+-- clock, early by up to its fastest round trip, so another instance may
+-- still count in a window that has just ended; it must find the counter.
+-- (fast_fixed_window.lua and cached_sync.lua, scripts of their own, say the
+-- same number.)
+local WINDOW_SLACK_MS = 100
 if NEEDED('fixed_window') then
   ALGORITHMS['fixed_window'] = function(key, now, limit, window, _, cost)
     local count = tonumber(STATES[key]) or 0
