@@ -238,8 +238,10 @@ want() { [ -z "${ROWS:-}" ] || [[ " $ROWS " == *" $1 "* ]]; }
 # Starts `sluice serve` from BUILD on the Redis store, with the RLS service;
 # MODE exact (default) or cached.
 start_serve() {
-  local build=$1 mode=${2:-exact}
+  local build=$1 mode=${2:-exact} sync=""
   http=$(free_port); admin=$(free_port); grpc=$(free_port)
+  # The config refuses sync_interval outside cached mode.
+  [ "$mode" = cached ] && sync="sync_interval: ${SYNC_INTERVAL:-50ms}"
   cat > "$dir/serve.yaml" <<YAML
 listen: 127.0.0.1:$http
 admin: 127.0.0.1:$admin
@@ -252,7 +254,7 @@ store:
     addresses: [127.0.0.1:$port]
     timeout: 50ms
     mode: $mode
-    sync_interval: ${SYNC_INTERVAL:-50ms}
+    $sync
 policies:
   bench: {algorithm: token_bucket, capacity: 1000000, refill_rate: 1000000/s}
   window: {algorithm: fixed_window, limit: 1000000, window: 1s}
