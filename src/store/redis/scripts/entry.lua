@@ -71,13 +71,14 @@
 -- so nothing can apply it between the check and the charge.
 --
 -- Lockouts. A limit with a block answers from its lockout key while that
--- holds a time (us) later than now (a fixed window's: its window's time): denied, nothing left, reset_after and
--- retry_after the time left; its algorithm is not run, so its state is
--- neither charged nor written, and keeps refilling underneath. When a request
--- is denied, each limit with a block whose own algorithm denied starts one:
--- its lockout key is set to now + block (PX: the block, rounded up to a whole
--- millisecond, plus the slack), and it answers with the whole block. A
--- refund leaves a lockout alone; a reset (DEL) lifts it.
+-- holds a time (us) later than now (a fixed window's: its window's time):
+-- denied, nothing left, reset_after and retry_after the time left; its
+-- algorithm is not run, so its state is neither charged nor written, and
+-- keeps refilling underneath. When a request is denied, each limit with a
+-- block whose own algorithm denied starts one: its lockout key is set to
+-- now + block (PX: the block, rounded up to a whole millisecond, plus the
+-- slack), and it answers with the whole block. A refund leaves a lockout
+-- alone; a reset (DEL) lifts it.
 local extra_ms = tonumber(ARGV[1])
 local own_time = ARGV[2] == '1'
 local t = redis.call('TIME')
