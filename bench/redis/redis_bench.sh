@@ -46,7 +46,8 @@
 #                  since the last one
 #   inproc-cached-hot  the same on 10 keys (hot keys)
 #   serve          `sluice serve` on the Redis store, wrk -t2 -c50 POST /v1/check
-#                  (policy token_bucket 1,000,000 + 1,000,000/s: nothing denied)
+#                  (policy token_bucket 1,000,000 + 1,000,000/s: nothing denied);
+#                  every serve row also prints wrk's p50 and p99
 #   rls            the same server's Envoy RLS service (examples/envoy's
 #                  descriptors, minute limits), <build>/bench/rls/rls_load with
 #                  50 calls in flight
@@ -295,8 +296,11 @@ serve() {
   redis-cli -p "$port" config resetstat >/dev/null
   c0=$(redis_cpu_us); s0=$(cpu_ticks "$sluice_pid"); i0=$(redis_cpu_us "$idle_port")
   calls0=$(script_calls)
-  out=$(POLICY=$policy KEYS=$keys wrk -t2 -c50 -d"${SECS}s" -s "$script" "http://127.0.0.1:$http/v1/check")
+  out=$(POLICY=$policy KEYS=$keys wrk -t2 -c50 -d"${SECS}s" --latency -s "$script" \
+    "http://127.0.0.1:$http/v1/check")
   c1=$(redis_cpu_us); s1=$(cpu_ticks "$sluice_pid"); i1=$(redis_cpu_us "$idle_port")
+  echo "  $name: latency $(echo "$out" | awk '$1 == "50%" || $1 == "99%" {printf "p%s %s ", $1, $2}')" |
+    tr -d '%' >&2
   calls1=$(script_calls)
   total=$(echo "$out" | awk '/requests in/ {print $1}')
   rate=$(echo "$out" | awk '/Requests\/sec/ {printf "%d", $2}')
@@ -362,9 +366,13 @@ for round in $(seq "$ROUNDS"); do
   if want inproc-fw-script-batch1; then
     inproc inproc-fw-script-batch1 "$BUILD" 1 --algorithm fixed_window --fast-path no
   fi
-  if want inproc-denied90; then inproc inproc-denied90 "$BUILD" 64 --denied 9; fi
+  if want inproc-denied90; then
+    inproc inproc-denied90 "$BUILD" 64 --denied 9
+    [ -n "$BASE" ] && inproc base-inproc-denied90 "$BASE" 64 --denied 9
+  fi
   if want inproc-denied90-fw; then
     inproc inproc-denied90-fw "$BUILD" 64 --denied 9 --algorithm fixed_window
+    [ -n "$BASE" ] && inproc base-inproc-denied90-fw "$BASE" 64 --denied 9 --algorithm fixed_window
   fi
   if want inproc-denied90-nocache; then
     inproc inproc-denied90-nocache "$BUILD" 64 --denied 9 --deny-cache no
@@ -385,7 +393,10 @@ for round in $(seq "$ROUNDS"); do
     serve serve-fw "$BUILD" exact bench/redis/check_random_keys.lua window
     [ -n "$BASE" ] && serve base-serve-fw "$BASE" exact bench/redis/check_random_keys.lua window
   fi
-  if want serve-denied90; then serve serve-denied90 "$BUILD" exact bench/redis/check_denied_keys.lua; fi
+  if want serve-denied90; then
+    serve serve-denied90 "$BUILD" exact bench/redis/check_denied_keys.lua
+    [ -n "$BASE" ] && serve base-serve-denied90 "$BASE" exact bench/redis/check_denied_keys.lua
+  fi
   if want serve-cached; then
     serve serve-cached "$BUILD" cached
     [ -n "$BASE" ] && serve base-serve-cached "$BASE" cached

@@ -4,6 +4,7 @@
 // size(), credentials, limits the scripts cannot count, pipelining and
 // batching, threads, and the global count across stores.
 #include <atomic>
+#include <condition_variable>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -405,6 +406,97 @@ long long command_calls(const RedisServer& server, const std::string& name) {
   const std::string field = "cmdstat_" + name + ":calls=";
   const size_t at = info.find(field);
   return at == std::string::npos ? 0 : std::stoll(info.substr(at + field.size()));
+}
+
+// Acquires on one key, each issued in a loop turn of its own (the client's
+// end-of-turn flush runs between them); await() waits for every completion.
+class TurnByTurn {
+ public:
+  TurnByTurn(AsyncDriver& driver, RedisStore& store, const Limit& limit, size_t n, Nanos now)
+      : requests_(n), decisions_(n), statuses_(n), completions_(n, 0) {
+    for (size_t i = 0; i < n; ++i) {
+      driver.run([&, i] {
+        requests_[i] = {&limit, "turn-by-turn", 1};
+        store.acquire_async({&requests_[i], 1}, now, {&decisions_[i], 1}, [this, i](Status s) {
+          std::lock_guard<std::mutex> lock(mutex_);
+          statuses_[i] = std::move(s);
+          ++completions_[i];
+          ++completed_;
+          done_.notify_all();
+        });
+      });
+    }
+  }
+
+  void await() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_.wait(lock, [&] { return completed_ >= requests_.size(); });
+  }
+
+  const Decision& decision(size_t i) const { return decisions_[i]; }
+  const Status& status(size_t i) const { return statuses_[i]; }
+  int completions(size_t i) const { return completions_[i]; }
+
+ private:
+  std::vector<AcquireRequest> requests_;
+  std::vector<Decision> decisions_;
+  std::vector<Status> statuses_;
+  std::vector<int> completions_;
+  size_t completed_ = 0;
+  std::mutex mutex_;
+  std::condition_variable done_;
+};
+
+// While a script call is in flight, the requests of the following loop turns
+// wait in one batch and leave together when its reply comes: Redis stopped
+// (SIGSTOP) keeps the first call in flight while ten more are issued, turn
+// after turn, and then runs two script calls for the eleven, in issue order.
+TEST_F(RedisStoreTest, RequestsIssuedWhileACallIsInFlightLeaveInOneCallWhenItAnswers) {
+  RedisStoreOptions o = local_options(server_.address());
+  o.timeout = 60s;  // the requests wait for Redis to continue, not for a timeout
+  store_ = make_store(o);
+  ASSERT_NE(store_, nullptr);
+  AsyncDriver driver(store_);
+  const Limit limit = must(Limit::token_bucket(8, 1, 1h));
+  ASSERT_TRUE(driver.call(limit, "warm-up", us(kEpochUs)).status.ok());
+  const long long before = command_calls(server_, "evalsha");
+  ASSERT_TRUE(server_.pause());
+  TurnByTurn turns(driver, *store_, limit, 11, us(kEpochUs));
+  ASSERT_TRUE(server_.resume());
+  turns.await();
+  for (size_t i = 0; i < 11; ++i) {
+    ASSERT_TRUE(turns.status(i).ok()) << i << ": " << turns.status(i).error().message;
+    EXPECT_EQ(turns.completions(i), 1) << i;
+    EXPECT_EQ(turns.decision(i).allowed, i < 8) << i;
+    EXPECT_EQ(turns.decision(i).remaining, i < 8 ? 7 - i : 0) << i;
+  }
+  EXPECT_EQ(command_calls(server_, "evalsha") - before, 2);
+}
+
+// Requests waiting for a call in flight are not left behind when the
+// connection dies under it: each is answered once, at the loss, not at the
+// timeout (a minute here).
+TEST_F(RedisStoreTest, RequestsWaitingBehindACallInFlightFailOnceWhenTheConnectionDies) {
+  RedisStoreOptions o = local_options(server_.address());
+  o.timeout = 60s;
+  store_ = make_store(o);
+  ASSERT_NE(store_, nullptr);
+  AsyncDriver driver(store_);
+  const Limit limit = must(Limit::token_bucket(8, 1, 1h));
+  ASSERT_TRUE(driver.call(limit, "warm-up", us(kEpochUs)).status.ok());
+  ASSERT_TRUE(server_.pause());
+  TurnByTurn turns(driver, *store_, limit, 11, us(kEpochUs));
+  server_.kill();
+  turns.await();
+  const std::string at = "Redis at " + server_.address();
+  for (size_t i = 0; i < 11; ++i) {
+    ASSERT_FALSE(turns.status(i).ok()) << i;
+    EXPECT_EQ(turns.status(i).error().code, ErrorCode::kStoreUnavailable) << i;
+    EXPECT_EQ(turns.status(i).error().message,
+              i == 0 ? "connection to " + at + " lost" : "cannot send to " + at)
+        << i;
+    EXPECT_EQ(turns.completions(i), 1) << i;
+  }
 }
 
 // An acquire whose only limit is a fixed_window without a block takes the

@@ -520,23 +520,50 @@ void Client::submit(Call* c) {
     b->fast = c->fast;
     b->refs = 1;  // released when its reply (or failure) has been handled
     open_.push_back(b);
-    if (!flush_posted_) {
-      flush_posted_ = true;
-      boost::asio::post(io_, [this, alive = std::weak_ptr<bool>(alive_)] {
-        if (!alive.expired()) flush();
-      });
-    }
+    post_flush();
   }
   b->calls.push_back(c);
   ++c->refs;
   ++waiting;
 }
 
+void Client::post_flush() {
+  if (flush_posted_) return;
+  flush_posted_ = true;
+  boost::asio::post(io_, [this, alive = std::weak_ptr<bool>(alive_)] {
+    if (!alive.expired()) flush();
+  });
+}
+
+// A node's open batches leave together, in the order they were opened, or
+// wait together: while one of this client's script calls is in flight to the
+// node, its batches keep filling until the reply comes (or one is full).
+// Redis runs one call at a time anyway, so the requests wait about as long,
+// and each call carries all that arrived meanwhile: the fewer, larger calls
+// cost Redis less per decision when the load is heavy, and nothing at all is
+// held when it is light.
 void Client::flush() {
   flush_posted_ = false;
   std::vector<Batch*> batches;
   batches.swap(open_);
-  for (Batch* b : batches) send(b);
+  held_.clear();
+  for (Batch* b : batches) {
+    Connection* conn = b->connection;
+    if (std::find(held_.begin(), held_.end(), conn) != held_.end()) continue;
+    if (scripts_in_flight_[conn] == 0 || closing_) continue;
+    bool full = false;
+    for (Batch* o : batches)
+      full = full || (o->connection == conn && !o->is_command &&
+                      o->calls.size() >= shared_.options.max_batch);
+    if (!full) held_.push_back(conn);
+  }
+  for (Batch* b : batches) {
+    if (std::find(held_.begin(), held_.end(), b->connection) != held_.end()) {
+      open_.push_back(b);
+    } else {
+      send(b);
+    }
+  }
 }
 
 void Client::send(Batch* b) {
@@ -580,6 +607,7 @@ void Client::send(Batch* b) {
     unref(b);
     return;
   }
+  if (!b->is_command) ++scripts_in_flight_[&conn];
 }
 
 // entry.lua's call: each distinct limit of the batch once, then per call
@@ -727,6 +755,9 @@ void Client::on_state(Connection& connection, bool up) {
 
 void Client::on_reply(Connection& connection, redisReply* reply, void* privdata) {
   Batch* b = static_cast<Batch*>(privdata);
+  // The batches held for this reply leave at the end of this turn, with what
+  // the calls it completes issue meanwhile.
+  if (!b->is_command && --scripts_in_flight_[&connection] == 0 && !open_.empty()) post_flush();
   // The reference this attempt held is released at the end; a resend made
   // meanwhile takes its own.
   if (reply == nullptr) {

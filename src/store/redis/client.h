@@ -6,12 +6,15 @@
 // The calls issued in one loop turn to one node are coalesced into one script
 // call, up to max_batch: Redis then pays the fixed cost of a script call
 // (dispatch, TIME, defining the functions) once per batch rather than once
-// per request. In a cluster a batch holds calls of every slot the node
-// serves: the first slot's keys are declared (they route the call), the
-// others' passed as key groups, which the script reads before it writes
-// anything (entry.lua). The script still applies the requests one after
-// another, each all-or-nothing, so a batch decides exactly what separate
-// calls would. A refund is a call of the same kind (its limits' algorithms
+// per request. While one of the client's script calls is in flight to a
+// node, the next batch keeps filling until its reply comes (or the batch is
+// full), so under heavy load a call carries what arrived during a round
+// trip. In a cluster a batch holds calls of every slot the node serves: the
+// first slot's keys are declared (they route the call), the others' passed
+// as key groups, which the script reads before it writes anything
+// (entry.lua). The script still applies the requests one after another,
+// each all-or-nothing, so a batch decides exactly what separate calls would.
+// A refund is a call of the same kind (its limits' algorithms
 // named with a '-' before, entry.lua), so it is batched, routed, redirected,
 // retried and timed out exactly as an acquire; a refund of requests in
 // several cluster slots is one call per slot (batched per node as any).
@@ -131,6 +134,7 @@ class Client final : public Connection::Listener {
   Connection& connection(const std::string& node);
   Connection& route(int slot, const std::string& node);
   void submit(Call* call);
+  void post_flush();
   void flush();
   void send(Batch* batch);
   static int slot_of(const Batch* batch);
@@ -163,7 +167,9 @@ class Client final : public Connection::Listener {
   uint64_t map_version_ = 0;
   TimeoutQueue acquire_queue_;
   TimeoutQueue command_queue_;
-  std::vector<Batch*> open_;  // batches filling during this loop turn
+  std::vector<Batch*> open_;  // batches filling during this loop turn, or held
+  std::unordered_map<Connection*, size_t> scripts_in_flight_;  // script calls sent, not answered
+  std::vector<Connection*> held_;                              // scratch: flush()
   bool flush_posted_ = false;
   std::vector<std::unique_ptr<Call>> call_pool_;
   std::vector<Call*> free_calls_;
