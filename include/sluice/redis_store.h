@@ -177,9 +177,9 @@ struct RedisStoreOptions {
   // any of its slots) travel in one script call, up to this many: Redis pays
   // a script call's fixed cost once per batch. While a script call of the
   // same thread is in flight to the node, the next batch keeps filling until
-  // its reply comes, unless it reaches this size. Each request is still
-  // decided on its own, all-or-nothing, in issue order per slot. 1 sends
-  // every call alone.
+  // its reply comes, unless it reaches this size or spans 2 ms. Each request
+  // is still decided on its own, all-or-nothing, in issue order per slot. 1
+  // sends every call alone.
   size_t max_batch = 64;
   std::chrono::milliseconds connect_timeout{1'000};
   // Reconnection backoff: doubles from min to max after each failed attempt.

@@ -473,6 +473,37 @@ TEST_F(RedisStoreTest, RequestsIssuedWhileACallIsInFlightLeaveInOneCallWhenItAns
   EXPECT_EQ(command_calls(server_, "evalsha") - before, 2);
 }
 
+// A batch waiting for the call in flight takes requests for 2 ms: a request
+// issued later opens the next batch, and the two leave at once, pipelined
+// behind the call in flight (the fast path's one deadline per batch then
+// spans no more than that).
+TEST_F(RedisStoreTest, ABatchWaitingForACallInFlightTakesRequestsForTwoMilliseconds) {
+  RedisStoreOptions o = local_options(server_.address());
+  o.timeout = 60s;
+  store_ = make_store(o);
+  ASSERT_NE(store_, nullptr);
+  AsyncDriver driver(store_);
+  const Limit limit = must(Limit::token_bucket(8, 1, 1h));
+  ASSERT_TRUE(driver.call(limit, "warm-up", us(kEpochUs)).status.ok());
+  const long long before = command_calls(server_, "evalsha");
+  ASSERT_TRUE(server_.pause());
+  TurnByTurn first(driver, *store_, limit, 2, us(kEpochUs));  // in flight, then waiting
+  // Not a synchronisation: the gap that puts the next request past the
+  // waiting batch's 2 ms.
+  std::this_thread::sleep_for(3ms);
+  TurnByTurn later(driver, *store_, limit, 1, us(kEpochUs));
+  ASSERT_TRUE(server_.resume());
+  first.await();
+  later.await();
+  for (size_t i = 0; i < 2; ++i) {
+    ASSERT_TRUE(first.status(i).ok()) << i;
+    EXPECT_EQ(first.decision(i).remaining, 7 - i) << i;
+  }
+  ASSERT_TRUE(later.status(0).ok());
+  EXPECT_EQ(later.decision(0).remaining, 5u);
+  EXPECT_EQ(command_calls(server_, "evalsha") - before, 3);
+}
+
 // Requests waiting for a call in flight are not left behind when the
 // connection dies under it: each is answered once, at the loss, not at the
 // timeout (a minute here).

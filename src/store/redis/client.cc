@@ -18,6 +18,10 @@ constexpr int kMaxRedirects = 5;
 constexpr std::chrono::milliseconds kTryAgainDelay{2};
 constexpr std::string_view kAsking = "*1\r\n$6\r\nASKING\r\n";
 
+// How long a batch takes calls while a call before it is in flight
+// (flush()).
+constexpr std::chrono::milliseconds kMaxHold{2};
+
 Error unavailable(std::string message) {
   return Error{ErrorCode::kStoreUnavailable, std::move(message)};
 }
@@ -61,6 +65,7 @@ struct Client::Batch {
   bool fast = false;      // its calls take the fast path
   bool use_eval = false;  // after NOSCRIPT: send the script itself
   bool asking = false;    // after ASK: ASKING first
+  bool held = false;      // kept open by a flush for a call in flight (flush())
   int redirects = 0;
   int refs = 0;                                   // open or in flight, a pending retry
   std::chrono::steady_clock::time_point sent_at;  // of the last send, for the clock offset
@@ -152,6 +157,7 @@ Client::Batch* Client::new_batch() {
   b->fast = false;
   b->use_eval = false;
   b->asking = false;
+  b->held = false;
   b->redirects = 0;
   b->refs = 0;
   return b;
@@ -507,7 +513,8 @@ void Client::submit(Call* c) {
       if ((*it)->connection != &conn || (*it)->is_command) continue;
       // A fast-path call declares all its batch's keys: one slot per batch.
       if ((*it)->fast == c->fast && (!c->fast || slot_of(*it) == c->slot) &&
-          (*it)->calls.size() < shared_.options.max_batch)
+          (*it)->calls.size() < shared_.options.max_batch &&
+          (!(*it)->held || c->deadline - (*it)->calls.front()->deadline <= kMaxHold))
         b = *it;
       break;
     }
@@ -541,7 +548,12 @@ void Client::post_flush() {
 // Redis runs one call at a time anyway, so the requests wait about as long,
 // and each call carries all that arrived meanwhile: the fewer, larger calls
 // cost Redis less per decision when the load is heavy, and nothing at all is
-// held when it is light.
+// held when it is light. A held batch takes calls for kMaxHold after its
+// first (submit()); a later one opens the next batch, and the node's batches
+// then leave, pipelined behind the call in flight: a Redis that stalls gets
+// the waiting requests in batches of that span, so the fast path's one
+// deadline per batch (the earliest) refuses none of them much before its
+// own.
 void Client::flush() {
   flush_posted_ = false;
   std::vector<Batch*> batches;
@@ -551,19 +563,29 @@ void Client::flush() {
     Connection* conn = b->connection;
     if (std::find(held_.begin(), held_.end(), conn) != held_.end()) continue;
     if (scripts_in_flight_[conn] == 0 || closing_) continue;
-    bool full = false;
-    for (Batch* o : batches)
-      full = full || (o->connection == conn && !o->is_command &&
-                      o->calls.size() >= shared_.options.max_batch);
-    if (!full) held_.push_back(conn);
+    if (!must_leave(batches, conn)) held_.push_back(conn);
   }
   for (Batch* b : batches) {
     if (std::find(held_.begin(), held_.end(), b->connection) != held_.end()) {
+      b->held = true;
       open_.push_back(b);
     } else {
       send(b);
     }
   }
+}
+
+bool Client::must_leave(const std::vector<Batch*>& batches, const Connection* conn) const {
+  const Batch* oldest_held = nullptr;
+  const Batch* newest = nullptr;
+  for (const Batch* b : batches) {
+    if (b->connection != conn || b->is_command) continue;
+    if (b->calls.size() >= shared_.options.max_batch) return true;
+    if (b->held && oldest_held == nullptr) oldest_held = b;
+    newest = b;
+  }
+  return oldest_held != nullptr &&
+         newest->calls.back()->deadline - oldest_held->calls.front()->deadline > kMaxHold;
 }
 
 void Client::send(Batch* b) {

@@ -8,8 +8,8 @@
 // (dispatch, TIME, defining the functions) once per batch rather than once
 // per request. While one of the client's script calls is in flight to a
 // node, the next batch keeps filling until its reply comes (or the batch is
-// full), so under heavy load a call carries what arrived during a round
-// trip. In a cluster a batch holds calls of every slot the node serves: the
+// full, or 2 ms old), so under heavy load a call carries what arrived during
+// a round trip. In a cluster a batch holds calls of every slot the node serves: the
 // first slot's keys are declared (they route the call), the others' passed
 // as key groups, which the script reads before it writes anything
 // (entry.lua). The script still applies the requests one after another,
@@ -136,6 +136,8 @@ class Client final : public Connection::Listener {
   void submit(Call* call);
   void post_flush();
   void flush();
+  // Whether a node's open batches leave now even with a call in flight.
+  bool must_leave(const std::vector<Batch*>& batches, const Connection* conn) const;
   void send(Batch* batch);
   static int slot_of(const Batch* batch);
   static bool several_slots(const Batch* batch);

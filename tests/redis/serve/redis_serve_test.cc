@@ -523,8 +523,12 @@ TEST_P(RedisServeFaults, RequestsAnsweredPerOnFailureWhileRedisIsStoppedChargeNo
   RecordProperty("allowed", std::to_string(allowed.load()));
   RecordProperty("failed", std::to_string(failed.load()));
   EXPECT_EQ(consumed, allowed.load()) << failed.load() << " requests answered per on_failure";
-  // Each of those reached Redis after its deadline and was skipped there.
-  EXPECT_EQ(server->metric(R"(sluice_redis_events_total{kind="expired"})"), failed.load());
+  // Each of those reached Redis after its deadline and was skipped there
+  // (those in flight when Redis stopped, and the batches that left behind
+  // them), or timed out waiting for the call in flight and was never sent.
+  const long long expired = server->metric(R"(sluice_redis_events_total{kind="expired"})");
+  EXPECT_GE(expired, kThreads);
+  EXPECT_LE(expired, failed.load());
   EXPECT_EQ(server->metric(R"(sluice_redis_events_total{kind="late_applied"})"), 0);
 }
 

@@ -19,7 +19,8 @@
 --           clock, the earliest of its requests' (entry.lua says how the
 --           client converts it), or 0 for none. Past it, nothing is read or
 --           written: the client has given up on the first of the requests
---           and will on the others within the microseconds of one loop turn.
+--           and will on the others within 2 ms (a batch takes requests for
+--           at most that long: client.cc).
 -- ARGV[3]   D, the number of limit definitions, then 2 per definition: the
 --           limit and the window in microseconds.
 -- Then one argument, the requests, as packed doubles (little-endian, what
