@@ -447,21 +447,33 @@ class TurnByTurn {
   std::condition_variable done_;
 };
 
+// A store whose requests wait a minute for Redis (which the tests stop),
+// on a driver's loop, its script loaded.
+class InFlightTest : public RedisStoreTest {
+ protected:
+  void SetUp() override {
+    RedisStoreTest::SetUp();
+    if (HasFatalFailure() || IsSkipped()) return;
+    RedisStoreOptions o = local_options(server_.address());
+    o.timeout = 60s;  // the requests wait for Redis to continue, not for a timeout
+    store_ = make_store(o);
+    ASSERT_NE(store_, nullptr);
+    driver_ = std::make_unique<AsyncDriver>(store_);
+    ASSERT_TRUE(driver_->call(limit_, "warm-up", us(kEpochUs)).status.ok());
+  }
+
+  const Limit limit_ = must(Limit::token_bucket(8, 1, 1h));
+  std::unique_ptr<AsyncDriver> driver_;
+};
+
 // While a script call is in flight, the requests of the following loop turns
 // wait in one batch and leave together when its reply comes: Redis stopped
 // (SIGSTOP) keeps the first call in flight while ten more are issued, turn
 // after turn, and then runs two script calls for the eleven, in issue order.
-TEST_F(RedisStoreTest, RequestsIssuedWhileACallIsInFlightLeaveInOneCallWhenItAnswers) {
-  RedisStoreOptions o = local_options(server_.address());
-  o.timeout = 60s;  // the requests wait for Redis to continue, not for a timeout
-  store_ = make_store(o);
-  ASSERT_NE(store_, nullptr);
-  AsyncDriver driver(store_);
-  const Limit limit = must(Limit::token_bucket(8, 1, 1h));
-  ASSERT_TRUE(driver.call(limit, "warm-up", us(kEpochUs)).status.ok());
+TEST_F(InFlightTest, RequestsIssuedWhileACallIsInFlightLeaveInOneCallWhenItAnswers) {
   const long long before = command_calls(server_, "evalsha");
   ASSERT_TRUE(server_.pause());
-  TurnByTurn turns(driver, *store_, limit, 11, us(kEpochUs));
+  TurnByTurn turns(*driver_, *store_, limit_, 11, us(kEpochUs));
   ASSERT_TRUE(server_.resume());
   turns.await();
   for (size_t i = 0; i < 11; ++i) {
@@ -477,21 +489,14 @@ TEST_F(RedisStoreTest, RequestsIssuedWhileACallIsInFlightLeaveInOneCallWhenItAns
 // issued later opens the next batch, and the two leave at once, pipelined
 // behind the call in flight (the fast path's one deadline per batch then
 // spans no more than that).
-TEST_F(RedisStoreTest, ABatchWaitingForACallInFlightTakesRequestsForTwoMilliseconds) {
-  RedisStoreOptions o = local_options(server_.address());
-  o.timeout = 60s;
-  store_ = make_store(o);
-  ASSERT_NE(store_, nullptr);
-  AsyncDriver driver(store_);
-  const Limit limit = must(Limit::token_bucket(8, 1, 1h));
-  ASSERT_TRUE(driver.call(limit, "warm-up", us(kEpochUs)).status.ok());
+TEST_F(InFlightTest, ABatchWaitingForACallInFlightTakesRequestsForTwoMilliseconds) {
   const long long before = command_calls(server_, "evalsha");
   ASSERT_TRUE(server_.pause());
-  TurnByTurn first(driver, *store_, limit, 2, us(kEpochUs));  // in flight, then waiting
+  TurnByTurn first(*driver_, *store_, limit_, 2, us(kEpochUs));  // in flight, then waiting
   // Not a synchronisation: the gap that puts the next request past the
   // waiting batch's 2 ms.
   std::this_thread::sleep_for(3ms);
-  TurnByTurn later(driver, *store_, limit, 1, us(kEpochUs));
+  TurnByTurn later(*driver_, *store_, limit_, 1, us(kEpochUs));
   ASSERT_TRUE(server_.resume());
   first.await();
   later.await();
@@ -507,16 +512,9 @@ TEST_F(RedisStoreTest, ABatchWaitingForACallInFlightTakesRequestsForTwoMilliseco
 // Requests waiting for a call in flight are not left behind when the
 // connection dies under it: each is answered once, at the loss, not at the
 // timeout (a minute here).
-TEST_F(RedisStoreTest, RequestsWaitingBehindACallInFlightFailOnceWhenTheConnectionDies) {
-  RedisStoreOptions o = local_options(server_.address());
-  o.timeout = 60s;
-  store_ = make_store(o);
-  ASSERT_NE(store_, nullptr);
-  AsyncDriver driver(store_);
-  const Limit limit = must(Limit::token_bucket(8, 1, 1h));
-  ASSERT_TRUE(driver.call(limit, "warm-up", us(kEpochUs)).status.ok());
+TEST_F(InFlightTest, RequestsWaitingBehindACallInFlightFailOnceWhenTheConnectionDies) {
   ASSERT_TRUE(server_.pause());
-  TurnByTurn turns(driver, *store_, limit, 11, us(kEpochUs));
+  TurnByTurn turns(*driver_, *store_, limit_, 11, us(kEpochUs));
   server_.kill();
   turns.await();
   const std::string at = "Redis at " + server_.address();
