@@ -584,6 +584,8 @@ bool Client::must_leave(const std::vector<Batch*>& batches, const Connection* co
     if (b->held && oldest_held == nullptr) oldest_held = b;
     newest = b;
   }
+  // Commands alone wait for nothing: there is no batch to fill.
+  if (newest == nullptr) return true;
   return oldest_held != nullptr &&
          newest->calls.back()->deadline - oldest_held->calls.front()->deadline > kMaxHold;
 }

@@ -9,12 +9,12 @@
 // per request. While one of the client's script calls is in flight to a
 // node, the next batch keeps filling until its reply comes (or the batch is
 // full, or 2 ms old), so under heavy load a call carries what arrived during
-// a round trip. In a cluster a batch holds calls of every slot the node serves: the
-// first slot's keys are declared (they route the call), the others' passed
-// as key groups, which the script reads before it writes anything
-// (entry.lua). The script still applies the requests one after another,
-// each all-or-nothing, so a batch decides exactly what separate calls would.
-// A refund is a call of the same kind (its limits' algorithms
+// a round trip. In a cluster a batch holds calls of every slot the node
+// serves: the first slot's keys are declared (they route the call), the
+// others' passed as key groups, which the script reads before it writes
+// anything (entry.lua). The script still applies the requests one after
+// another, each all-or-nothing, so a batch decides exactly what separate
+// calls would. A refund is a call of the same kind (its limits' algorithms
 // named with a '-' before, entry.lua), so it is batched, routed, redirected,
 // retried and timed out exactly as an acquire; a refund of requests in
 // several cluster slots is one call per slot (batched per node as any).
