@@ -52,7 +52,7 @@ done
 # traced NAME PID URL [wrk args...]: the calls per request of PID and its
 # children (nginx: its workers): all, and those a request makes.
 events=raw_syscalls:sys_enter
-for c in recvfrom recvmsg sendto sendmsg writev epoll_wait epoll_ctl getsockopt; do
+for c in recvfrom recvmsg sendto sendmsg writev epoll_wait epoll_ctl getsockopt io_uring_enter; do
   events+=",syscalls:sys_enter_$c"
 done
 traced() {

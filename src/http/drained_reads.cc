@@ -8,6 +8,8 @@
 
 #include <boost/asio/error.hpp>
 
+#if SLUICE_READS_REPORT_DRAIN
+
 namespace sluice::http {
 
 namespace {
@@ -67,3 +69,5 @@ ReceiveStatus receive_reporting_drain(int socket, const boost::asio::mutable_buf
 }
 
 }  // namespace sluice::http
+
+#endif
