@@ -8,8 +8,6 @@
 
 #include <boost/asio/error.hpp>
 
-#if SLUICE_READS_REPORT_DRAIN
-
 namespace sluice::http {
 
 namespace {
@@ -69,5 +67,3 @@ ReceiveStatus receive_reporting_drain(int socket, const boost::asio::mutable_buf
 }
 
 }  // namespace sluice::http
-
-#endif

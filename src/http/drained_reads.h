@@ -40,15 +40,6 @@
 #include <boost/asio/detail/socket_option.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/version.hpp>
-
-// Built with Asio's io_uring backend (SLUICE_IO_URING, cmake/io_uring.cmake)
-// there is no speculative recv to save: a read is submitted to the ring,
-// whose recvmsg waits in the kernel for bytes. Reads are then Asio's own: the
-// op below and its receive are compiled for the epoll reactor only.
-#if defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT)
-#define SLUICE_READS_REPORT_DRAIN 0
-#else
-#define SLUICE_READS_REPORT_DRAIN 1
 // After the socket types, which it needs declared.
 #include <boost/asio/detail/reactive_socket_recv_op.hpp>
 
@@ -59,22 +50,15 @@ static_assert(BOOST_VERSION == 108100,
               "drained_reads.h specializes Asio's reactive_socket_recv_op_base as of "
               "Boost 1.81: check its interface and the epoll reactor's use of "
               "done_and_exhausted in the new Boost, then update BOOST_VERSION here");
-#if !defined(BOOST_ASIO_HAS_EPOLL)
+#if !defined(BOOST_ASIO_HAS_EPOLL) || defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT)
 #error "drained_reads.h relies on Asio's edge-triggered epoll reactor"
-#endif
 #endif
 
 namespace sluice::http {
 
-// Whether reads report the drain (false under io_uring, see above): the
-// callers set ReportReceiveQueue only then.
-inline constexpr bool kReadsReportDrain = SLUICE_READS_REPORT_DRAIN;
-
 // Sockets opened with this option (listeners: their accepted sockets inherit
 // it) give the drain hint described above.
 using ReportReceiveQueue = boost::asio::detail::socket_option::boolean<IPPROTO_TCP, TCP_INQ>;
-
-#if SLUICE_READS_REPORT_DRAIN
 
 // One receive buffer, as a MutableBufferSequence of one element: its type
 // selects the op below.
@@ -111,13 +95,6 @@ void async_read_some_reporting_drain(boost::asio::ip::tcp::socket& socket,
     socket.async_read_some(buffers, std::forward<Handler>(handler));
   }
 }
-#else
-template <class MutableBuffers, class Handler>
-void async_read_some_reporting_drain(boost::asio::ip::tcp::socket& socket,
-                                     const MutableBuffers& buffers, Handler&& handler) {
-  socket.async_read_some(buffers, std::forward<Handler>(handler));
-}
-#endif
 
 // A TCP socket seen as an AsyncReadStream whose reads report the drain: what
 // Beast's parsers read an upstream's response from.
@@ -139,7 +116,6 @@ class DrainReportingStream {
 
 }  // namespace sluice::http
 
-#if SLUICE_READS_REPORT_DRAIN
 namespace boost::asio::detail {
 
 // Asio's receive op base for a DrainReportingBuffer: the same constructor and
@@ -173,4 +149,3 @@ class reactive_socket_recv_op_base<sluice::http::DrainReportingBuffer> : public 
 };
 
 }  // namespace boost::asio::detail
-#endif

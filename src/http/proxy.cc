@@ -452,7 +452,7 @@ void ProxyExchange::on_connect(beast::error_code ec) {
   if (ec) return upstream_failed(ec, Stage::kConnect);
   beast::error_code ignored;
   conn_->socket.set_option(tcp::no_delay(true), ignored);
-  if constexpr (kReadsReportDrain) conn_->socket.set_option(ReportReceiveQueue(true), ignored);
+  conn_->socket.set_option(ReportReceiveQueue(true), ignored);
   write_first_piece();
 }
 

@@ -218,7 +218,6 @@ class Server::Listener {
   // Accepted sockets inherit the option: their reads then know when they
   // drained the socket (drained_reads.h). Without it they read as Asio does.
   void report_receive_queue() {
-    if constexpr (!kReadsReportDrain) return;
     boost::system::error_code ignored;
     acceptor_.set_option(ReportReceiveQueue(true), ignored);
   }

@@ -20,10 +20,6 @@ namespace {
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
-
-// The op exists for Asio's epoll reactor only (drained_reads.h); the tests
-// through an io_context below run on either backend.
-#if SLUICE_READS_REPORT_DRAIN
 using Op = asio::detail::reactive_socket_recv_op_base<DrainReportingBuffer>;
 using Status = asio::detail::reactor_op::status;
 
@@ -40,7 +36,6 @@ class ReceiveOnce : public Op {
   const boost::system::error_code& ec() const { return ec_; }
   std::size_t bytes() const { return bytes_transferred_; }
 };
-#endif
 
 class DrainedReadsTest : public ::testing::Test {
  protected:
@@ -80,7 +75,6 @@ TEST_F(DrainedReadsTest, AcceptedSocketsInheritTheOption) {
   EXPECT_TRUE(option.value());
 }
 
-#if SLUICE_READS_REPORT_DRAIN
 TEST_F(DrainedReadsTest, NothingQueuedIsNotDone) {
   connect(true);
   ReceiveOnce op(server_, buffer_, sizeof buffer_);
@@ -134,8 +128,6 @@ TEST_F(DrainedReadsTest, WithoutTheOptionAShortReadIsDone) {
   EXPECT_EQ(op.perform(), Status::done);
   EXPECT_EQ(op.bytes(), 3u);
 }
-
-#endif
 
 // Through the reactor: after a read that drained the socket (so the next one
 // waits for epoll), the bytes sent later, then the FIN, still complete the
