@@ -1,6 +1,6 @@
 // What this machine charges for a second thread when nothing of Sluice is
 // involved, beside the store's and the floor's two-thread rows
-// (docs/BENCHMARKS.md, "Two threads: the machine or the store").
+// (bench/results/2026-core.md, "Two threads: the machine or the store").
 //
 // machine/private_rmw/kib:N: each thread updates 16 bytes of a random entry
 // of its own N KiB array of 64-byte entries (a shuffled walk, like a

@@ -1,5 +1,5 @@
 # SLUICE_ALLOCATOR: the malloc the `sluice` binary runs with, one of Debian's
-# (docs/BENCHMARKS.md, "Gateway (wrk)", has the measurement that chose the
+# (docs/BENCHMARKS.md, "Gateway against nginx", has the measurement that chose the
 # default):
 #   glibc     the C library's own
 #   mimalloc  libmimalloc-dev

@@ -4,7 +4,7 @@
 # upstream, counted by `perf stat` on the syscall tracepoints during one wrk run
 # per path, divided by the requests wrk completed. Not strace: it slows the
 # server so much that the next request is always there when a read starts,
-# which hides the reads that find nothing (see docs/BENCHMARKS.md).
+# which hides the reads that find nothing (see bench/results/2026-gateway.md).
 #
 #   bench/gateway/syscalls.sh [BUILD_DIR]     # default: build (a Release build)
 #

@@ -1,7 +1,7 @@
 -- wrk script: POST /v1/check on one of 10,000 client keys chosen at random,
 -- 9 requests in 10 for policy "denied" (1 per hour: denied after a key's
 -- first), the 10th for policy "bench" (nothing denied): a 90%-denied load
--- for the deny cache (docs/BENCHMARKS.md, "Redis store").
+-- for the deny cache (docs/BENCHMARKS.md, "Redis store through `sluice serve`").
 math.randomseed(os.time())
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"

@@ -1,6 +1,6 @@
 -- wrk script: POST /v1/check for policy "bench" (or $POLICY) on one of 10,000
 -- (or $KEYS) client keys, chosen at random per request (docs/BENCHMARKS.md,
--- "through sluice serve").
+-- "Redis store through `sluice serve`").
 math.randomseed(os.time())
 local policy = os.getenv("POLICY") or "bench"
 local keys = tonumber(os.getenv("KEYS") or "10000")

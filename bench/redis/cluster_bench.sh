@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Redis CPU and script calls per decision on a 3-master Redis Cluster, this
 # build against a baseline build in the same run (docs/BENCHMARKS.md,
-# "Redis Cluster: one call per node").
+# "Redis Cluster").
 #
 #   BASELINE=<older build dir> bench/redis/cluster_bench.sh [build-dir] [rounds]
 #

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Redis CPU per decision and decisions/s of every way of deciding on Redis,
-# side by side on one redis-server in one run (docs/BENCHMARKS.md, "Redis store").
+# side by side on one redis-server in one run (docs/BENCHMARKS.md, "Redis store,
+# one Redis").
 #
 #   BASELINE=<older build dir> bench/redis/redis_bench.sh [build-dir] [rounds]
 #

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Where redis-server spends its CPU while it runs Sluice's scripts: perf
 # samples per 1,000 decisions and the functions that take them
-# (docs/BENCHMARKS.md, "Redis store").
+# (bench/results/2026-redis.md, "Less Lua per decision").
 #
 #   bench/redis/redis_profile.sh [build-dir] [row]
 #

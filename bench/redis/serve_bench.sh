@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Decisions per second through `sluice serve` with store.backend redis, against
 # the same server on the memory store and RedisStore in process, same Redis,
-# same run (docs/BENCHMARKS.md, "Redis store", "through sluice serve").
+# same run (docs/BENCHMARKS.md, "Redis store through `sluice serve`").
 #
 #   bench/redis/serve_bench.sh [build-dir] [seconds]
 #

@@ -53,7 +53,8 @@ PackedState fresh_state(const Limit& limit, Nanos now);
 // The decision is written in place, not returned inside a struct: a caller
 // copying a returned Decision reads it with wide loads of the narrow stores
 // that just built it, which stalls store-to-load forwarding; in the memory
-// store that copy was a fifth of a decision's time (perf, docs/BENCHMARKS.md).
+// store that copy was a fifth of a decision's time (perf,
+// bench/results/2026-core.md, "The floor, two threads, and a concurrency slot").
 inline PackedState step(const Limit& limit, PackedState state, Nanos now, uint64_t cost,
                         Nanos max_wait, Decision& decision) {
   using detail::pack;

@@ -6,7 +6,8 @@
 // reports `done_and_exhausted`, which its stream recv does only at end of
 // stream. So after each read that returned data, the next async_read_some
 // costs one recv returning EAGAIN before it is queued: one syscall per
-// request that nginx does not make (docs/BENCHMARKS.md, issue 13).
+// request that nginx does not make (bench/results/2026-gateway.md, "The empty
+// read removed").
 //
 // How: a read whose buffer is a DrainReportingBuffer runs our op below (an
 // explicit specialization of Asio's receive op base for that buffer type). It

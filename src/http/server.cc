@@ -143,7 +143,8 @@ struct Server::Worker {
 // a hash of their addresses. One socket shared by all (as before) woke every
 // worker for each connection and left them to race for it: the first awake
 // accepted everything queued, so under keep-alive load one worker served all
-// connections while the others idled (docs/BENCHMARKS.md, "Gateway (wrk)").
+// connections while the others idled (bench/results/2026-gateway.md, "CPU per
+// request and the two-worker tail").
 // The first socket binds without SO_REUSEPORT, so a port already taken (a
 // second `sluice serve` on it, say) still fails at bind; it sets the option
 // before listen() so that the other workers' sockets can join it. Above

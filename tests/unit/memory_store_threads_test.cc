@@ -1,6 +1,7 @@
 // MemoryStore under threads: what its locking must keep exact, whatever the
-// lock's granularity (a shard's lock today; the design in docs/BENCHMARKS.md,
-// "A lock in the slots' own line", would lock per cache line of slots). Each
+// lock's granularity (a lock per shard; the design measured in
+// bench/results/2026-core.md, "A lock in the slots' own line", would lock per
+// cache line of slots). Each
 // test fixes `now`, so no state refills: every count is exact, not a bound.
 // Run on the sanitizer build, they also watch for data races' damage (ASan)
 // while tables grow and evict under deciding threads.
