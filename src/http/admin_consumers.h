@@ -2,7 +2,8 @@
 // consumer is on, and changing it at runtime.
 //
 //   GET    /admin/consumers/<id>   200 {"consumer":id,"plan":"pro"}, 404 UNKNOWN_CONSUMER
-//   PUT    /admin/consumers/<id>   {"plan":"pro"} puts the consumer on a plan
+//   PUT    /admin/consumers/<id>   {"plan":"pro"} (Content-Type: application/json, else
+//                                  415) puts the consumer on a plan
 //                                  ({"plan":null} removes it, as DELETE); 400
 //                                  UNKNOWN_PLAN names the plans there are
 //   DELETE /admin/consumers/<id>   removes the consumer (then `unknown:` applies)
