@@ -101,7 +101,7 @@ run_serve redis "store:
   redis:
     addresses: [127.0.0.1:$redis_port]
     timeout: 50ms"
-# The seed article's token bucket script, pipelined (the issue's reference).
+# The seed article's token bucket script, pipelined (the reference ceiling).
 if command -v redis-benchmark >/dev/null; then
   sha=$(redis-cli -p "$redis_port" script load "$(cat bench/redis/seed_token_bucket.lua)")
   redis-cli -p "$redis_port" flushall >/dev/null

@@ -1,4 +1,4 @@
-// Bounded load client for Envoy RLS v3 ShouldRateLimit (issue 5's benchmark).
+// Bounded load client for Envoy RLS v3 ShouldRateLimit (bench/rls/run.sh).
 //
 //   rls_load --target 127.0.0.1:PORT [--seconds 5] [--in-flight 128]
 //            [--max-calls 5000000] [--domain edge] [--key remote_address]

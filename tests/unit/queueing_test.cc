@@ -53,7 +53,7 @@ class BucketQueueing : public ::testing::TestWithParam<Algorithm> {
   }
 };
 
-// The example: 5 requests at once against 1/s, delay 4s (nginx
+// Five requests at once against 1/s, delay 4s (nginx
 // rate=1r/s burst=4): served at 0, 1, 2, 3 and 4 s; a sixth is denied.
 TEST_P(BucketQueueing, FiveAtOnceAgainstOnePerSecondAreServedOneSecondApart) {
   Queue q(limit(1, 1, 1s), 4s);

@@ -1,6 +1,6 @@
-// `sluice simulate`: the scenarios' exact numbers (worked out by hand in the
-// comments), traces, the max-in-window scan, the three output formats and the
-// command line's exit codes.
+// `sluice simulate`: the scenarios' exact numbers (derived in the comments),
+// traces, the max-in-window scan, the three output formats and the command
+// line's exit codes.
 #include <gtest/gtest.h>
 
 #include <algorithm>

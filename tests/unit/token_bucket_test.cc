@@ -17,7 +17,7 @@ using testing::kNoon;
 using testing::Model;
 using testing::must;
 
-// The example: capacity 100, refill 10 per second.
+// A bucket of 100 refilled 10 per second.
 Limit hundred_at_ten_per_second() {
   return must(Limit::token_bucket(100, 10, 1s));
 }

@@ -1,8 +1,8 @@
 -- Not a floor but a bound for bench/redis/redis_bench.sh: what a fixed
--- window costs Redis per decision if its state were a counter per window
--- (a key per window index: INCRBY, a TTL when the counter is new, the
--- charge taken back with DECRBY when it went over the limit) instead of
--- the packed state every script shares today (docs/SCALING.md). Every KEY
+-- window kept as a counter per window costs Redis per decision (a key per
+-- window index: INCRBY, a TTL when the counter is new, the charge taken back
+-- with DECRBY when it went over the limit), with nothing of Sluice's scripts
+-- around it (docs/SCALING.md). Every KEY
 -- gets a request of cost 1 at the call's Redis TIME; one reply integer per
 -- key (remaining * 2 + allowed).
 -- ARGV: limit, window (us).
