@@ -3,12 +3,10 @@
 // once, then one every 100 ms; express-rate-limit's 100 per 15 minutes).
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "doc_blocks.h"
 #include "policy/config_loader.h"
 #include "sluice/sluice.h"
 #include "source_dir.h"
@@ -23,21 +21,10 @@ using sluice::test::source_dir;
 
 // The ```yaml blocks of the doc whose first line is "# sluice.yaml".
 std::vector<std::string> sluice_blocks() {
-  std::ifstream in(source_dir() / "docs/MIGRATING.md");
   std::vector<std::string> blocks;
-  std::string line;
-  std::string block;
-  bool inside = false;
-  while (std::getline(in, line)) {
-    if (!inside && line == "```yaml") {
-      inside = true;
-      block.clear();
-    } else if (inside && line == "```") {
-      inside = false;
-      if (block.rfind("# sluice.yaml\n", 0) == 0) blocks.push_back(block);
-    } else if (inside) {
-      block += line + "\n";
-    }
+  for (const sluice::test::DocBlock& b :
+       sluice::test::read_doc_blocks(source_dir() / "docs/MIGRATING.md")) {
+    if (b.info == "yaml" && b.text.rfind("# sluice.yaml\n", 0) == 0) blocks.push_back(b.text);
   }
   return blocks;
 }
