@@ -14,26 +14,34 @@ namespace {
 constexpr const char* kUsage = R"(sluice - rate limiting for APIs that scale
 
 Usage:
-  sluice serve --config FILE
-                  Run the server: gateway, POST /v1/check, GET /v1/auth on
-                  `listen`; /dashboard /metrics /admin/* on `admin`. SIGHUP
-                  reloads, SIGTERM drains and exits. `sluice serve --help`.
+  sluice serve --config FILE [--listen HOST:PORT] [--admin HOST:PORT] [--upstream URL]
+                  Run the server: the gateway (with `upstream`) or the
+                  decision service on `listen`; POST /v1/check, POST
+                  /v1/release and GET /v1/auth (on `decision_api.listen` when
+                  set); the Envoy RLS API on `grpc`; /dashboard /metrics
+                  /admin/* on `admin`. SIGHUP reloads, SIGTERM drains and
+                  exits. `sluice serve --help`.
+  sluice validate --config FILE [--listen HOST:PORT] [--admin HOST:PORT] [--upstream URL]
+                  Check a config file (docs/CONFIG.md) and the RLS descriptor
+                  files it names, without starting anything; exit 0 with a
+                  summary, or 1 with every error as FILE:LINE:COLUMN: message.
+                  `sluice validate --help`.
   sluice rls query --address HOST:PORT --domain DOMAIN --descriptor KEY=VALUE[,...]
+                   [--hits N] [--timeout DURATION] [--cacert FILE]
                   One Envoy RLS ShouldRateLimit call, its answer printed;
                   exit 0 OK, 2 OVER_LIMIT, 1 error. `sluice rls query --help`.
-  sluice simulate [--scenario NAME | --trace FILE] [--format table|csv|json]
+  sluice simulate [--scenario NAME | --trace FILE] [--limit N] [--window DURATION]
+                  [--delay DURATION] [--format table|csv|json]
                   Replay traffic against all five algorithms on a simulated
-                  clock; print allowed/denied counts and the most requests
-                  allowed in any window-length interval.
-                  Run `sluice simulate --help` for the options.
-  sluice validate --config FILE
-                  Check a config file (docs/CONFIG.md) without starting
-                  anything; exit 0, or 1 with every error as
-                  FILE:LINE:COLUMN: message.
+                  clock (scenarios boundary-burst, steady, bursty,
+                  slow-upstream; or your own trace); print allowed/denied
+                  counts and the most requests allowed in any window-length
+                  interval. `sluice simulate --help`.
   sluice --version
   sluice --help
 
-Documentation: README.md and docs/ in the source tree.
+Documentation: README.md and docs/ in the source tree (/usr/share/doc/sluice
+when installed from the package).
 )";
 
 }  // namespace

@@ -24,12 +24,14 @@ constexpr const char* kServeUsage =
 
 Runs the Sluice server described by FILE (docs/CONFIG.md):
   listen         the gateway (when `upstream` is set), or the decision service
-                 (POST /v1/check, GET /v1/auth) when it is not; HTTPS with
-                 `tls: {cert, key}`
-  decision_api   POST /v1/check, GET /v1/auth for your own programs
+                 when it is not: every path decided, and POST /v1/check, POST
+                 /v1/release, GET /v1/auth unless decision_api has them;
+                 HTTPS with `tls: {cert, key}`
+  decision_api   `listen: HOST:PORT`: POST /v1/check, POST /v1/release and
+                 GET /v1/auth for your own programs, served there only
   admin          /dashboard (live page) /healthz /readyz /metrics /admin/stats,
-                 /admin/rls, POST /admin/reload, POST /admin/reset (127.0.0.1
-                 by default)
+                 /admin/rls, POST /admin/reload, POST /admin/reset,
+                 GET|PUT|DELETE /admin/consumers/<id> (127.0.0.1 by default)
   grpc           the Envoy RLS v3 API, with the descriptor files of
                  rls.config_dir (docs/ENVOY.md), gRPC health checks and
                  server reflection (`sluice rls query`, grpcurl); TLS with
@@ -44,11 +46,14 @@ Options:
 
 Every endpoint, its requests and answers: docs/API.md.
 
-Signals: SIGHUP reloads FILE, the RLS descriptor files and the TLS
-certificate together (if one is bad, all are refused and the old ones stay);
-SIGTERM or SIGINT stops accepting, finishes requests in flight (up to
-server.shutdown_grace) and exits 0; a second SIGTERM or SIGINT during that
-drain stops at once, cutting the requests still in flight.
+Signals: SIGHUP (or POST /admin/reload) reloads FILE with the files it
+names (TLS certificate, consumers file, JWT keys, token files, deny body) and
+the RLS descriptor files together (if one is bad, all are refused and the old
+ones stay; a setting read only at startup, such as the store, waits for a
+restart, and the log says so). SIGTERM or SIGINT stops accepting, finishes
+requests in flight (up to server.shutdown_grace) and exits 0; a second
+SIGTERM or SIGINT during that drain stops at once, cutting the requests
+still in flight.
 
 Exit codes: 0 after a graceful shutdown, 1 when FILE or a descriptor file is
 invalid or a port cannot be bound, 2 on bad usage, 128 + the signal's number

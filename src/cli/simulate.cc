@@ -173,7 +173,7 @@ int run_simulate(std::span<const std::string_view> args, std::ostream& out, std:
                                 " is refused: " + limits.error().message);
   }
 
-  if (options.scenario == "slow-upstream") {
+  if (options.scenario == kSlowUpstreamScenario) {
     Result<SlowUpstream> scenario = make_slow_upstream(options.limit);
     if (!scenario.ok()) return usage_error(err, scenario.error().message);
     Result<std::vector<InFlightResult>> in_flight = replay_in_flight(*scenario, options.limit);

@@ -127,7 +127,8 @@ Result<Traffic> make_scenario(std::string_view name, const SimLimit& limit) {
   if (name == "steady") return steady(n, w);
   if (name == "bursty") return bursty(n, w);
   std::string known;
-  for (std::string_view s : kScenarioNames) known += (known.empty() ? "" : ", ") + std::string(s);
+  for (std::string_view s : kScenarioNames) known += std::string(s) + ", ";
+  known += kSlowUpstreamScenario;
   return invalid("unknown scenario '" + std::string(name) + "' (known: " + known + ")");
 }
 

@@ -44,12 +44,16 @@ struct SimLimit {
 // scenarios make up to 10 x N requests.
 inline constexpr uint64_t kMaxSimLimit = Limit::kMaxSlidingLogLimit;
 
-// "boundary-burst", "steady", "bursty".
+// "boundary-burst", "steady", "bursty": the scenarios make_scenario builds.
 std::span<const std::string_view> scenario_names();
 
+// The scenario whose requests are held by a slow upstream; `sluice simulate`
+// replays it with slow_upstream.h, not as plain traffic.
+inline constexpr std::string_view kSlowUpstreamScenario = "slow-upstream";
+
 // The scenario's traffic, scaled to `limit` (the defaults give the numbers in
-// the comments of simulation.cc). Error for an unknown name or a limit outside
-// [1, kMaxSimLimit].
+// the comments of simulation.cc). Error for an unknown name (naming every
+// scenario `sluice simulate` knows) or a limit outside [1, kMaxSimLimit].
 Result<Traffic> make_scenario(std::string_view name, const SimLimit& limit);
 
 struct AlgorithmResult {

@@ -25,7 +25,7 @@ Result<SlowUpstream> make_slow_upstream(const SimLimit& limit) {
   SlowUpstream s;
   s.upstream_time = Nanos{w / 2};
   s.max = std::max<uint64_t>(1, limit.limit / 10);
-  s.traffic.name = "slow-upstream";
+  s.traffic.name = kSlowUpstreamScenario;
   s.traffic.keys.push_back("client");
   // One every 2W/N (half the allowed rate), evenly spaced in exact integers.
   for (int64_t k = 0; k < 5 * n; ++k) {

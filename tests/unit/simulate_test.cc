@@ -179,7 +179,7 @@ TEST(Scenario, UnknownNameAndBadLimitsAreRefused) {
   Result<Traffic> unknown = make_scenario("nope", {});
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.error().message,
-            "unknown scenario 'nope' (known: boundary-burst, steady, bursty)");
+            "unknown scenario 'nope' (known: boundary-burst, steady, bursty, slow-upstream)");
   EXPECT_FALSE(make_scenario("steady", {0, 1s}).ok());
   EXPECT_FALSE(make_scenario("steady", {kMaxSimLimit + 1, 1s}).ok());
 }
