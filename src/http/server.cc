@@ -1,6 +1,5 @@
 #include "http/server.h"
 
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -20,6 +19,7 @@
 #include "observe/logging.h"
 #include "policy/config_loader.h"
 #include "sluice/version.h"
+#include "util/open_files.h"
 
 namespace sluice::http {
 
@@ -86,24 +86,11 @@ constexpr size_t kAdminConnections = 64;
 // upstream pool's idle connections, Redis, log files, the gRPC server.
 constexpr size_t kReservedDescriptors = 256;
 
-// The open-file limit, raised to its hard maximum first (the default soft
-// limit, 1024 on most systems, is far below what a gateway needs).
-size_t open_file_limit() {
-  rlimit limit{};
-  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return 1024;
-  if (limit.rlim_cur < limit.rlim_max) {
-    rlimit raised = limit;
-    raised.rlim_cur = limit.rlim_max;
-    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
-  }
-  return limit.rlim_cur == RLIM_INFINITY ? size_t{1} << 20 : static_cast<size_t>(limit.rlim_cur);
-}
-
 // server.max_connections when not set: what the descriptors allow, with a
 // second descriptor per connection in gateway mode (its upstream connection),
 // so that accept() never fails for want of one.
 size_t derived_max_connections(bool gateway) {
-  const size_t files = open_file_limit();
+  const size_t files = util::raise_open_file_limit();
   const size_t usable = files > kReservedDescriptors + kAdminConnections + 32
                             ? files - kReservedDescriptors - kAdminConnections
                             : 32;
@@ -313,6 +300,9 @@ Server::Server(policy::Config config, std::shared_ptr<Store> store, ServerOption
           [this] {
             return options_.companion != nullptr ? options_.companion->rls_config_json()
                                                  : std::nullopt;
+          },
+          [this] {
+            return options_.companion != nullptr ? options_.companion->not_ready() : std::nullopt;
           }),
       signals_(control_),
       collect_timer_(control_),

@@ -21,6 +21,7 @@
 
 #include "http/head_writer.h"
 #include "http/request_checks.h"
+#include "observe/denial_log.h"
 #include "observe/logging.h"
 
 namespace sluice::http {
@@ -143,7 +144,13 @@ void Session::do_handshake() {
     self->wait_ = Wait::kNone;
     if (ec) {
       self->context_.metrics.tls_handshake_failed->add();
-      spdlog::debug("TLS handshake with {} failed: {}", self->peer_text_, ec.message());
+      // A client failing handshakes in a loop must not flood the log.
+      const observe::DenialLogGate::Admission a =
+          self->context_.state.load()->handshake_log->admit(self->context_.clock.now());
+      if (a.log) {
+        spdlog::info("TLS handshake with {} failed: {}{}", self->peer_text_, ec.message(),
+                     observe::suppressed_note(a, "failed handshakes"));
+      }
       return self->close_now();
     }
     self->do_wait();

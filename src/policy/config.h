@@ -239,6 +239,9 @@ struct RlsSettings {
   // detailed_metric: an allowed descriptor past this share of its limit
   // counts as near_limit.
   double near_limit_ratio = 0.8;
+  // Connections open at once on the `grpc` port; 0 = derived from the
+  // open-file limit.
+  size_t max_connections = 0;
   friend bool operator==(const RlsSettings&, const RlsSettings&) = default;
 };
 

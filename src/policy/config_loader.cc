@@ -82,8 +82,8 @@ const Keys kPathsKeys = {"escaped_slashes", "backslash", "matrix_params", "forwa
 constexpr size_t kMaxJwksBytes = 1024 * 1024;
 // A deny body is sent with every denied request: small.
 constexpr size_t kMaxDenyBodyBytes = 64 * 1024;
-const Keys kRlsKeys = {"config_dir",  "response_headers", "dynamic_metadata",
-                       "shadow_mode", "merge_domains",    "near_limit_ratio"};
+const Keys kRlsKeys = {"config_dir",    "response_headers", "dynamic_metadata", "shadow_mode",
+                       "merge_domains", "near_limit_ratio", "max_connections"};
 const Keys kUpstreamKeys = {"url", "connect_timeout", "timeout", "max_idle_connections"};
 const Keys kStoreKeys = {"backend", "max_keys", "redis"};
 const Keys kRedisKeys = {"addresses",  "url",        "cluster",  "timeout",
@@ -378,6 +378,10 @@ class Loader {
       if (auto ratio = walker_.parsed<double>(*r, "a number like 0.8", config::parse_ratio)) {
         settings.near_limit_ratio = *ratio;
       }
+    }
+    if (const Item* c = m->get("max_connections")) {
+      if (auto v = walker_.integer(*c, 1, 10'000'000, "a whole number from 1 to 10000000"))
+        settings.max_connections = *v;
     }
     if (ok) config_.rls = settings;
   }

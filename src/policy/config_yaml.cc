@@ -152,6 +152,10 @@ void rls(YAML::Emitter& out, const Config& c) {
   std::array<char, 32> ratio{};
   const auto written = std::to_chars(ratio.data(), ratio.data() + ratio.size(), r.near_limit_ratio);
   out << YAML::Key << "near_limit_ratio" << YAML::Value << std::string(ratio.data(), written.ptr);
+  // 0 (derived from the open-file limit) is the default and cannot be written.
+  if (r.max_connections != 0) {
+    out << YAML::Key << "max_connections" << YAML::Value << r.max_connections;
+  }
   out << YAML::EndMap;
 }
 

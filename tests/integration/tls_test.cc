@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "gated_log.h"
 #include "gateway_support.h"
 #include "test_support.h"
 #include "tls/test_certs.h"
@@ -178,6 +179,20 @@ TEST_F(Tls, TheGatewayProxiesOverTlsAndTellsTheUpstreamSo) {
   const std::string head = upstream.request_heads()[0];
   EXPECT_NE(head.find("\r\nX-Forwarded-Proto: https\r\n"), std::string::npos) << head;
   EXPECT_NE(head.find("\r\nX-Forwarded-For: 127.0.0.1\r\n"), std::string::npos) << head;
+}
+
+TEST_F(Tls, FailedHandshakesAreLoggedAtTheDenialLogRateWithACountOfTheRest) {
+  auto server = SluiceProcess::start(yaml(certs_.server_cert(), certs_.server_key()));
+  ASSERT_NE(server, nullptr);
+  const uint16_t port = server->port();
+  // Plain HTTP on the TLS port: the handshake fails on the first bytes.
+  auto fail = [port] {
+    HttpConnection c("127.0.0.1", port);
+    c.send_raw("GET /api/x HTTP/1.1\r\nHost: x\r\n\r\n");
+    EXPECT_TRUE(c.closed_by_peer());
+  };
+  expect_gated_log(*server, fail, 200, kHandshakeFailures,
+                   "TLS handshake with 127.0.0.1 failed: ", "failed handshakes");
 }
 
 }  // namespace
