@@ -10,7 +10,8 @@
 #   bench/attack/tls_half_open.sh [BUILD_DIR]     # default: build (a Release build)
 #
 # Environment: COUNT (default 3000), MAX_TLS_HANDSHAKES (server's, default:
-# unset, the server's default). The figures are in docs/RELIABILITY.md.
+# unset, the server's default), HELLO=0 (send nothing at all). The figures
+# are in docs/RELIABILITY.md.
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
@@ -62,18 +63,19 @@ rss_before=$(rss_kib)
 # announced (a ClientHello begun), held until stdin closes (at most 120 s).
 cat >"$work/attacker.py" <<'PY'
 import socket, sys, select
-port, count = int(sys.argv[1]), int(sys.argv[2])
-hello = b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03"
+port, count, send = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1"
+hello = b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" if send else b""
 socks = []
 for i in range(count):
     s = socket.create_connection(("127.0.0.1", port))
-    s.sendall(hello)
+    if hello:
+        s.sendall(hello)
     socks.append(s)
 print("sent", len(socks), flush=True)
 select.select([sys.stdin], [], [], 120)
 PY
 mkfifo "$work/hold"
-"$py" "$work/attacker.py" "$port" "$count" <"$work/hold" >"$work/attacker.out" 2>&1 &
+"$py" "$work/attacker.py" "$port" "$count" "${HELLO:-1}" <"$work/hold" >"$work/attacker.out" 2>&1 &
 attacker=$!
 pids+=($attacker)
 exec 7>"$work/hold"
