@@ -196,6 +196,14 @@ struct ServerLimits {
   // Client connections open at once (listen, decision_api and admin ports);
   // above it new ones are closed at once. 0 = derived from the open-file limit.
   size_t max_connections = 0;
+  // Requests held by routes' `delay` at once, on every route and key; past
+  // it a request that would be held is answered at once as if the route had
+  // no delay. 0 = derived: a quarter of max_connections in force
+  // (connection_limits.h).
+  size_t max_held = 0;
+  // TLS handshakes in progress at once on `listen`: a new one past it closes
+  // the oldest unfinished one (each costs ~90 KB until it finishes).
+  size_t max_tls_handshakes = 512;
   size_t max_header_bytes = 16 * 1024;  // 431 above
   size_t max_body_bytes = 1024 * 1024;  // 413 above (check/auth; proxied bodies stream)
   Millis header_timeout{10000};         // slow clients: 408 / close
