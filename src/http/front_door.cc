@@ -15,8 +15,10 @@
 #include "http/beast_headers.h"
 #include "http/check_request.h"
 #include "policy/connection_limits.h"
+#include "policy/path.h"
 #include "policy/redact.h"
 #include "policy/request.h"
+#include "policy/route_syntax.h"
 #include "render/rate_headers.h"
 
 namespace sluice::http {
@@ -34,11 +36,6 @@ constexpr std::string_view kReleasePath = "/v1/release";
 
 std::string_view sv(boost::beast::string_view s) {
   return {s.data(), s.size()};
-}
-
-std::string_view path_of(std::string_view target) {
-  const size_t q = target.find('?');
-  return q == std::string_view::npos ? target : target.substr(0, q);
 }
 
 // Milliseconds rounded up: a caller that waits this long is never early.
@@ -137,6 +134,12 @@ void respond_bad_path(Session& session) {
   session.respond(json_error_reply(HttpStatus::bad_request, kBody));
 }
 
+// The access log names the client as the policy resolved it (client_ip),
+// the TCP peer beside it; also for a request refused before any decision.
+void note_client(Session& session, const policy::Plan& plan) {
+  if (session.access_log_on()) session.access_note().client = plan.client;
+}
+
 // A key as logs and /admin/stats show it: header-derived values hashed
 // (into `buffer`) unless logging.redact_keys is off. No copy for the others:
 // this runs for every denied request.
@@ -173,7 +176,7 @@ FrontDoor::~FrontDoor() = default;
 
 void FrontDoor::on_header(const std::shared_ptr<Session>& session) {
   const RequestHeader& req = session->header();
-  const std::string_view path = path_of(sv(req.target()));
+  const std::string_view path = policy::target_path(sv(req.target()));
   const bool decision_path = path == kCheckPath || path == kAuthPath || path == kReleasePath;
   if (port_ == Port::kDecisionApi) {
     if (decision_path) return handle_decision_api(session, path);
@@ -520,6 +523,12 @@ void FrontDoor::handle_auth(const std::shared_ptr<Session>& session) {
   if (uri == req.end() || uri->value().empty()) {
     return session->respond(bad_request("/v1/auth needs the X-Original-URI header"));
   }
+  // As a request line's method (request_checks.h): "post" is not POST.
+  if (!policy::is_request_method(sv(method->value()))) {
+    return session->respond(
+        bad_request("X-Original-Method must be an upper-case method token (methods are "
+                    "case-sensitive)"));
+  }
   const BeastHeaders headers(req);
   policy::RequestInfo info;
   info.method = sv(method->value());
@@ -529,6 +538,7 @@ void FrontDoor::handle_auth(const std::shared_ptr<Session>& session) {
   const Nanos now = context_.clock.now();
   info.now = now;
   auto plan = std::make_unique<policy::Plan>(state->policy.plan(info));
+  note_client(*session, *plan);
   if (plan->bad_path) return respond_bad_path(*session);
   if (plan->access_denied) return respond_access_denied(*session);
   if (plan->consumer_rejected) return respond_unknown_consumer(*session);
@@ -566,6 +576,7 @@ void FrontDoor::handle_gateway(const std::shared_ptr<Session>& session) {
 
   auto exchange = std::make_shared<GatewayExchange>();
   exchange->plan = state->policy.plan(info);
+  note_client(*session, exchange->plan);
   if (exchange->plan.bad_path) return respond_bad_path(*session);
   if (exchange->plan.access_denied) return respond_access_denied(*session);
   if (exchange->plan.consumer_rejected) return respond_unknown_consumer(*session);

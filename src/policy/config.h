@@ -79,7 +79,11 @@ struct Cidr {
 };
 
 struct ClientIpConfig {
-  std::vector<Cidr> trusted_proxies;  // X-Forwarded-For / X-Real-IP read only from these peers
+  // The one header the client address is read from (policy/ip.h); the
+  // others are ignored, whichever a request carries.
+  enum class Header { kXForwardedFor, kXRealIp, kForwarded };
+  Header header = Header::kXForwardedFor;
+  std::vector<Cidr> trusted_proxies;  // `header` is read only from these peers
   int ipv6_prefix = 64;               // IPv6 clients are keyed by this prefix
   friend bool operator==(const ClientIpConfig&, const ClientIpConfig&) = default;
 };

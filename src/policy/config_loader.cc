@@ -90,7 +90,7 @@ const Keys kRedisKeys = {"addresses",  "url",        "cluster",  "timeout",
                          "on_failure", "password",   "database", "time_source",
                          "tls",        "deny_cache", "mode",     "sync_interval"};
 const Keys kRedisTlsKeys = {"ca_file", "cert_file", "key_file", "server_name"};
-const Keys kClientIpKeys = {"trusted_proxies", "ipv6_prefix"};
+const Keys kClientIpKeys = {"header", "trusted_proxies", "ipv6_prefix"};
 const Keys kAccessKeys = {"allow", "deny"};
 const Keys kConsumersKeys = {"key", "file", "unknown"};
 // In a limits list: the consumer's plan (so no policy may be named so).
@@ -552,6 +552,11 @@ class Loader {
   void client_ip(const Item& item) {
     const std::optional<Mapping> m = walker_.mapping(item, &kClientIpKeys, "a mapping");
     if (!m) return;
+    if (const Item* h = m->get("header")) {
+      // In the order of ClientIpConfig::Header.
+      if (auto c = walker_.choice(*h, {"x-forwarded-for", "x-real-ip", "forwarded"}))
+        config_.client_ip.header = static_cast<ClientIpConfig::Header>(*c);
+    }
     if (const Item* t = m->get("trusted_proxies")) cidrs(*t, &config_.client_ip.trusted_proxies);
     if (const Item* p = m->get("ipv6_prefix")) {
       if (auto v = walker_.integer(*p, 1, 128, "a prefix length from 1 to 128"))
@@ -1005,13 +1010,22 @@ class Loader {
         route.pattern = rm->pattern;
         route.name = rm->name;
         route.line = match->line();
-        const std::string shape =
-            route.method + " " + pattern_shape(route.pattern, config_.case_insensitive_paths);
-        const auto [it, inserted] = by_shape.emplace(shape, Seen{ri.path, match->line()});
+        const std::string path_shape = pattern_shape(route.pattern, config_.case_insensitive_paths);
+        const auto [it, inserted] =
+            by_shape.emplace(route.method + " " + path_shape, Seen{ri.path, match->line()});
         if (!inserted) {
           walker_.error(*match, "duplicate route " + quoted(route.name) + ": " + it->second.path +
                                     " (line " + std::to_string(it->second.line) +
                                     ") already matches it");
+        }
+        // A GET route matches HEAD requests too (policy.h), first match wins.
+        const auto get =
+            route.method == "HEAD" ? by_shape.find("GET " + path_shape) : by_shape.end();
+        if (get != by_shape.end()) {
+          walker_.error(*match, "route " + quoted(route.name) +
+                                    " is never matched: the GET route " + get->second.path +
+                                    " (line " + std::to_string(get->second.line) +
+                                    ") takes HEAD requests of its path; list this route before it");
         }
       } else {
         ok = false;

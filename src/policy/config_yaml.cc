@@ -7,6 +7,7 @@
 #include <chrono>
 #include <string_view>
 
+#include "policy/ip.h"
 #include "policy/route_syntax.h"
 #include "util/ascii.h"
 #include "util/utf8.h"
@@ -227,6 +228,7 @@ void store(YAML::Emitter& out, const StoreConfig& s) {
 
 void client_ip(YAML::Emitter& out, const ClientIpConfig& c) {
   out << YAML::Key << "client_ip" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "header" << YAML::Value << std::string(client_ip_header_name(c.header));
   out << YAML::Key << "trusted_proxies" << YAML::Value << YAML::BeginSeq;
   for (const Cidr& cidr : c.trusted_proxies) quoted(out, cidr.text);
   out << YAML::EndSeq;

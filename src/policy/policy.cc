@@ -141,6 +141,16 @@ void append_escaped(std::string& out, std::string_view value) {
 
 constexpr size_t kDefaultRoute = static_cast<size_t>(-1);
 
+// HEAD is GET without the body (RFC 9110 9.3.2), and every framework runs a
+// GET handler for it: a HEAD request matches GET routes as well as HEAD and
+// `*` ones, so it spends the GET route's limits under the same store keys.
+// First match wins: a HEAD route takes HEAD requests only when it is listed
+// before the GET route of its path (the loader refuses one listed after).
+bool method_matches(const CompiledRoute& route, std::string_view method) {
+  if (route.any_method || route.method == method) return true;
+  return method == "HEAD" && route.method == "GET";
+}
+
 // "?..." of a request target as sent (without a fragment), or "".
 std::string_view query_of(std::string_view target) {
   target = target.substr(0, target.find('#'));
@@ -228,7 +238,7 @@ const Route* Policy::match_index(std::string_view method, std::string_view norma
   const std::vector<CompiledRoute>& routes = compiled_->routes;
   for (size_t i = 0; i < routes.size(); ++i) {
     const CompiledRoute& route = routes[i];
-    if (!route.any_method && route.method != method) continue;
+    if (!method_matches(route, method)) continue;
     if (!path_matches(route, normalized_path)) continue;
     *index = i;
     return &config_.routes[i];
@@ -366,7 +376,7 @@ Plan Policy::plan(const RequestInfo& request) const {
     const std::string& matched = reading.case_insensitive ? as_sent_case : plan.normalized_path;
     // Most targets are sent normalised: then they go on as they came, with
     // no copy.
-    if (matched != request.target.substr(0, request.target.find_first_of("?#"))) {
+    if (matched != target_path(request.target)) {
       plan.forward_target = matched;
       plan.forward_target += query_of(request.target);
     }
@@ -374,15 +384,13 @@ Plan Policy::plan(const RequestInfo& request) const {
   size_t index = kDefaultRoute;
   plan.route = match_index(request.method, plan.normalized_path, &index);
 
-  // Forwarding headers are read only from trusted peers; anyone else is keyed
-  // by the TCP address whatever it writes.
+  // The one configured forwarding header, read only from trusted peers;
+  // anyone else is keyed by the TCP address whatever it writes.
   const ClientIpConfig& ip_config = config_.client_ip;
   plan.client = request.peer;
   if (request.headers != nullptr && is_trusted_proxy(ip_config, request.peer)) {
-    const std::string xff = request.headers->get_all("x-forwarded-for");
-    std::string_view real_ip;
-    if (xff.empty()) real_ip = request.headers->get("x-real-ip").value_or(std::string_view());
-    plan.client = client_ip(ip_config, request.peer, xff, real_ip);
+    plan.client = client_ip(ip_config, request.peer,
+                            request.headers->get_all(client_ip_header_name(ip_config.header)));
   }
   auto listed = [&](const std::vector<Cidr>& list) {
     return std::any_of(list.begin(), list.end(),

@@ -61,7 +61,8 @@ class Policy {
   const Config& config() const { return config_; }
 
   // The first route matching (method, normalised path), else the default
-  // route, else nullptr.
+  // route, else nullptr. A route's method matches when it is `*` or equal
+  // (methods are case-sensitive); a GET route matches HEAD too.
   const Route* match(std::string_view method, std::string_view normalized_path) const;
 
   // A named policy, for /v1/check. nullptr when unknown.

@@ -54,6 +54,7 @@ TEST(ConfigLoader, EveryDefaultAppliesToAnEmptyMapping) {
   EXPECT_TRUE(c.store.redis.time_source_redis);
   EXPECT_TRUE(c.store.redis.deny_cache);
   EXPECT_TRUE(c.client_ip.trusted_proxies.empty());
+  EXPECT_EQ(c.client_ip.header, ClientIpConfig::Header::kXForwardedFor);
   EXPECT_EQ(c.client_ip.ipv6_prefix, 64);
   EXPECT_TRUE(c.headers.legacy);
   EXPECT_FALSE(c.headers.draft);
@@ -166,6 +167,7 @@ store:
     time_source: local
     deny_cache: false
 client_ip:
+  header: forwarded
   trusted_proxies: [10.0.0.0/8, "2001:db8::/32", 127.0.0.1]
   ipv6_prefix: 56
 headers: [draft]
@@ -210,6 +212,7 @@ logging:
   EXPECT_EQ(c.client_ip.trusted_proxies[1].prefix_length, 32);
   EXPECT_EQ(c.client_ip.trusted_proxies[2].prefix_length, 128);
   EXPECT_EQ(c.client_ip.ipv6_prefix, 56);
+  EXPECT_EQ(c.client_ip.header, ClientIpConfig::Header::kForwarded);
   EXPECT_FALSE(c.headers.legacy);
   EXPECT_TRUE(c.headers.draft);
   EXPECT_TRUE(c.case_insensitive_paths);
@@ -650,6 +653,45 @@ upstream: https://api.example.com
                     "plain HTTP to its upstream)"}));
   EXPECT_EQ(errors_of("upstream:\n  timeout: 1s\n"),
             Errors{"t.yaml:2:3: upstream: `url` is required"});
+}
+
+// A GET route matches HEAD requests too and the first match wins: a HEAD
+// route after the GET route of its path could never match.
+TEST(ConfigLoader, AHeadRouteAfterTheGetRouteOfItsPathIsAnError) {
+  EXPECT_EQ(errors_of(R"(routes:
+  - match: GET /files/{id}
+    limits: [{capacity: 1, refill_rate: 1/s}]
+  - match: HEAD /files/{name}/
+    limits: [{capacity: 1, refill_rate: 1/s}]
+)"),
+            Errors{"t.yaml:4:12: routes[1].match: route \"HEAD /files/{name}/\" is never matched: "
+                   "the GET route routes[0] (line 2) takes HEAD requests of its path; list this "
+                   "route before it"});
+  // Listed first, it takes the HEAD requests; on another path, no question.
+  EXPECT_TRUE(errors_of(R"(routes:
+  - match: HEAD /files/{id}
+    limits: [{capacity: 1, refill_rate: 1/s}]
+  - match: GET /files/{id}
+    limits: [{capacity: 1, refill_rate: 1/s}]
+  - match: HEAD /other
+    limits: [{capacity: 1, refill_rate: 1/s}]
+)")
+                  .empty());
+}
+
+TEST(ConfigLoader, ClientIpHeaderIsOneOfThree) {
+  for (const auto& [text, header] :
+       {std::pair{"x-forwarded-for", ClientIpConfig::Header::kXForwardedFor},
+        std::pair{"x-real-ip", ClientIpConfig::Header::kXRealIp},
+        std::pair{"forwarded", ClientIpConfig::Header::kForwarded}}) {
+    const LoadResult r =
+        load_config_string(std::string("client_ip: {header: ") + text + "}\n", "t.yaml");
+    ASSERT_TRUE(r.config.has_value()) << text;
+    EXPECT_EQ(r.config->client_ip.header, header) << text;
+  }
+  EXPECT_EQ(errors_of("client_ip: {header: x-forwarded-host}\n"),
+            Errors{"t.yaml:1:21: client_ip.header: must be one of x-forwarded-for, x-real-ip, "
+                   "forwarded, got \"x-forwarded-host\"; did you mean `x-forwarded-for`?"});
 }
 
 TEST(ConfigLoader, StoreErrors) {

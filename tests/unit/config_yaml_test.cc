@@ -80,6 +80,7 @@ store:
     deny_cache: true
     mode: exact
 client_ip:
+  header: x-forwarded-for
   trusted_proxies:
     []
   ipv6_prefix: 64
@@ -272,6 +273,16 @@ TEST(ConfigYaml, AccessListsRoundTrip) {
   ASSERT_EQ(c.access.deny.size(), 1u);
   EXPECT_EQ(c.access.deny[0].text, "203.0.113.0/24");
   expect_round_trip(c, "t.yaml");
+}
+
+TEST(ConfigYaml, ClientIpHeaderRoundTrips) {
+  for (const char* header : {"x-forwarded-for", "x-real-ip", "forwarded"}) {
+    const Config c = valid(std::string("client_ip: {header: ") + header +
+                           ", trusted_proxies: [127.0.0.1/32]}\n");
+    EXPECT_NE(to_yaml(c).find(std::string("\n  header: ") + header + "\n"), std::string::npos)
+        << to_yaml(c);
+    expect_round_trip(c, "t.yaml");
+  }
 }
 
 TEST(ConfigYaml, CountStatusAndBlockRoundTrip) {

@@ -113,10 +113,30 @@ TEST(PolicyMatch, DotDotSegmentsOfPatternsInAnySpelling) {
 
 TEST(PolicyMatch, MethodIsCaseSensitive) {
   Config config;
-  config.routes = {route("GET", "/a")};
+  config.routes = {route("GET", "/a"), route("POST", "/a")};
   const Policy policy(config);
   EXPECT_EQ(policy.match("get", "/a"), nullptr);
-  EXPECT_EQ(policy.match("HEAD", "/a"), nullptr);
+  EXPECT_EQ(policy.match("post", "/a"), nullptr);
+  EXPECT_EQ(policy.match("head", "/a"), nullptr);
+}
+
+// Every framework runs a GET handler for HEAD: a HEAD request is limited as
+// the GET of its path, unless a HEAD route comes first (first match wins).
+TEST(PolicyMatch, HeadMatchesTheGetRouteOfItsPathUnlessAHeadRouteComesFirst) {
+  Config config;
+  config.routes = {route("GET", "/a"),       route("HEAD", "/b"),     route("GET", "/b"),
+                   route("*", "/c"),         route("GET", "/d/{id}"), route("POST", "/e"),
+                   route("GET", "/static/*")};
+  const Policy policy(config);
+  EXPECT_EQ(name_of(policy.match("HEAD", "/a")), "GET /a");
+  EXPECT_EQ(name_of(policy.match("HEAD", "/b")), "HEAD /b");
+  EXPECT_EQ(name_of(policy.match("GET", "/b")), "GET /b");
+  EXPECT_EQ(name_of(policy.match("HEAD", "/c")), "* /c");
+  EXPECT_EQ(name_of(policy.match("HEAD", "/d/7")), "GET /d/{id}");
+  EXPECT_EQ(name_of(policy.match("HEAD", "/static/x/y")), "GET /static/*");
+  EXPECT_EQ(policy.match("HEAD", "/e"), nullptr);  // only GET stands for HEAD
+  EXPECT_EQ(policy.match("POST", "/a"), nullptr);  // and GET for nothing else
+  EXPECT_EQ(policy.match("GET", "/e"), nullptr);
 }
 
 TEST(PolicyMatch, StarMethodMatchesAnyMethod) {
@@ -257,6 +277,20 @@ TEST(PolicyPlan, PathVariantsShareOneStoreKey) {
     EXPECT_EQ(p.limits[0].store_key, canonical.limits[0].store_key) << variant;
     EXPECT_EQ(p.normalized_path, "/api/search");
   }
+}
+
+// HEAD and GET of one path spend one budget: alternating them cannot double it.
+TEST(PolicyPlan, HeadAndGetOfOnePathShareTheirStoreKeys) {
+  Config config;
+  config.routes = {route("GET", "/api/items/{id}", {bucket(3, 1)})};
+  const Policy policy(config);
+  const Plan get = policy.plan(request("GET", "/api/items/7"));
+  const Plan head = policy.plan(request("HEAD", "/api/items/7?x=1"));
+  ASSERT_EQ(get.limits.size(), 1u);
+  ASSERT_EQ(head.limits.size(), 1u);
+  EXPECT_EQ(head.route, get.route);
+  EXPECT_EQ(head.limits[0].store_key, "route:GET /api/items/{id}#0|ip:192.0.2.1");
+  EXPECT_EQ(head.limits[0].store_key, get.limits[0].store_key);
 }
 
 TEST(PolicyPlan, NoRouteNoLimits) {
@@ -519,15 +553,26 @@ TEST(PolicyAccess, AllowedClientsAreNotLimitedAndDeniedOnesAreMarked) {
   EXPECT_EQ(other.limits.size(), 1u);
 }
 
-TEST(PolicyClientIp, ForwardedForIgnoredFromAnUntrustedPeer) {
+// One route, GET /a, behind a proxy on 127.0.0.1.
+Config behind_loopback_proxy() {
   Config config;
   config.client_ip.trusted_proxies = {parse_cidr("127.0.0.1/32").value()};
   config.routes = {route("GET", "/a")};
-  const Policy policy(config);
+  return config;
+}
+
+// plan() of GET /a from `peer` with `fields`.
+Plan plan_from(const Policy& policy, std::string_view peer,
+               const std::vector<std::pair<std::string, std::string>>& fields) {
   FakeHeaders headers;
-  headers.add("X-Forwarded-For", "198.51.100.1");
-  headers.add("X-Real-IP", "198.51.100.2");
-  const Plan p = policy.plan(request("GET", "/a", &headers, "203.0.113.5"));
+  for (const auto& [name, value] : fields) headers.add(name, value);
+  return policy.plan(request("GET", "/a", &headers, peer));
+}
+
+TEST(PolicyClientIp, ForwardedForIgnoredFromAnUntrustedPeer) {
+  const Policy policy(behind_loopback_proxy());
+  const Plan p = plan_from(policy, "203.0.113.5",
+                           {{"X-Forwarded-For", "198.51.100.1"}, {"X-Real-IP", "198.51.100.2"}});
   EXPECT_EQ(p.client, ip("203.0.113.5"));
   EXPECT_EQ(p.client_key, "ip:203.0.113.5");
 }
@@ -545,15 +590,20 @@ TEST(PolicyClientIp, ForwardedForHonouredFromATrustedPeer) {
   EXPECT_EQ(p.client_key, "ip:198.51.100.1");
 }
 
-TEST(PolicyClientIp, RealIpFromATrustedPeerWithoutForwardedFor) {
-  Config config;
-  config.client_ip.trusted_proxies = {parse_cidr("127.0.0.1/32").value()};
-  config.routes = {route("GET", "/a")};
+// The address comes from the one configured header (X-Forwarded-For by
+// default), never from whichever a request carries.
+TEST(PolicyClientIp, OnlyTheConfiguredHeaderNamesTheClient) {
+  Config config = behind_loopback_proxy();
+  config.access.deny = {parse_cidr("203.0.113.7/32").value()};
   const Policy policy(config);
-  FakeHeaders headers;
-  headers.add("X-Real-IP", "2001:db8:5:6::1");
-  EXPECT_EQ(policy.plan(request("GET", "/a", &headers, "127.0.0.1")).client_key,
-            "ip:2001:db8:5:6::/64");
+  const Plan p = plan_from(policy, "127.0.0.1",
+                           {{"X-Real-IP", "198.51.100.3"}, {"Forwarded", "for=198.51.100.4"}});
+  EXPECT_EQ(p.client, ip("127.0.0.1"));
+  EXPECT_EQ(p.client_key, "ip:127.0.0.1");
+  // A denied client behind the proxy stays denied whatever else it sends.
+  EXPECT_TRUE(
+      plan_from(policy, "127.0.0.1", {{"X-Forwarded-For", "203.0.113.7"}, {"X-Real-IP", "9.9.9.9"}})
+          .access_denied);
 }
 
 // --- store keys and named policies ---
