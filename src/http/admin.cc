@@ -104,15 +104,20 @@ std::optional<Response> AdminHandler::refuse(const Session& session, std::string
   const policy::AdminAccess& access = config.admin_access;
   const std::optional<std::string_view> host = field(req, bhttp::field::host);
   if (!admin_host_allowed(host, config.admin.host, session.local_address(), access)) {
-    return error_response(
-        HttpStatus::misdirected_request, "MISDIRECTED_REQUEST",
-        cat({"this admin port answers Host ", config.admin.host,
-             ", localhost and the names in admin_hosts, not ", host.value_or("")}));
+    return error_response(HttpStatus::misdirected_request, "MISDIRECTED_REQUEST",
+                          cat({"this admin port answers IP addresses, localhost and the names in "
+                               "admin_hosts, not ",
+                               host.value_or("")}));
   }
   // POST, PUT and DELETE change things (reload, reset, consumers): guarded alike.
   const bool post = req.method() == bhttp::verb::post || req.method() == bhttp::verb::put ||
                     req.method() == bhttp::verb::delete_;
   const std::string_view method = sv(req.method_string());
+  if (post && access.read_only) {
+    return error_response(HttpStatus::forbidden, "FORBIDDEN",
+                          cat({"this admin port is read-only (admin_read_only: true): a ", method,
+                               " changes state and is not served"}));
+  }
   if (post) {
     // A browser sends Origin with every cross-site POST: a web page must
     // never drive the admin port (reset, reload) from a user's machine.

@@ -54,6 +54,9 @@ struct RedisConfig {
   std::string username;          // from a redis:// URL; "" = the default user
   std::string password;
   int database = 0;
+  // url_file, resolved: the URL above (address, user, password, database,
+  // TLS) was read from it. "" = written in the config.
+  std::string url_file;
   bool time_source_redis = true;  // time_source: redis | local
   bool deny_cache = true;         // deny locally what Redis just denied, until its retry_after
   bool mode_cached = false;       // mode: exact | cached (local decisions, hits synced)
@@ -296,6 +299,9 @@ struct AdminAccess {
   // (any other Host gets 421: DNS rebinding).
   std::vector<std::string> hosts;
   bool token_all = false;  // the token also guards the GET endpoints
+  // Every POST, PUT and DELETE gets 403, token or not: probes and metrics
+  // on an address other hosts reach, with nothing there to change state.
+  bool read_only = false;
   friend bool operator==(const AdminAccess&, const AdminAccess&) = default;
 };
 
