@@ -122,8 +122,11 @@ std::optional<Response> AdminHandler::refuse(const Session& session, std::string
     }
   }
   // The dashboard's files hold no data (the page asks /admin/stats with the
-  // token), so a browser can load them before it has a token.
-  const bool guarded = post || (access.token_all && !is_dashboard_path(path));
+  // token), so a browser can load them before it has a token. A GET of
+  // /admin/consumers tells whether an API key exists and its plan: always
+  // guarded.
+  const bool guarded =
+      post || path.starts_with(kConsumersRoot) || (access.token_all && !is_dashboard_path(path));
   if (guarded && !access.token.empty()) {
     const std::optional<std::string_view> authorization = field(req, bhttp::field::authorization);
     if (!authorization || !bearer_token_matches(*authorization, access.token)) {

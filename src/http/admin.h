@@ -2,8 +2,9 @@
 // and reset keys, so before anything else (docs/CONFIG.md):
 //   a Host other than the admin address, localhost or admin_hosts  -> 421
 //   a POST, PUT or DELETE whose Origin is another site               -> 403
-//   with admin_token_file: a POST, PUT or DELETE (every endpoint with
-//   admin_token_all, but the dashboard's files) without the bearer token  -> 401
+//   with admin_token_file: a POST, PUT or DELETE, or any /admin/consumers
+//   request (every endpoint with admin_token_all, but the dashboard's
+//   files) without the bearer token                                  -> 401
 //   a POST or PUT body that is not Content-Type: application/json   -> 415
 //
 //   GET  /healthz        200 "ok" while the process serves

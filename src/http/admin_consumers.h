@@ -23,6 +23,8 @@
 namespace sluice::http {
 
 inline constexpr std::string_view kConsumersPath = "/admin/consumers/";
+// Every path under it needs the admin token (admin_token_file), GET included.
+inline constexpr std::string_view kConsumersRoot = "/admin/consumers";
 
 // `raw_id` is the path after kConsumersPath, as sent.
 Response get_consumer(const State& state, std::string_view raw_id);

@@ -208,7 +208,36 @@ TEST_F(Consumers, ChangesNeedTheAdminTokenLikeEveryAdminWrite) {
                 {{"Authorization", "Bearer 4dm1n-s3cret"}, {"Content-Type", "application/json"}})
                 .status,
             200);
-  EXPECT_EQ(server->admin_get("/admin/consumers/key-free").status, 200);  // reads stay open
+}
+
+// A GET tells whether an API key exists and its plan: with admin_token_file
+// every /admin/consumers request needs the token.
+TEST_F(Consumers, ReadingAConsumerNeedsTheAdminTokenToo) {
+  auto server =
+      start("reject", {{"admin.token", "4dm1n-s3cret\n"}}, "admin_token_file: admin.token\n");
+  ASSERT_NE(server, nullptr);
+  for (const std::string target : {"/admin/consumers/key-free", "/admin/consumers/nobody"}) {
+    const HttpResponse none = server->admin_get(target);
+    EXPECT_EQ(none.status, 401) << target;
+    EXPECT_EQ(
+        none.body,
+        R"json({"error":{"code":"UNAUTHORIZED","message":"this admin endpoint needs \"Authorization: Bearer <token>\" (admin_token_file)"}})json");
+    EXPECT_EQ(none.header("WWW-Authenticate"), "Bearer");
+    const HttpResponse wrong =
+        server->admin_request("GET", target, {{"Authorization", "Bearer guess"}});
+    EXPECT_EQ(wrong.status, 401) << target;
+  }
+  const HttpResponse ok = server->admin_request("GET", "/admin/consumers/key-free",
+                                                {{"Authorization", "Bearer 4dm1n-s3cret"}});
+  EXPECT_EQ(ok.status, 200);
+  EXPECT_EQ(ok.body, R"({"consumer":"key-free","plan":"free"})");
+  EXPECT_EQ(server
+                ->admin_request("GET", "/admin/consumers/nobody",
+                                {{"Authorization", "Bearer 4dm1n-s3cret"}})
+                .status,
+            404);
+  // Other reads stay open without admin_token_all.
+  EXPECT_EQ(server->admin_get("/healthz").status, 200);
 }
 
 TEST_F(Consumers, AMalformedConsumersFileAtReloadKeepsTheOldTable) {
