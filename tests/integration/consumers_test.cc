@@ -2,6 +2,10 @@
 // consumers (a plan keyed by address, or 401), /v1/check by consumer, and
 // /admin/consumers changing a plan at runtime, in the file, across a
 // restart; a malformed consumers file at reload keeps the old table.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -238,6 +242,40 @@ TEST_F(Consumers, ReadingAConsumerNeedsTheAdminTokenToo) {
             404);
   // Other reads stay open without admin_token_all.
   EXPECT_EQ(server->admin_get("/healthz").status, 200);
+}
+
+// A kill in the middle of a PUT leaves the consumers file's temporary file
+// ("<file>.tmp-<pid>-<n>"); the next start removes the ones of processes that
+// are gone, and nothing else.
+TEST_F(Consumers, TemporaryFilesLeftByAKilledWriteAreRemovedAtStart) {
+  // A pid that no longer runs: a child that has exited and been reaped.
+  const pid_t gone = ::fork();
+  if (gone == 0) ::_exit(0);
+  ASSERT_GT(gone, 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(gone, &status, 0), gone);
+  const std::string stray = file_ + ".tmp-" + std::to_string(gone) + "-0";
+  const std::string stray_big = file_ + ".tmp-" + std::to_string(gone) + "-17";
+  // This test's process runs: it could be writing it.
+  const std::string live = file_ + ".tmp-" + std::to_string(::getpid()) + "-0";
+  const std::string other = dir_ + "/other.yaml.tmp-" + std::to_string(gone) + "-0";
+  const std::string backup = file_ + ".tmp-backup";
+  for (const std::string& f : {stray, stray_big, live, other, backup}) write_text(f, "partial");
+  write_text(stray_big, std::string(1 << 20, 'x'));
+
+  auto server = start("free");
+  ASSERT_NE(server, nullptr);
+  const auto exists = [](const std::string& f) { return ::access(f.c_str(), F_OK) == 0; };
+  EXPECT_FALSE(exists(stray));
+  EXPECT_FALSE(exists(stray_big));
+  EXPECT_TRUE(exists(live));
+  EXPECT_TRUE(exists(other));
+  EXPECT_TRUE(exists(backup));
+  EXPECT_TRUE(server->wait_for_log("removed " + stray + ": a write of the consumers file"))
+      << server->log();
+  EXPECT_TRUE(server->wait_for_log("removed " + stray_big + ": a write of the consumers file"));
+  EXPECT_EQ(read_text(file_), kConsumers);
+  for (const std::string& f : {live, other, backup}) std::remove(f.c_str());
 }
 
 TEST_F(Consumers, AMalformedConsumersFileAtReloadKeepsTheOldTable) {
