@@ -459,9 +459,11 @@ void FrontDoor::answer_check(const std::shared_ptr<Session>& session,
         std::string with_lease;
         if (policy::holds_slots(verdict) && plan->consumer_plan == nullptr) {
           const policy::RouteLimit& limit = *verdict.outcomes.front().limit;
-          const std::string id = context_.leases.issue(policy::Lease{
-              limit.name, plan->client_key, cost, verdict.outcomes.front().decision.decided_at,
-              limit.limit.fingerprint()});
+          const Nanos charged_at = verdict.outcomes.front().decision.decided_at;
+          const std::string id = context_.leases.issue(
+              policy::Lease{limit.name, plan->limits.front().store_key, cost, charged_at,
+                            limit.limit.fingerprint(), charged_at + limit.limit.period()},
+              now);
           with_lease =
               cat({reply.body.substr(0, reply.body.size() - 1), ",\"lease\":\"", id, "\"}"});
           reply.body = with_lease;
@@ -475,27 +477,30 @@ void FrontDoor::handle_release(const std::shared_ptr<Session>& session, std::str
   const std::shared_ptr<const State>& state = session->state();
   const ReleaseRequest request = parse_release(body);
   if (!request.error.empty()) return session->respond(bad_request(request.error));
-  const std::optional<policy::Lease> lease = context_.leases.open(request.lease);
-  const policy::NamedPolicy* named = lease ? state->policy.find_policy(lease->policy) : nullptr;
+  const Nanos now = context_.clock.now();
+  // Taken out of the table: a second release of the id finds nothing held.
+  policy::LeaseTable::Taken taken = context_.leases.take(request.lease, now);
+  // Released already, or past its lease (the slot has freed itself): nothing to give back.
+  if (taken.outcome == policy::LeaseTable::Outcome::kNotHeld) {
+    return session->respond(json_response(HttpStatus::ok, "{\"released\":false}"));
+  }
+  const policy::Lease& lease = taken.lease;
+  const bool held = taken.outcome == policy::LeaseTable::Outcome::kTaken;
+  const policy::NamedPolicy* named = held ? state->policy.find_policy(lease.policy) : nullptr;
   const long index = state->policy_index(named);
   // The policy must still be the one that granted it: a changed limit keeps
   // its slots under another fingerprint (they free themselves).
-  if (!lease || index < 0 || named->limit.fingerprint() != lease->fingerprint ||
-      named->limit.algorithm() != Algorithm::kConcurrency || lease->cost == 0 ||
-      lease->cost > named->limit.size()) {
+  if (!held || index < 0 || named->limit.fingerprint() != lease.fingerprint ||
+      named->limit.algorithm() != Algorithm::kConcurrency || lease.cost == 0 ||
+      lease.cost > named->limit.size()) {
     return session->respond(error_response(
         HttpStatus::not_found, "UNKNOWN_LEASE",
         "this lease was not granted by this server, or its policy has changed since"));
   }
-  const Nanos now = context_.clock.now();
-  // Past its lease the slot has freed itself: nothing to give back.
-  if (lease->charged_at <= now - named->limit.period()) {
-    return session->respond(json_response(HttpStatus::ok, "{\"released\":false}"));
-  }
   const RouteMetrics& metrics = state->policies[static_cast<size_t>(index)];
-  const std::string store_key = policy::Policy::policy_store_key(lease->policy, lease->key);
-  const RefundRequest refund{&state->policy_limits[static_cast<size_t>(index)].limit, store_key,
-                             lease->cost, lease->charged_at};
+  // The refund reads the request (its key) only before refund_async returns.
+  const RefundRequest refund{&state->policy_limits[static_cast<size_t>(index)].limit,
+                             lease.store_key, lease.cost, lease.charged_at};
   context_.store.refund_async(
       {&refund, 1}, now,
       [session, state, &metrics, errors = context_.metrics.store_errors](Status s) {

@@ -7,6 +7,7 @@
 
 #include "policy/ip.h"
 #include "policy/jwt.h"
+#include "policy/key_bound.h"
 #include "policy/key_sources.h"
 #include "policy/path.h"
 
@@ -172,8 +173,9 @@ std::string_view value_prefix(KeyPart::Kind kind) {
   }
 }
 
-// A part read from the request: "h:NAME=value" (escaped), or `ip_part` when
-// the request has no usable value (missing, empty or ambiguous).
+// A part read from the request: "h:NAME=value" (escaped, and hashed when
+// long: key_bound.h), or `ip_part` when the request has no usable value
+// (missing, empty or ambiguous).
 void append_value_part(std::string& key, const KeyPart& part, std::string_view value,
                        std::string_view ip_part) {
   if (value.empty()) {
@@ -183,7 +185,31 @@ void append_value_part(std::string& key, const KeyPart& part, std::string_view v
   key += value_prefix(part.kind);
   key += part.name;
   key += '=';
+  const size_t from = key.size();
   append_escaped(key, value);
+  bound_key_part(key, from);
+}
+
+// A client key an operator wrote as plan() forms it, with each value longer
+// than a store key holds replaced by its digest, as plan() replaces it. (A
+// digest copied from a log is kept: it is short.)
+std::string with_long_values_hashed(std::string_view client_key) {
+  std::string out;
+  out.reserve(client_key.size());
+  for (size_t at = 0; at <= client_key.size();) {
+    const size_t end = std::min(client_key.find('+', at), client_key.size());
+    const std::string_view part = client_key.substr(at, end - at);
+    const size_t equals = part.find('=');
+    if (at > 0) out += '+';
+    if (equals != std::string_view::npos && part.size() - equals - 1 > kMaxKeyPartBytes) {
+      out.append(part.substr(0, equals + 1));
+      out += hashed_key_part(part.substr(equals + 1));
+    } else {
+      out.append(part);
+    }
+    at = end + 1;
+  }
+  return out;
 }
 
 }  // namespace
@@ -357,7 +383,7 @@ Plan Policy::plan_consumer(std::string_view id, std::string_view unknown_key) co
     plan.consumer_rejected = true;
     return plan;
   }
-  plan.client_key = unknown_key.empty() ? std::string("unknown") : std::string(unknown_key);
+  plan.client_key = unknown_key.empty() ? std::string("unknown") : bounded_key_part(unknown_key);
   add_plan_limits(plan, *consumers.unknown_plan, plan.client_key);
   return plan;
 }
@@ -462,7 +488,7 @@ std::optional<std::string> Policy::client_key_of(const Route& route,
              part.starts_with("q:") || part.starts_with("j:") || part == "global";
     at = end + 1;
   }
-  if (formed || client.empty()) return std::string(client);
+  if (formed || client.empty()) return with_long_values_hashed(client);
   if (parts.size() != 1) return std::nullopt;
   switch (parts[0].kind) {
     case KeyPart::Kind::kGlobal:
@@ -492,7 +518,7 @@ std::vector<std::string> Policy::store_keys(const Route& route, std::string_view
 
 Plan Policy::plan_policy(std::string_view policy_name, std::string_view key) const {
   Plan plan;
-  plan.client_key = std::string(key);
+  plan.client_key = bounded_key_part(key);
   const RouteLimit* limit = find_policy_limit(policy_name);
   if (limit == nullptr) return plan;
   plan.limits.push_back(PlannedLimit{limit, policy_store_key(policy_name, key)});
@@ -501,11 +527,13 @@ Plan Policy::plan_policy(std::string_view policy_name, std::string_view key) con
 
 std::string Policy::policy_store_key(std::string_view policy_name, std::string_view key) {
   std::string out;
-  out.reserve(7 + policy_name.size() + 1 + key.size());
+  out.reserve(7 + policy_name.size() + 1 + std::min(key.size(), kMaxKeyPartBytes));
   out += "policy:";
   out += policy_name;
   out += '|';
+  const size_t from = out.size();
   out += key;
+  bound_key_part(out, from);
   return out;
 }
 

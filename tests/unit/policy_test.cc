@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <openssl/evp.h>
 
 #include <algorithm>
 #include <chrono>
@@ -671,6 +672,109 @@ TEST(PolicyNamed, FindPolicyAndPlanPolicy) {
   EXPECT_EQ(p.limits[0].limit, policy.find_policy_limit("login"));
   EXPECT_TRUE(policy.plan_policy("nope", "user:42").limits.empty());
   EXPECT_EQ(Policy::policy_store_key("login", "ip:192.0.2.1"), "policy:login|ip:192.0.2.1");
+}
+
+// --- what a client sends never sizes what the store keeps ---
+
+// "%sha256:" and the first 128 bits of SHA-256 in hex, computed here rather
+// than by the code under test.
+std::string digest_of(std::string_view value) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  EXPECT_EQ(EVP_Digest(value.data(), value.size(), md, &length, EVP_sha256(), nullptr), 1);
+  std::string out = "%sha256:";
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (int i = 0; i < 16; ++i) {
+    out += kHex[md[i] >> 4];
+    out += kHex[md[i] & 0xf];
+  }
+  return out;
+}
+
+TEST(PolicyKeyBound, ValuesLongerThan256BytesAreStoredAsTheirDigest) {
+  Config config;
+  config.routes = {
+      route("GET", "/h", {bucket(3, 1)}, key_spec({header_part("x-api-key")}, "header:x-api-key")),
+      route("GET", "/c", {bucket(3, 1)},
+            key_spec({part(KeyPart::Kind::kCookie, "sid")}, "cookie:sid")),
+      route("GET", "/q", {bucket(3, 1)},
+            key_spec({part(KeyPart::Kind::kQuery, "k"), kIpPart}, "query:k+ip"))};
+  const Policy policy(config);
+  const auto key_for = [&](std::string_view target, const std::string& header_value) {
+    FakeHeaders headers;
+    headers.add("X-Api-Key", header_value);
+    headers.add("Cookie", "sid=" + header_value);
+    return policy.plan(request("GET", target, &headers)).limits.at(0).store_key;
+  };
+  // The attack: a fresh 15 KB key per request.
+  const std::string long_a = std::string(15'000, 'k') + "a";
+  const std::string long_b = std::string(15'000, 'k') + "b";
+  EXPECT_EQ(key_for("/h", long_a), "route:GET /h#0|h:x-api-key=" + digest_of(long_a));
+  EXPECT_EQ(key_for("/c", long_a), "route:GET /c#0|c:sid=" + digest_of(long_a));
+  EXPECT_EQ(key_for("/q?k=" + long_a, ""),
+            "route:GET /q#0|q:k=" + digest_of(long_a) + "+ip:192.0.2.1");
+  // One long value is one key; two are two.
+  EXPECT_EQ(key_for("/h", long_a), key_for("/h", long_a));
+  EXPECT_NE(key_for("/h", long_a), key_for("/h", long_b));
+  // 256 bytes are kept as they came, 257 are not.
+  const std::string exactly(256, 'x');
+  EXPECT_EQ(key_for("/h", exactly), "route:GET /h#0|h:x-api-key=" + exactly);
+  EXPECT_EQ(key_for("/h", exactly + "x"), "route:GET /h#0|h:x-api-key=" + digest_of(exactly + "x"));
+  // The bound is on the value as stored: 100 bytes that escape to 300.
+  const std::string wide(100, '\xff');
+  std::string escaped;
+  for (int i = 0; i < 100; ++i) escaped += "%FF";
+  EXPECT_EQ(key_for("/h", wide), "route:GET /h#0|h:x-api-key=" + digest_of(escaped));
+}
+
+TEST(PolicyKeyBound, JwtClaimsAreBoundedToo) {
+  Config config;
+  config.jwt = JwtSettings{};
+  config.jwt->secret_file = "/etc/sluice/jwt.secret";
+  config.jwt->secret = "k";
+  config.routes = {
+      route("GET", "/a", {bucket(10, 1)}, key_spec({part(KeyPart::Kind::kJwt, "sub")}, "jwt:sub"))};
+  const Policy policy(config);
+  const std::string sub(1'000, 's');
+  FakeHeaders headers;
+  headers.add("Authorization",
+              "Bearer " + test::hs256_token("k", R"({"sub":")" + sub + R"(","exp":1700000100})"));
+  RequestInfo info = request("GET", "/a", &headers);
+  info.now = std::chrono::seconds(1'700'000'000);
+  EXPECT_EQ(policy.plan(info).client_key, "j:sub=" + digest_of(sub));
+}
+
+TEST(PolicyKeyBound, ACheckKeyIsBoundedAndNoKeySentSpellsADigest) {
+  const Policy policy(login_config());
+  const std::string long_key(10'000, 'u');
+  const Plan p = policy.plan_policy("login", long_key);
+  ASSERT_EQ(p.limits.size(), 1u);
+  EXPECT_EQ(p.limits[0].store_key, "policy:login|" + digest_of(long_key));
+  EXPECT_EQ(p.client_key, digest_of(long_key));
+  // /admin/reset {"policy","key"} finds the same state.
+  EXPECT_EQ(Policy::policy_store_key("login", long_key), p.limits[0].store_key);
+  // A key that looks like a digest is hashed in turn: it cannot name the
+  // state of the long key.
+  const std::string spelled = digest_of(long_key);
+  EXPECT_EQ(policy.plan_policy("login", spelled).limits[0].store_key,
+            "policy:login|" + digest_of(spelled));
+  EXPECT_EQ(policy.plan_policy("login", "user:42").limits[0].store_key, "policy:login|user:42");
+}
+
+TEST(PolicyKeyBound, AdminResetOfALongValueNamesTheStateItsRequestsCharged) {
+  Config config;
+  config.routes = {
+      route("GET", "/h", {bucket(3, 1)}, key_spec({header_part("x-api-key")}, "header:x-api-key"))};
+  const Policy policy(config);
+  const std::string long_value(5'000, 'v');
+  FakeHeaders headers;
+  headers.add("X-Api-Key", long_value);
+  const std::string charged = policy.plan(request("GET", "/h", &headers)).client_key;
+  // The value as the client sent it, the client key as Sluice forms it, or
+  // the key with its digest (as an unredacted log shows it).
+  EXPECT_EQ(policy.client_key_of(config.routes[0], long_value), charged);
+  EXPECT_EQ(policy.client_key_of(config.routes[0], "h:x-api-key=" + long_value), charged);
+  EXPECT_EQ(policy.client_key_of(config.routes[0], charged), charged);
 }
 
 TEST(PolicyCopy, ACopyMatchesIntoItsOwnConfig) {
