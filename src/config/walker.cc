@@ -368,12 +368,12 @@ std::optional<std::string> Walker::path(const Item& item, std::string_view what)
   return relative_to_file(file_, *text);
 }
 
-std::optional<Secret> Walker::secret_file(const Item& item) {
+std::optional<Secret> Walker::secret_file(const Item& item, std::string_view what) {
   std::optional<std::string> resolved = path(item);
   if (!resolved) return std::nullopt;
   std::string reason;
   std::optional<std::string> content =
-      read_small_file(*resolved, "the token file " + *resolved, kMaxSecretBytes, &reason);
+      read_small_file(*resolved, std::string(what) + " " + *resolved, kMaxSecretBytes, &reason);
   if (!content) {
     error(item, reason);
     return std::nullopt;
@@ -382,12 +382,12 @@ std::optional<Secret> Walker::secret_file(const Item& item) {
   if (token.ends_with('\n')) token.pop_back();
   if (token.ends_with('\r')) token.pop_back();
   if (token.empty()) {
-    error(item, "the token file " + *resolved + " is empty");
+    error(item, std::string(what) + " " + *resolved + " is empty");
     return std::nullopt;
   }
   for (const char c : token) {
     if (c < 0x21 || c > 0x7e) {
-      error(item, "the token file " + *resolved +
+      error(item, std::string(what) + " " + *resolved +
                       " must hold one token of visible ASCII characters (no spaces, no lines "
                       "after it)");
       return std::nullopt;

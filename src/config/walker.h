@@ -136,7 +136,8 @@ class Walker {
   // A bearer token kept in the file `item` names: the file's trailing newline
   // is not part of it, and it must be visible ASCII without spaces, so that
   // what a client sends in a header is exactly what the file holds.
-  std::optional<Secret> secret_file(const Item& item);
+  // `what` names the file in messages.
+  std::optional<Secret> secret_file(const Item& item, std::string_view what = "the token file");
 
  private:
   std::string file_;

@@ -1,0 +1,51 @@
+// The Redis store's health check, on its internal thread: a round asks every
+// master (the cluster's, the sentinels' master, or the one address) for
+//   - TIME: the node answers (ready), and its clock offset is bounded anew;
+//   - DBSIZE: the key count for metrics, without a wait on the request path;
+//   - a write probe, a script that writes nothing but that Redis checks as a
+//     write: refused with OOM while maxmemory is reached and nothing can be
+//     evicted (then Redis refuses writes: Shared::writes_refused), with
+//     READONLY on a replica (the master moved: the topology is asked again).
+// A round's answers are taken only if no later round began meanwhile.
+//
+// Thread-safety: run() and not_ready() on the internal thread; the getters
+// from any thread.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "store/redis/client.h"
+#include "store/redis/shared.h"
+
+namespace sluice::redis {
+
+class HealthCheck {
+ public:
+  explicit HealthCheck(Shared& shared) : shared_(shared) {}
+
+  // One round over `nodes` ("host:port"), each command with `timeout`.
+  void run(Client& client, const std::vector<std::string>& nodes,
+           std::chrono::milliseconds timeout);
+  // Nothing to ask yet (no slot map, no master): not ready.
+  void not_ready();
+
+  // The last round's answer: every node answered TIME, and none is a replica.
+  bool ready() const { return ready_.load(std::memory_order_relaxed); }
+  // DBSIZE summed at the last round every node answered; 0 before.
+  size_t observed_keys() const { return observed_keys_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Round;
+  void finish(const Round& round);
+
+  Shared& shared_;
+  uint64_t generation_ = 0;  // internal thread
+  std::atomic<bool> ready_{false};
+  std::atomic<size_t> observed_keys_{0};
+};
+
+}  // namespace sluice::redis
