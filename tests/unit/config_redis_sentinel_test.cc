@@ -95,17 +95,17 @@ TEST(RedisSentinelConfig, ARedissSentinelTurnsTlsOnForEveryone) {
 
 TEST(RedisSentinelConfig, EachMistakeIsReportedAtItsKey) {
   EXPECT_EQ(errors_of(redis_block("    sentinel: {masters: m, addresses: [h:26379]}\n")),
-            (Errors{"t.yaml:4:16: store.redis.sentinel.masters: unknown key; did you mean "
-                    "`master`?",
-                    "t.yaml:4:15: store.redis.sentinel: `master` is required: the name the "
-                    "sentinels monitor the master by"}));
+            (Errors{"t.yaml:4:15: store.redis.sentinel: `master` is required: the name the "
+                    "sentinels monitor the master by",
+                    "t.yaml:4:16: store.redis.sentinel.masters: unknown key; did you mean "
+                    "`master`?"}));
   EXPECT_EQ(errors_of(redis_block("    sentinel: {master: m}\n")),
             Errors{"t.yaml:4:15: store.redis.sentinel: `addresses` is required: the sentinels' "
                    "host:port (26379 is theirs)"});
   EXPECT_EQ(errors_of(redis_block("    sentinel: {master: \"my master\", addresses: []}\n")),
             (Errors{"t.yaml:4:24: store.redis.sentinel.master: must be the master's name as in "
                     "`sentinel monitor <name> ...`: visible characters, no spaces",
-                    "t.yaml:4:49: store.redis.sentinel.addresses: must list at least one "
+                    "t.yaml:4:48: store.redis.sentinel.addresses: must list at least one "
                     "sentinel"}));
   EXPECT_EQ(
       errors_of(redis_block("    sentinel: {master: m, addresses: [\"redis://h:26379/3\"]}\n")),
@@ -127,7 +127,7 @@ TEST(RedisSentinelConfig, EachMistakeIsReportedAtItsKey) {
   const Errors missing = errors_of(redis_block(
       "    sentinel: {master: m, addresses: [h:26379], password_file: /nonexistent/p}\n"));
   ASSERT_EQ(missing.size(), 1u);
-  EXPECT_EQ(missing[0].rfind("t.yaml:4:63: store.redis.sentinel.password_file: ", 0), 0u)
+  EXPECT_EQ(missing[0].rfind("t.yaml:4:64: store.redis.sentinel.password_file: ", 0), 0u)
       << missing[0];
   EXPECT_NE(missing[0].find("the password file /nonexistent/p"), std::string::npos) << missing[0];
 }
