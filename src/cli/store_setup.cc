@@ -147,13 +147,12 @@ Result<ServeStore> make_serve_store(const policy::Config& config) {
       RedisStore::create(redis_store_options(config.store.redis));
   if (!created.ok()) return created.error();
   std::shared_ptr<RedisStore> redis = std::move(created).value();
-  // Sentinels that answer but know no such master: the config names the
-  // wrong one, which waiting will not mend.
-  if (!config.store.redis.sentinel.master.empty()) {
-    if (Status s = redis->wait_connected(kConnectWait); !s.ok())
-      return Error{ErrorCode::kInvalidArgument,
-                   "store.redis.sentinel.master: " + s.error().message};
-  }
+  // The store's own connection first (the Envoy RLS port, open before the
+  // worker threads are, decides there meanwhile). Sentinels that answer but
+  // know no such master: the config names the wrong one, which waiting will
+  // not mend.
+  if (Status s = redis->wait_connected(kConnectWait); !s.ok())
+    return Error{ErrorCode::kInvalidArgument, "store.redis.sentinel.master: " + s.error().message};
   // Each worker thread talks to Redis on its own connection(s), driven by its
   // own event loop, so a decision never crosses threads.
   out.hooks.attach = [redis](boost::asio::io_context& io) { redis->attach(io); };

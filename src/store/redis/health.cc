@@ -4,18 +4,10 @@
 
 #include <memory>
 
+#include "store/redis/script_limit.h"
 #include "store/redis/script_reply.h"
 
 namespace sluice::redis {
-namespace {
-
-// A script with a shebang line and no flags is a write for Redis (it may
-// write, and may not run out of memory), so Redis refuses it where it would
-// refuse the rate limit script's first write, and it writes nothing.
-const std::string kWriteProbe = command({"EVAL", "#!lua\nreturn 1", "0"});
-
-}  // namespace
-
 struct HealthCheck::Round {
   uint64_t generation = 0;
   size_t waiting = 0;
@@ -33,7 +25,15 @@ void HealthCheck::not_ready() {
   ready_.store(false, std::memory_order_relaxed);
 }
 
-void HealthCheck::run(Client& client, const std::vector<std::string>& nodes,
+std::string HealthCheck::probe_key(int slot) {
+  // No key of Sluice's is named so (they hold a 16-hex-digit hash tag, or "sync:").
+  std::string key = shared_.options.key_prefix + "writable";
+  if (slot < 0) return key;
+  if (slot_tags_.empty()) slot_tags_ = slot_tags();
+  return key + "{" + std::to_string(slot_tags_[static_cast<size_t>(slot)]) + "}";
+}
+
+void HealthCheck::run(Client& client, const std::vector<Node>& nodes,
                       std::chrono::milliseconds timeout) {
   auto round = std::make_shared<Round>();
   round->generation = ++generation_;
@@ -41,7 +41,8 @@ void HealthCheck::run(Client& client, const std::vector<std::string>& nodes,
   const auto done = [this, round] {
     if (--round->waiting == 0) finish(*round);
   };
-  for (const std::string& node : nodes) {
+  for (const Node& n : nodes) {
+    const std::string& node = n.name;
     const auto sent = std::chrono::steady_clock::now();
     client.command(command({"TIME"}), node, -1, timeout,
                    [this, round, node, sent, done](Status s, const redisReply* reply) {
@@ -65,14 +66,14 @@ void HealthCheck::run(Client& client, const std::vector<std::string>& nodes,
                      done();
                    });
     // An error reply completes the command with a failed status and the reply.
-    client.command(kWriteProbe, node, -1, timeout,
+    // Pushes only to a list that exists: none does, so nothing is written.
+    client.command(command({"LPUSHX", probe_key(n.slot), "1"}), node, n.slot, timeout,
                    [round, node, done](Status s, const redisReply* reply) {
                      if (!s.ok() && reply == nullptr) {
                        round->probes_answered = false;  // no answer says nothing of writes
                      } else if (!s.ok()) {
-                       // Other error replies than these (a Redis without
-                       // shebang scripts) say nothing of memory: writes are
-                       // taken as accepted.
+                       // Other error replies say nothing of memory: writes
+                       // are taken as accepted.
                        const ErrorReply e = read_error_reply(s.error().message);
                        if (e.kind == ErrorReply::Kind::kOutOfMemory) {
                          round->refused_by = node;

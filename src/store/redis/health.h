@@ -2,10 +2,10 @@
 // master (the cluster's, the sentinels' master, or the one address) for
 //   - TIME: the node answers (ready), and its clock offset is bounded anew;
 //   - DBSIZE: the key count for metrics, without a wait on the request path;
-//   - a write probe, a script that writes nothing but that Redis checks as a
-//     write: refused with OOM while maxmemory is reached and nothing can be
-//     evicted (then Redis refuses writes: Shared::writes_refused), with
-//     READONLY on a replica (the master moved: the topology is asked again).
+//   - a write probe, LPUSHX to a key that never exists (so it writes
+//     nothing), which Redis checks as any write: refused with OOM while maxmemory is reached and
+//     nothing can be evicted (then Redis refuses writes: Shared::writes_refused), with READONLY on
+//     a replica (the master moved: the topology is asked again).
 // A round's answers are taken only if no later round began meanwhile.
 //
 // Thread-safety: run() and not_ready() on the internal thread; the getters
@@ -27,9 +27,13 @@ class HealthCheck {
  public:
   explicit HealthCheck(Shared& shared) : shared_(shared) {}
 
-  // One round over `nodes` ("host:port"), each command with `timeout`.
-  void run(Client& client, const std::vector<std::string>& nodes,
-           std::chrono::milliseconds timeout);
+  // A node to ask, and (cluster) a slot it serves, for the probe's key; -1 without a cluster.
+  struct Node {
+    std::string name;  // "host:port"
+    int slot = -1;
+  };
+  // One round over `nodes`, each command with `timeout`.
+  void run(Client& client, const std::vector<Node>& nodes, std::chrono::milliseconds timeout);
   // Nothing to ask yet (no slot map, no master): not ready.
   void not_ready();
 
@@ -42,8 +46,12 @@ class HealthCheck {
   struct Round;
   void finish(const Round& round);
 
+  // The probe's key: in `slot`'s hash tag (slot_tags()) in a cluster.
+  std::string probe_key(int slot);
+
   Shared& shared_;
-  uint64_t generation_ = 0;  // internal thread
+  uint64_t generation_ = 0;          // internal thread
+  std::vector<uint32_t> slot_tags_;  // cluster, from the first round on
   std::atomic<bool> ready_{false};
   std::atomic<size_t> observed_keys_{0};
 };

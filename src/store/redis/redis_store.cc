@@ -324,21 +324,25 @@ class RedisStore::Impl {
   // a full map, or a sentinel without a master, is not ready, and asks again.
   void health_check() {
     if (internal_ == nullptr) return;
-    std::vector<std::string> nodes;
+    std::vector<redis::HealthCheck::Node> nodes;
     if (shared_->options.cluster) {
       auto map = shared_->topology.snapshot();
       if (map != nullptr && map->covers_all()) {
-        std::vector<bool> used(map->nodes.size(), false);
-        for (int16_t n : map->slot_node) used[static_cast<size_t>(n)] = true;
-        for (size_t i = 0; i < used.size(); ++i) {
-          if (used[i]) nodes.push_back(map->nodes[i]);
+        // Each master once, with the first slot it serves.
+        std::vector<int> first_slot(map->nodes.size(), -1);
+        for (size_t slot = 0; slot < map->slot_node.size(); ++slot) {
+          int& first = first_slot[static_cast<size_t>(map->slot_node[slot])];
+          if (first < 0) first = static_cast<int>(slot);
+        }
+        for (size_t i = 0; i < first_slot.size(); ++i) {
+          if (first_slot[i] >= 0) nodes.push_back({map->nodes[i], first_slot[i]});
         }
       }
     } else if (shared_->sentinel()) {
       if (std::string master = shared_->master.get(); !master.empty())
-        nodes.push_back(std::move(master));
+        nodes.push_back({std::move(master), -1});
     } else {
-      nodes.push_back(shared_->seeds.front().name());
+      nodes.push_back({shared_->seeds.front().name(), -1});
     }
     if (nodes.empty()) {
       health_.not_ready();
