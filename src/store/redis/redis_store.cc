@@ -131,8 +131,13 @@ class RedisStore::Impl {
     thread_ = std::thread([this] { io_.run(); });
     boost::asio::post(io_, [this] {
       internal_ = std::make_unique<Client>(io_, *shared_);
-      internal_->on_state_change = [this](const std::string&, bool up) {
-        if (up) health_check();  // report ready as soon as a node is back
+      internal_->on_state_change = [this](const std::string& node, bool up) {
+        if (shared_->is_sentinel(node)) return;
+        if (up) {
+          health_check();  // report ready as soon as a node is back
+        } else {
+          health_.not_ready();
+        }
       };
       internal_->keep_connected();
       if (shared_->sentinel()) {

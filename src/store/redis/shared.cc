@@ -73,6 +73,13 @@ void Shared::note_writes_refused(const std::string& node, std::string_view messa
                                        " (/readyz says 503 until it accepts them again)");
 }
 
+bool Shared::is_sentinel(std::string_view node) const {
+  for (const Endpoint& s : sentinels) {
+    if (s.name() == node) return true;
+  }
+  return false;
+}
+
 Endpoint Shared::endpoint_for(std::string_view name) const {
   for (const std::vector<Endpoint>* known : {&seeds, &sentinels}) {
     for (const Endpoint& e : *known) {

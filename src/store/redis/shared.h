@@ -165,6 +165,8 @@ struct Shared {
   std::atomic<int64_t> window_time_us{0};
 
   bool sentinel() const { return !options.sentinel.master.empty(); }
+  // Whether `node` ("host:port") is one of the sentinels.
+  bool is_sentinel(std::string_view node) const;
   // Whether the nodes calls go to can change under the store (cluster slots,
   // a sentinel's failover): then a failed call asks for request_refresh.
   bool follows_topology() const { return options.cluster || sentinel(); }
