@@ -110,10 +110,9 @@ TEST_F(ClusterChaosTest, AKilledMasterIsReplacedByItsReplicaAndFollowedWithinTwo
   ASSERT_EQ(cluster_.role(static_cast<size_t>(replica)), "slave")
       << "promoted before the test had read the replicated state";
 
-  const bool seen =
-      wait_until([&] { return cluster_.role(static_cast<size_t>(replica)) == "master"; }, 30s);
-  const auto seen_at = promotion.seen();
-  load.join();
+  Clock::time_point seen_at;
+  const bool seen = promotion.await(
+      [&] { return cluster_.role(static_cast<size_t>(replica)) == "master"; }, load, &seen_at);
   ASSERT_TRUE(seen) << "the replica was not promoted within 30 s of the kill";
 
   const auto& records = load.records();

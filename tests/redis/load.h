@@ -131,6 +131,16 @@ class Promotion {
     return now;
   }
 
+  // Waits up to 30 s for `promoted()` to hold, marks it seen (`*seen_at`),
+  // then for `load` to end; false if it never held.
+  template <class Promoted>
+  bool await(Promoted promoted, Load& load, Clock::time_point* seen_at) {
+    const bool held = wait_until(promoted, std::chrono::seconds(30));
+    *seen_at = seen();
+    load.join();
+    return held;
+  }
+
   // A Load's Done: a round issued after the promotion in which every key was
   // decided and denied (every key has had its limit).
   Load::Done every_key_denied_after() const {

@@ -96,9 +96,9 @@ TEST_P(SentinelTest, AKilledMasterIsReplacedAndFollowedAndCountsStayExact) {
   ASSERT_EQ(group_->replica().role(), "slave")
       << "promoted before the test had read the replicated state";
 
-  const bool seen = wait_until([&] { return group_->replica().role() == "master"; }, 30s);
-  const auto seen_at = promotion.seen();
-  load.join();
+  Clock::time_point seen_at;
+  const bool seen =
+      promotion.await([&] { return group_->replica().role() == "master"; }, load, &seen_at);
   ASSERT_TRUE(seen) << "the replica was not promoted within 30 s of the kill";
 
   const auto& records = load.records();
