@@ -58,6 +58,8 @@ if [ "$profile" = all ]; then
     # with runc (tests/container/containers.conf), netavark and iptables map
     # its ports; the image carries the CA certificates
     podman runc netavark iptables ca-certificates
+    # deploy/prometheus's alert rules: promtool check rules / test rules
+    prometheus
   )
 fi
 

@@ -18,6 +18,7 @@
 #include "http/drained_reads.h"
 #include "observe/denial_log.h"
 #include "observe/logging.h"
+#include "observe/process_metrics.h"
 #include "policy/config_loader.h"
 #include "policy/connection_limits.h"
 #include "sluice/version.h"
@@ -349,6 +350,8 @@ Server::Server(policy::Config config, std::shared_ptr<Store> store, ServerOption
   r.gauge("sluice_config_generation", "Generation of the config in force (1 = as started).", {},
           [c] { return static_cast<double>(c->state.load()->generation); });
 
+  observe::register_process_metrics(r);
+  observe::register_build_info(r, kVersion);
   if (options_.companion != nullptr) options_.companion->register_metrics(r);
   if (options_.store_hooks.register_metrics) options_.store_hooks.register_metrics(r);
 
