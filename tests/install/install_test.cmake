@@ -10,14 +10,14 @@
 #   print redis_consumer/expected.txt.
 #
 # -D arguments: SOURCE_DIR BUILD_DIR WORK_DIR BUILD_TYPE CXX_COMPILER
-# PKG_CONFIG LIBDIR INCLUDEDIR BINDIR DOCDIR EMBED_EXAMPLE VERSION
+# PKG_CONFIG LIBDIR INCLUDEDIR BINDIR DOCDIR DATADIR EMBED_EXAMPLE VERSION
 # WITH_REDIS WITH_SERVER SANITIZE_FLAGS (space-separated; given to every
 # compile and link, since an instrumented library links only into an
 # instrumented program).
 cmake_minimum_required(VERSION 3.25)
 
 foreach(var SOURCE_DIR BUILD_DIR WORK_DIR BUILD_TYPE CXX_COMPILER PKG_CONFIG LIBDIR INCLUDEDIR
-            BINDIR DOCDIR EMBED_EXAMPLE VERSION WITH_REDIS WITH_SERVER)
+            BINDIR DOCDIR DATADIR EMBED_EXAMPLE VERSION WITH_REDIS WITH_SERVER)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "install_test.cmake: -D${var}= is missing")
   endif()
@@ -71,9 +71,11 @@ if(WITH_REDIS)
     ${LIBDIR}/pkgconfig/sluice-redis.pc)
 endif()
 if(WITH_SERVER)
-  # The binary and its docs; the server's own libraries, the unit and /etc
-  # are not installed (the unit and config are the .deb's).
-  list(APPEND expected ${BINDIR}/sluice ${DOCDIR}/README.md)
+  # The binary, its docs, the Grafana dashboard and the alert rules; the
+  # server's own libraries, the unit and /etc are not installed (the unit
+  # and config are the .deb's).
+  list(APPEND expected ${BINDIR}/sluice ${DOCDIR}/README.md
+    ${DATADIR}/sluice/grafana/sluice.json ${DATADIR}/sluice/prometheus/alerts.yaml)
   file(GLOB docs RELATIVE ${SOURCE_DIR} ${SOURCE_DIR}/docs/*.md)
   foreach(d ${docs})
     string(REPLACE "docs/" "${DOCDIR}/" d ${d})
