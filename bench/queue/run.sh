@@ -33,12 +33,13 @@ ng_port=$(free_port)
 "$upstream_bin" --host 127.0.0.1 --port "$up_port" --threads 1 2>"$work/upstream.log" &
 pids+=($!)
 
-# The connections wait for their requests while RSS settles: header_timeout 60s.
+# The connections wait for their requests while RSS settles: header_timeout
+# 60s. A delay of 1h needs idle_timeout 1h, and N held needs max_held N.
 cat >"$work/sluice.yaml" <<EOF
 listen: 127.0.0.1:$sl_port
 admin: 127.0.0.1:$admin_port
 upstream: http://127.0.0.1:$up_port
-server: {threads: 1, max_connections: $((requests + 100)), header_timeout: 60s}
+server: {threads: 1, max_connections: $((requests + 100)), max_held: $requests, header_timeout: 60s, idle_timeout: 1h}
 logging: {level: warn}
 routes:
   - match: GET /q

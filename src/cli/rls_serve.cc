@@ -1,5 +1,6 @@
 #include "cli/rls_serve.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <utility>
@@ -9,7 +10,9 @@
 #include "observe/denial_log.h"
 #include "observe/open_family.h"
 #include "rls/config_json.h"
+#include "rls/grpc_log.h"
 #include "sluice/clock.h"
+#include "util/open_files.h"
 
 namespace sluice::cli {
 
@@ -87,6 +90,11 @@ rls::RlsOptions rls_options(const policy::RlsSettings& settings) {
   return options;
 }
 
+size_t grpc_max_connections(const policy::RlsSettings& settings) {
+  if (settings.max_connections != 0) return settings.max_connections;
+  return std::max<size_t>(util::raise_open_file_limit() / 4, 16);
+}
+
 RlsRuntime::RlsRuntime(Store& store, WorkerLoops* loops) : store_(store), loops_(loops) {}
 
 RlsRuntime::~RlsRuntime() {
@@ -109,9 +117,7 @@ void RlsRuntime::load(const Deployment& deployment) {
     const observe::DenialLogGate::Admission a = gate->admit(SystemClock::instance().now());
     if (!a.log) return;
     spdlog::error("RLS: store failed: {}; on_failure={}{}", e.message, allowed ? "allow" : "deny",
-                  a.suppressed_before == 0 ? std::string()
-                                           : " (" + std::to_string(a.suppressed_before) +
-                                                 " more failed calls not logged before this one)");
+                  observe::suppressed_note(a, "more failed calls"));
   };
   // detailed_metric descriptors, counted from the first call (the family
   // outlives the server's registry, which reads it at each scrape).
@@ -148,6 +154,14 @@ Status RlsRuntime::listen(const policy::Config& config) {
     tls_ = std::make_shared<rls::GrpcTlsIdentity>(config.tls->cert_pem, config.tls->key_pem);
     options.tls = tls_;
   }
+  options.max_connections = grpc_max_connections(settings_);
+  // A connection without a call for idle_timeout is closed, as a keep-alive
+  // one on `listen`; one that has not finished its handshake and HTTP/2
+  // preface within header_timeout too, as one that sends no header there.
+  options.idle_timeout = idle_timeout_ = config.server.idle_timeout;
+  options.handshake_timeout = handshake_timeout_ = config.server.header_timeout;
+  handshake_log_rate_ = config.logging.denial_log_per_second;
+  rls::GrpcLog::set_handshake_log_rate(handshake_log_rate_);
   Result<std::unique_ptr<rls::GrpcServer>> server =
       rls::GrpcServer::start(config.grpc->text(), services, options);
   if (!server.ok()) return server.error();
@@ -156,10 +170,11 @@ Status RlsRuntime::listen(const policy::Config& config) {
   bound.port = static_cast<uint16_t>(server_->port());
   spdlog::info(
       "grpc on {}{} (Envoy RLS v3 envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit; "
-      "descriptors from {}; response_headers {}{})",
+      "descriptors from {}; response_headers {}{}; at most {} connections)",
       bound.text(), tls_ ? " with TLS" : "", settings_.config_dir,
       headers_name(settings_.response_headers),
-      settings_.shadow_mode ? "; shadow_mode: every call answered OK" : "");
+      settings_.shadow_mode ? "; shadow_mode: every call answered OK" : "",
+      options.max_connections);
   log_domains(*service_->config(), settings_.config_dir);
   return {};
 }
@@ -208,6 +223,25 @@ void RlsRuntime::register_metrics(observe::Registry& registry) {
       "sluice_rls_hits_total",
       "Envoy RLS hits charged to limits (hits_addend of allowed descriptors).", {}, read(c->hits));
   detailed_->attach(registry);
+  if (server_ != nullptr) {
+    const rls::GrpcAcceptor* acceptor = &server_->acceptor();
+    registry.gauge("sluice_grpc_connections",
+                   "Connections open on the grpc port (counted at most a second ago).", {},
+                   [acceptor] { return static_cast<double>(acceptor->open_connections()); });
+    registry.counter_function(
+        "sluice_grpc_connections_refused_total",
+        "Connections to the grpc port closed at accept because rls.max_connections were open.", {},
+        [acceptor] { return acceptor->refused(); });
+    registry.counter_function(
+        "sluice_grpc_accept_failures_total",
+        "Accepts on the grpc port that failed (no file descriptor or memory free); tried again "
+        "every 100 ms, /readyz answers 503 meanwhile.",
+        {}, [acceptor] { return acceptor->accept_failures(); });
+    registry.counter_function(
+        "sluice_grpc_tls_handshake_failures_total",
+        "TLS handshakes on the grpc port that failed or timed out (grpc_tls).", {},
+        [] { return rls::GrpcLog::handshake_failures(); });
+  }
   const rls::RlsService* service = service_.get();
   registry.gauge("sluice_rls_domains", "Envoy RLS descriptor domains loaded.", {}, [service] {
     const std::shared_ptr<const rls::RlsConfig> config = service->config();
@@ -235,9 +269,16 @@ void RlsRuntime::stage(const Deployment& next) {
     restart_needed("shadow_mode", text(settings_.shadow_mode), text(config.rls->shadow_mode));
     restart_needed("near_limit_ratio", std::to_string(settings_.near_limit_ratio),
                    std::to_string(config.rls->near_limit_ratio));
+    if (config.server.idle_timeout != idle_timeout_ ||
+        config.server.header_timeout != handshake_timeout_) {
+      spdlog::warn(
+          "reload: server.idle_timeout and server.header_timeout apply to the grpc port only "
+          "after a restart");
+    }
   }
   pending_ = next.rls;
   pending_settings_ = *config.rls;
+  pending_handshake_log_rate_ = config.logging.denial_log_per_second;
   pending_tls_.reset();
   if (service_ != nullptr && (tls_ != nullptr) != config.grpc_tls) {
     spdlog::warn("reload: grpc_tls changed to {}; this takes effect only after a restart",
@@ -255,11 +296,24 @@ void RlsRuntime::commit_reload() {
   pending_.reset();
   if (service_ == nullptr) return;  // grpc was added by this reload: a restart serves it
   service_->set_config(config);
+  if (pending_handshake_log_rate_ != handshake_log_rate_) {
+    handshake_log_rate_ = pending_handshake_log_rate_;
+    rls::GrpcLog::set_handshake_log_rate(handshake_log_rate_);
+  }
+  if (server_ != nullptr) {
+    const size_t max = grpc_max_connections(pending_settings_);
+    if (max != server_->acceptor().max_connections()) {
+      spdlog::info("grpc: at most {} connections (was {})", max,
+                   server_->acceptor().max_connections());
+      server_->acceptor().set_max_connections(max);
+    }
+  }
   service_->set_on_store_failure(pending_on_failure_allow_ ? rls::OnStoreFailure::kAllow
                                                            : rls::OnStoreFailure::kDeny);
   // The folder and how it is loaded change now; the service's options only on a restart.
   settings_.config_dir = pending_settings_.config_dir;
   settings_.merge_domains = pending_settings_.merge_domains;
+  settings_.max_connections = pending_settings_.max_connections;
   spdlog::info("RLS: reloaded {} domain(s) from {}", config->domains.size(), settings_.config_dir);
   log_domains(*config, settings_.config_dir);
 }
@@ -269,6 +323,13 @@ std::optional<std::string> RlsRuntime::rls_config_json() const {
   const std::shared_ptr<const rls::RlsConfig> config = service_->config();
   if (config == nullptr) return std::nullopt;
   return rls::config_json(*config);
+}
+
+std::optional<std::string> RlsRuntime::not_ready() const {
+  if (server_ == nullptr) return std::nullopt;
+  std::optional<std::string> why = server_->acceptor().failing();
+  if (!why) return std::nullopt;
+  return "grpc port cannot accept connections: " + *why;
 }
 
 bool RlsRuntime::busy() const {

@@ -32,6 +32,10 @@ namespace sluice::cli {
 // The RLS options `settings` asks for (response headers, shadow mode, ...).
 rls::RlsOptions rls_options(const policy::RlsSettings& settings);
 
+// Connections the gRPC port may hold: rls.max_connections, else a quarter of
+// the open-file limit (raised to its hard maximum first).
+size_t grpc_max_connections(const policy::RlsSettings& settings);
+
 class RlsRuntime final : public http::Companion {
  public:
   // `store` must outlive the runtime. Nothing runs until start(). With
@@ -64,6 +68,7 @@ class RlsRuntime final : public http::Companion {
   void begin_shutdown(std::chrono::milliseconds grace) override;
   bool busy() const override;
   std::optional<std::string> rls_config_json() const override;
+  std::optional<std::string> not_ready() const override;
 
  private:
   Store& store_;
@@ -83,6 +88,11 @@ class RlsRuntime final : public http::Companion {
   // grpc_tls: the port's certificate, swapped by commit_reload() (null: plaintext).
   std::shared_ptr<rls::GrpcTlsIdentity> tls_;
   std::optional<policy::TlsSettings> pending_tls_;
+  // What the gRPC port took at startup from server.* (a restart changes them).
+  std::chrono::milliseconds idle_timeout_{0};
+  std::chrono::milliseconds handshake_timeout_{0};
+  double handshake_log_rate_ = 0;  // logging.denial_log_per_second in force
+  double pending_handshake_log_rate_ = 0;
 };
 
 }  // namespace sluice::cli

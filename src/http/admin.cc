@@ -84,10 +84,11 @@ bool is_json(std::string_view content_type) {
 }  // namespace
 
 AdminHandler::AdminHandler(ServerContext& context, ReloadFunction reload,
-                           RlsConfigFunction rls_config)
+                           RlsConfigFunction rls_config, NotReadyFunction companion_not_ready)
     : context_(context),
       reload_(std::move(reload)),
       rls_config_(std::move(rls_config)),
+      companion_not_ready_(std::move(companion_not_ready)),
       started_(std::chrono::steady_clock::now()),
       store_backend_(store_backend_name(context.store)) {}
 
@@ -164,10 +165,15 @@ void AdminHandler::on_header(const std::shared_ptr<Session>& session) {
   }
   if (path == "/readyz") {
     if (!get) return session->respond(method_not_allowed("GET"));
-    const bool ready = context_.store.ready();
-    return session->respond(
-        ready ? text_response(HttpStatus::ok, "ready\n")
-              : text_response(HttpStatus::service_unavailable, "store unavailable\n"));
+    // Every reason, one a line.
+    std::string why;
+    if (!context_.store.ready()) why = "store unavailable\n";
+    if (companion_not_ready_) {
+      if (std::optional<std::string> companion = companion_not_ready_()) why += *companion + "\n";
+    }
+    return session->respond(why.empty()
+                                ? text_response(HttpStatus::ok, "ready\n")
+                                : text_response(HttpStatus::service_unavailable, std::move(why)));
   }
   if (path == "/metrics") {
     if (!get) return session->respond(method_not_allowed("GET"));

@@ -7,7 +7,8 @@
 //   a POST or PUT body that is not Content-Type: application/json   -> 415
 //
 //   GET  /healthz        200 "ok" while the process serves
-//   GET  /readyz         200 when the store answers, else 503
+//   GET  /readyz         200 when the store answers and the gRPC port can
+//                        accept, else 503 with the reasons
 //   GET  /metrics        Prometheus text format
 //   GET  /admin/stats    JSON: version, uptime, store backend and readiness,
 //                        config reloads, per-route allowed/denied/errors, top denied keys
@@ -48,7 +49,10 @@ class AdminHandler final : public RequestHandler {
   using ReloadFunction = std::function<ReloadOutcome()>;
   // The body of GET /admin/rls, or nothing when no RLS API is served.
   using RlsConfigFunction = std::function<std::optional<std::string>()>;
-  AdminHandler(ServerContext& context, ReloadFunction reload, RlsConfigFunction rls_config);
+  // Why the server's companion (the gRPC port) cannot serve, or nothing.
+  using NotReadyFunction = std::function<std::optional<std::string>()>;
+  AdminHandler(ServerContext& context, ReloadFunction reload, RlsConfigFunction rls_config,
+               NotReadyFunction companion_not_ready = {});
 
   void on_header(const std::shared_ptr<Session>& session) override;
 
@@ -75,6 +79,7 @@ class AdminHandler final : public RequestHandler {
   ServerContext& context_;
   ReloadFunction reload_;
   RlsConfigFunction rls_config_;
+  NotReadyFunction companion_not_ready_;
   std::chrono::steady_clock::time_point started_;
   std::string store_backend_;              // "memory" | "redis": the store this process serves from
   std::optional<LastReload> last_reload_;  // control thread only

@@ -36,19 +36,24 @@ class ClientStream {
   // A plain connection.
   explicit ClientStream(Socket socket) : socket_(std::move(socket)) {}
   // A TLS connection when `tls` is set (its handshake is the caller's:
-  // async_handshake()), else a plain one.
+  // start_tls() then async_handshake()), else a plain one.
   ClientStream(Socket socket, std::shared_ptr<boost::asio::ssl::context> tls)
-      : socket_(std::move(socket)), context_(std::move(tls)) {
-    if (context_) tls_ = std::make_unique<Tls>(socket_, *context_);
-  }
+      : socket_(std::move(socket)), context_(std::move(tls)) {}
   ClientStream(const ClientStream&) = delete;
   ClientStream& operator=(const ClientStream&) = delete;
 
   executor_type get_executor() { return socket_.get_executor(); }
   // The TCP socket underneath: options, addresses, cancel, shutdown, close.
   Socket& socket() { return socket_; }
-  bool is_tls() const { return tls_ != nullptr; }
-  // The TLS session (ALPN, protocol); null on a plain connection.
+  bool is_tls() const { return context_ != nullptr; }
+  // TLS only: makes the TLS session. Its buffers and OpenSSL's come to ~70 KB,
+  // so the caller makes it once the client has sent something to handshake
+  // with, not at the accept.
+  void start_tls() {
+    if (!tls_) tls_ = std::make_unique<Tls>(socket_, *context_);
+  }
+  // The TLS session (ALPN, protocol); null on a plain connection, and
+  // before start_tls().
   Tls* tls() { return tls_.get(); }
 
   template <class MutableBuffers, class Handler>

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "http/state.h"
+#include "observe/denial_log.h"
 #include "observe/metrics.h"
 #include "observe/top_keys.h"
 #include "policy/lease.h"
@@ -42,6 +43,13 @@ struct ServerMetrics {
   // sluice_held_requests reads ServerContext::held_requests.
   observe::Counter* held = nullptr;
   observe::Counter* held_gave_up = nullptr;
+  // sluice_held_requests_refused_total: requests a route's delay would have
+  // held, answered at once because server.max_held requests were held.
+  observe::Counter* held_refused = nullptr;
+  // sluice_tls_handshakes_dropped_total: unfinished TLS handshakes closed to
+  // make room for a new one (server.max_tls_handshakes); the gauge
+  // sluice_tls_handshakes reads ServerContext::tls_handshakes.
+  observe::Counter* tls_handshakes_dropped = nullptr;
 };
 
 // One open client connection, counted (in ServerContext::public_connections
@@ -64,6 +72,34 @@ class ConnectionTicket {
   std::atomic<size_t>* open_;
 };
 
+// A place among the requests server.max_held lets routes' `delay` hold at
+// once: taken before a request on such a route is decided, kept while the
+// request is held, given back when that ends (or at once when the verdict
+// holds nothing). Move-only; false when every place was taken.
+class HeldPlace {
+ public:
+  HeldPlace() = default;
+  HeldPlace(std::atomic<int64_t>& held, size_t bound) {
+    if (held.fetch_add(1, std::memory_order_relaxed) < static_cast<int64_t>(bound)) {
+      held_ = &held;
+    } else {
+      held.fetch_sub(1, std::memory_order_relaxed);
+    }
+  }
+  HeldPlace(HeldPlace&& other) noexcept : held_(std::exchange(other.held_, nullptr)) {}
+  HeldPlace& operator=(HeldPlace&& other) noexcept {
+    std::swap(held_, other.held_);
+    return *this;
+  }
+  ~HeldPlace() {
+    if (held_ != nullptr) held_->fetch_sub(1, std::memory_order_relaxed);
+  }
+  explicit operator bool() const { return held_ != nullptr; }
+
+ private:
+  std::atomic<int64_t>* held_ = nullptr;
+};
+
 struct ServerContext {
   ServerContext(Store& store_ref, const Clock& clock_ref) : store(store_ref), clock(clock_ref) {}
 
@@ -80,8 +116,16 @@ struct ServerContext {
   // which server.max_connections bounds, and on the admin port.
   std::atomic<size_t> public_connections{0};
   std::atomic<size_t> admin_connections{0};
-  // Requests held for their turn now (Session::hold), on every worker.
+  // server.max_connections in force (policy/connection_limits.h), set
+  // before the first connection.
+  size_t max_connections = 0;
+  // Requests held for their turn now, on every worker: the places taken
+  // (HeldPlace), which server.max_held bounds.
   std::atomic<int64_t> held_requests{0};
+  // TLS sessions in their handshake now, on every worker (Session), and
+  // the gate of the warning logged when one is dropped to make room.
+  std::atomic<int64_t> tls_handshakes{0};
+  observe::DenialLogGate handshake_drop_log{1.0};
   size_t open_connections() const {
     return public_connections.load(std::memory_order_relaxed) +
            admin_connections.load(std::memory_order_relaxed);

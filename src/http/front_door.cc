@@ -14,6 +14,7 @@
 #include "http/access.h"
 #include "http/beast_headers.h"
 #include "http/check_request.h"
+#include "policy/connection_limits.h"
 #include "policy/redact.h"
 #include "policy/request.h"
 #include "render/rate_headers.h"
@@ -147,6 +148,14 @@ std::string_view shown_key(const State& state, std::string_view key, std::string
   return buffer;
 }
 
+// Whether a verdict decided without holding (no server.max_held place was
+// free) denied a request that the route's `delay` would have held: its
+// turn, the latest of its limits', would have come within `delay`.
+bool denied_for_want_of_a_place(const policy::Verdict& verdict, Nanos delay) {
+  return verdict.limited && !verdict.allowed && !verdict.store_failed && !verdict.invalid &&
+         verdict.decision.retry_after <= delay;
+}
+
 // The store key of the limit a verdict reports (for the top denied keys).
 std::string_view reported_key(const policy::Plan& plan, const policy::Verdict& verdict) {
   for (const policy::PlannedLimit& planned : plan.limits) {
@@ -218,37 +227,71 @@ void FrontDoor::decide_and_count(Session& session, const std::shared_ptr<const S
                                  const policy::Plan& plan, const RouteMetrics& metrics, Nanos now,
                                  uint64_t cost, Then&& then) {
   const auto start = std::chrono::steady_clock::now();
+  // A route's delay holds a request only while one of server.max_held places
+  // is free; without one the request is decided as if the route had none
+  // (allowed now, or answered at once).
+  const Nanos delay = policy::route_delay(plan);
+  HeldPlace place;
+  if (delay.count() > 0) {
+    place = HeldPlace(
+        context_.held_requests,
+        policy::max_held_in_force(state->policy.config().server, context_.max_connections));
+  }
+  const Nanos max_wait = place ? delay : Nanos{0};
   // `then` holds the session, so it outlives this callback, and the session
   // holds `state` until its request is answered: no reference of our own
   // (a count on a block every worker shares).
-  policy::decide_async(context_.store, plan, now,
-                       state->policy.config().store.redis.on_failure_allow, cost,
-                       [this, session = &session, state = state.get(), &plan, &metrics, now, start,
-                        then = std::forward<Then>(then)](policy::Verdict verdict) mutable {
-                         count(*state, plan, metrics, now, start, verdict);
-                         if (session->access_log_on())
-                           note_access(*session, plan, metrics, verdict);
-                         if (verdict.allowed && verdict.wait.count() > 0) {
-                           return hold(*session, plan, std::move(verdict), std::move(then));
-                         }
-                         then(std::move(verdict));
-                       });
+  policy::decide_async(
+      context_.store, plan, now, state->policy.config().store.redis.on_failure_allow, cost,
+      max_wait,
+      [this, session = &session, state = state.get(), &plan, &metrics, now, start, delay,
+       place = std::move(place), then = std::forward<Then>(then)](policy::Verdict verdict) mutable {
+        count(*state, plan, metrics, now, start, verdict);
+        if (delay.count() > 0 && !place && denied_for_want_of_a_place(verdict, delay)) {
+          note_held_refused(*state, metrics);
+        }
+        if (session->access_log_on()) note_access(*session, plan, metrics, verdict);
+        if (verdict.allowed && verdict.wait.count() > 0) {
+          return hold(*session, plan, std::move(verdict), std::move(place), std::move(then));
+        }
+        place = HeldPlace();  // not held: the place is free for another
+        then(std::move(verdict));
+      });
+}
+
+void FrontDoor::note_held_refused(const State& state, const RouteMetrics& metrics) {
+  context_.metrics.held_refused->add();
+  const observe::DenialLogGate::Admission a = held_refusal_log_.admit(context_.clock.now());
+  if (a.log) {
+    spdlog::warn(
+        "route \"{}\": server.max_held ({}) requests are held; one its delay would hold was "
+        "answered at once{}",
+        metrics.name,
+        policy::max_held_in_force(state.policy.config().server, context_.max_connections),
+        a.suppressed_before == 0 ? std::string()
+                                 : cat({" (", std::to_string(a.suppressed_before),
+                                        " more not logged before this one)"}));
+  }
 }
 
 template <class Then>
 void FrontDoor::hold(Session& session, const policy::Plan& plan, policy::Verdict verdict,
-                     Then&& then) {
+                     HeldPlace place, Then&& then) {
   context_.metrics.held->add();
   // Session::hold takes a copyable callback and `then` may own the plan
   // (move-only): both travel in one shared block, the one allocation a held
-  // request adds.
+  // request adds. The place goes with them: it is free again when the hold
+  // is over, whichever way.
   struct Held {
     policy::Verdict verdict;
+    HeldPlace place;
     std::decay_t<Then> then;
   };
-  auto held = std::make_shared<Held>(Held{std::move(verdict), std::forward<Then>(then)});
+  auto held =
+      std::make_shared<Held>(Held{std::move(verdict), std::move(place), std::forward<Then>(then)});
   const auto until = std::chrono::steady_clock::now() + held->verdict.wait;
   session.hold(until, [this, &plan, held](bool present) {
+    held->place = HeldPlace();
     if (present) return held->then(std::move(held->verdict));
     // The client left before its turn: its place goes to whoever comes next.
     // `plan` is owned by `then`, alive in `held` for this call.

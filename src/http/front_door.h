@@ -41,6 +41,7 @@
 #include "http/context.h"
 #include "http/forwarder.h"
 #include "http/session.h"
+#include "observe/denial_log.h"
 #include "policy/decider.h"
 
 namespace sluice::http {
@@ -79,8 +80,13 @@ class FrontDoor final : public RequestHandler {
                         uint64_t cost, Then&& then);
   // Holds a request the verdict queued (verdict.wait > 0) until its turn,
   // then `then(verdict)`; gives its charge back if the client leaves first.
+  // `place` is the request's among server.max_held, kept until then.
   template <class Then>
-  void hold(Session& session, const policy::Plan& plan, policy::Verdict verdict, Then&& then);
+  void hold(Session& session, const policy::Plan& plan, policy::Verdict verdict, HeldPlace place,
+            Then&& then);
+  // Counts (and logs, at most once a second) a request answered at once
+  // because server.max_held requests were held.
+  void note_held_refused(const State& state, const RouteMetrics& metrics);
   static void note_access(Session& session, const policy::Plan& plan, const RouteMetrics& metrics,
                           const policy::Verdict& verdict);
   void count(const State& state, const policy::Plan& plan, const RouteMetrics& metrics, Nanos now,
@@ -89,6 +95,7 @@ class FrontDoor final : public RequestHandler {
   ServerContext& context_;
   const Port port_;
   std::unique_ptr<Forwarder> forwarder_;
+  observe::DenialLogGate held_refusal_log_{1.0};
 };
 
 }  // namespace sluice::http

@@ -1,6 +1,5 @@
 #include "http/server.h"
 
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -20,6 +19,7 @@
 #include "observe/denial_log.h"
 #include "observe/logging.h"
 #include "policy/config_loader.h"
+#include "policy/connection_limits.h"
 #include "sluice/version.h"
 
 namespace sluice::http {
@@ -78,37 +78,6 @@ bool same_store(const policy::StoreConfig& a, const policy::StoreConfig& b) {
          a.redis.time_source_redis == b.redis.time_source_redis && a.redis.tls == b.redis.tls &&
          a.redis.deny_cache == b.redis.deny_cache && a.redis.mode_cached == b.redis.mode_cached &&
          a.redis.sync_interval == b.redis.sync_interval;
-}
-
-// Connections the admin port may hold, beside server.max_connections of the
-// public ports, so that /metrics and /healthz answer while those are full.
-constexpr size_t kAdminConnections = 64;
-// Descriptors kept for what is not a client connection: listeners, the
-// upstream pool's idle connections, Redis, log files, the gRPC server.
-constexpr size_t kReservedDescriptors = 256;
-
-// The open-file limit, raised to its hard maximum first (the default soft
-// limit, 1024 on most systems, is far below what a gateway needs).
-size_t open_file_limit() {
-  rlimit limit{};
-  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return 1024;
-  if (limit.rlim_cur < limit.rlim_max) {
-    rlimit raised = limit;
-    raised.rlim_cur = limit.rlim_max;
-    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
-  }
-  return limit.rlim_cur == RLIM_INFINITY ? size_t{1} << 20 : static_cast<size_t>(limit.rlim_cur);
-}
-
-// server.max_connections when not set: what the descriptors allow, with a
-// second descriptor per connection in gateway mode (its upstream connection),
-// so that accept() never fails for want of one.
-size_t derived_max_connections(bool gateway) {
-  const size_t files = open_file_limit();
-  const size_t usable = files > kReservedDescriptors + kAdminConnections + 32
-                            ? files - kReservedDescriptors - kAdminConnections
-                            : 32;
-  return gateway ? usable / 2 : usable;
 }
 
 std::string endpoint_text(const tcp::endpoint& e) {
@@ -314,6 +283,9 @@ Server::Server(policy::Config config, std::shared_ptr<Store> store, ServerOption
           [this] {
             return options_.companion != nullptr ? options_.companion->rls_config_json()
                                                  : std::nullopt;
+          },
+          [this] {
+            return options_.companion != nullptr ? options_.companion->not_ready() : std::nullopt;
           }),
       signals_(control_),
       collect_timer_(control_),
@@ -359,6 +331,15 @@ Server::Server(policy::Config config, std::shared_ptr<Store> store, ServerOption
       "sluice_held_requests_gave_up_total",
       "Held requests whose client closed the connection before their turn (charge given back).",
       {});
+  m.held_refused = r.counter("sluice_held_requests_refused_total",
+                             "Requests a route's delay would have held, answered at once because "
+                             "server.max_held requests were held.",
+                             {});
+  m.tls_handshakes_dropped =
+      r.counter("sluice_tls_handshakes_dropped_total",
+                "Unfinished TLS handshakes closed to make room for a new one "
+                "(server.max_tls_handshakes).",
+                {});
   Store* s = store_.get();
   r.gauge("sluice_keys_held", "Limit states held by the store.", {},
           [s] { return static_cast<double>(s->observed_size()); });
@@ -369,6 +350,8 @@ Server::Server(policy::Config config, std::shared_ptr<Store> store, ServerOption
           [c] { return static_cast<double>(c->open_connections()); });
   r.gauge("sluice_held_requests", "Requests held for their turn now (a route's delay).", {},
           [c] { return static_cast<double>(c->held_requests.load(std::memory_order_relaxed)); });
+  r.gauge("sluice_tls_handshakes", "TLS handshakes in progress on listen.", {},
+          [c] { return static_cast<double>(c->tls_handshakes.load(std::memory_order_relaxed)); });
   r.gauge("sluice_config_generation", "Generation of the config in force (1 = as started).", {},
           [c] { return static_cast<double>(c->state.load()->generation); });
 
@@ -378,9 +361,8 @@ Server::Server(policy::Config config, std::shared_ptr<Store> store, ServerOption
   context_.state.store(build_state(std::move(config), generation_, context_.registry));
 
   const policy::Config& cfg = context_.state.load()->policy.config();
-  max_connections_ = cfg.server.max_connections != 0
-                         ? cfg.server.max_connections
-                         : derived_max_connections(cfg.upstream.has_value());
+  max_connections_ = policy::max_connections_in_force(cfg);
+  context_.max_connections = max_connections_;
   size_t threads = cfg.server.threads;
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   for (size_t i = 0; i < threads; ++i) {
@@ -440,7 +422,7 @@ Status Server::start() {
     }
   }
   admin_listener_ = std::make_unique<Listener>(
-      control_, "admin", context_, context_.admin_connections, kAdminConnections,
+      control_, "admin", context_, context_.admin_connections, policy::kAdminConnections,
       [this](tcp::socket socket, ConnectionTicket ticket) {
         std::make_shared<Session>(std::move(socket), std::move(ticket), context_, admin_handler_,
                                   admin_sessions_, true)

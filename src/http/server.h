@@ -70,6 +70,9 @@ class Companion {
   // The body of GET /admin/rls: the descriptors in force as JSON, or
   // nothing when the companion serves no RLS API. From the control thread.
   virtual std::optional<std::string> rls_config_json() const { return std::nullopt; }
+  // Why the companion cannot serve now (its port cannot accept), for
+  // /readyz; nothing while it can. From the control thread.
+  virtual std::optional<std::string> not_ready() const { return std::nullopt; }
 };
 
 // A config loaded for a reload: the config, or every error that refused it.

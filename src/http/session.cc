@@ -21,6 +21,7 @@
 
 #include "http/head_writer.h"
 #include "http/request_checks.h"
+#include "observe/denial_log.h"
 #include "observe/logging.h"
 
 namespace sluice::http {
@@ -49,7 +50,7 @@ constexpr size_t kKeepBufferBytes = 64 * 1024;
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
 const SessionLimits kAdminLimits{16 * 1024, 64 * 1024, std::chrono::milliseconds(10000),
-                                 std::chrono::milliseconds(60000)};
+                                 std::chrono::milliseconds(60000), 512};
 
 policy::IpAddress to_ip(const asio::ip::address& address) {
   policy::IpAddress ip;
@@ -69,6 +70,22 @@ bool client_wants_keep_alive(const RequestHeader& req) {
     return it == req.end() || !bhttp::token_list(it->value()).exists("close");
   }
   return it != req.end() && bhttp::token_list(it->value()).exists("keep-alive");
+}
+
+// A TLS handshake closed unfinished for want of a place: counted, and
+// logged at most once a second.
+void note_handshake_dropped(ServerContext& context, size_t bound) {
+  context.metrics.tls_handshakes_dropped->add();
+  const observe::DenialLogGate::Admission a = context.handshake_drop_log.admit(context.clock.now());
+  if (a.log) {
+    spdlog::warn(
+        "TLS: server.max_tls_handshakes ({}) handshakes in progress: closed the oldest "
+        "unfinished one{}",
+        bound,
+        a.suppressed_before == 0 ? std::string()
+                                 : cat({" (", std::to_string(a.suppressed_before),
+                                        " more not logged before this one)"}));
+  }
 }
 
 bool is_http_error(const beast::error_code& ec) {
@@ -120,6 +137,7 @@ Session::Session(tcp::socket socket, ConnectionTicket ticket, ServerContext& con
 }
 
 Session::~Session() {
+  leave_handshakes();
   registry_.sessions.erase(this);
 }
 
@@ -136,18 +154,67 @@ void Session::start() {
 
 // The handshake counts against the first header's deadline (header_timeout
 // from the accept), so a client that connects and stalls in the handshake
-// holds the connection no longer than one that stalls in its header.
+// holds the connection no longer than one that stalls in its header. The
+// TLS session is made once the client has sent something (a connection that
+// sends nothing costs what a plain one does), and then it takes one of
+// server.max_tls_handshakes places, closing the oldest unfinished handshake
+// of this worker if none is free.
 void Session::do_handshake() {
   set_deadline(Wait::kIdle, accepted_ + limits_.header_timeout);
-  stream_.async_handshake([self = shared_from_this()](beast::error_code ec) {
-    self->wait_ = Wait::kNone;
-    if (ec) {
-      self->context_.metrics.tls_handshake_failed->add();
-      spdlog::debug("TLS handshake with {} failed: {}", self->peer_text_, ec.message());
-      return self->close_now();
+  stream_.socket().async_wait(tcp::socket::wait_read,
+                              [self = shared_from_this()](beast::error_code ec) {
+                                if (ec) return self->on_handshake(ec);
+                                self->start_handshake();
+                              });
+}
+
+void Session::start_handshake() {
+  const auto bound = static_cast<int64_t>(limits_.max_tls_handshakes);
+  if (context_.tls_handshakes.fetch_add(1, std::memory_order_relaxed) >= bound) {
+    if (registry_.handshakes.empty()) {  // every place is another worker's
+      context_.tls_handshakes.fetch_sub(1, std::memory_order_relaxed);
+      note_handshake_dropped(context_, limits_.max_tls_handshakes);
+      return close_now();
     }
-    self->do_wait();
-  });
+    registry_.handshakes.front()->drop_handshake();
+  }
+  handshake_entry_ = registry_.handshakes.insert(registry_.handshakes.end(), this);
+  in_handshake_ = true;
+  stream_.start_tls();
+  stream_.async_handshake(
+      [self = shared_from_this()](beast::error_code ec) { self->on_handshake(ec); });
+}
+
+void Session::leave_handshakes() {
+  if (!in_handshake_) return;
+  in_handshake_ = false;
+  registry_.handshakes.erase(handshake_entry_);
+  context_.tls_handshakes.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void Session::drop_handshake() {
+  leave_handshakes();
+  dropped_ = true;
+  note_handshake_dropped(context_, limits_.max_tls_handshakes);
+  close_now();  // the handshake completes with an error: on_handshake()
+}
+
+void Session::on_handshake(beast::error_code ec) {
+  wait_ = Wait::kNone;
+  leave_handshakes();
+  if (dropped_) return;
+  if (ec) {
+    context_.metrics.tls_handshake_failed->add();
+    // A client failing handshakes in a loop must not flood the log.
+    const observe::DenialLogGate::Admission a =
+        context_.state.load()->handshake_log->admit(context_.clock.now());
+    if (a.log) {
+      spdlog::info("TLS handshake with {} failed: {}{}", peer_text_, ec.message(),
+                   observe::suppressed_note(a, "failed handshakes"));
+    }
+    return close_now();
+  }
+  do_wait();
 }
 
 void Session::set_limits() {
@@ -161,6 +228,7 @@ void Session::set_limits() {
   limits_.max_body_bytes = s.max_body_bytes;
   limits_.header_timeout = s.header_timeout;
   limits_.idle_timeout = s.idle_timeout;
+  limits_.max_tls_handshakes = s.max_tls_handshakes;
 }
 
 void Session::drain() {
@@ -419,7 +487,6 @@ void Session::on_timer(beast::error_code ec, uint64_t seq) {
 void Session::hold(SteadyClock::time_point until, std::function<void(bool present)> then) {
   holding_ = true;
   client_left_ = false;
-  context_.held_requests.fetch_add(1, std::memory_order_relaxed);
   // The hold takes the connection's one timer: no deadline runs while a
   // request is being decided, and a deadline armed for later (idle) is
   // superseded, its handler seeing an old sequence number.
@@ -430,7 +497,6 @@ void Session::hold(SteadyClock::time_point until, std::function<void(bool presen
   // is destroyed with the wait pending is freed with it.
   timer_.async_wait([self = shared_from_this(), then = std::move(then)](beast::error_code) {
     self->holding_ = false;
-    self->context_.held_requests.fetch_sub(1, std::memory_order_relaxed);
     if (self->client_left_ || self->phase_ != Phase::kInRequest) {
       self->context_.metrics.held_gave_up->add();
       self->close_now();
@@ -632,7 +698,7 @@ void Session::reject(HttpStatus status, std::string_view code, std::string_view 
 void Session::linger_close() {
   phase_ = Phase::kClosing;
   set_deadline(Wait::kLinger, SteadyClock::now() + kLingerTime);
-  if (stream_.is_tls()) {
+  if (stream_.tls() != nullptr) {
     // close_notify first, so the client knows the response is whole; then
     // the same as over plain TCP.
     return stream_.async_shutdown([self = shared_from_this()](beast::error_code ec) {

@@ -32,7 +32,15 @@
 //
 // TLS (a connection on `listen` when `tls:` is set): the handshake comes
 // first, within the first header's header_timeout; a connection that closes
-// sends close_notify, then lingers as a plain one does.
+// sends close_notify, then lingers as a plain one does. The TLS session is
+// made when the client's first bytes arrive; at most
+// server.max_tls_handshakes are in their handshake at once, a new one
+// closing the oldest of its worker's unfinished ones (each holds ~70 KB of
+// buffers until it finishes or fails).
+//
+// Holding (below) is bounded by the caller: server.max_held requests at
+// once (HeldPlace), each at most the route's `delay`, which the config
+// keeps within server.idle_timeout.
 //
 // Draining (graceful shutdown): an idle connection closes at once; a request
 // whose header has been read is finished and answered with Connection: close.
@@ -47,6 +55,7 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -89,11 +98,14 @@ struct SessionLimits {
   size_t max_body_bytes = 1024 * 1024;
   std::chrono::milliseconds header_timeout{10000};  // also bounds reading a body and writing
   std::chrono::milliseconds idle_timeout{60000};
+  size_t max_tls_handshakes = 512;  // in progress at once, on every worker
 };
 
-// The sessions of one io_context, for draining. Touched only on its thread.
+// The sessions of one io_context, for draining, and those of them in a TLS
+// handshake, oldest first (server.max_tls_handshakes). Touched only on its thread.
 struct SessionRegistry {
   std::unordered_set<Session*> sessions;
+  std::list<Session*> handshakes;
 };
 
 class Session : public std::enable_shared_from_this<Session> {
@@ -181,6 +193,12 @@ class Session : public std::enable_shared_from_this<Session> {
   using SteadyClock = std::chrono::steady_clock;
 
   void do_handshake();
+  void start_handshake();
+  void on_handshake(boost::beast::error_code ec);
+  // Out of the registry's handshakes (and their count), if in them.
+  void leave_handshakes();
+  // Closes a handshake that has not finished, to make room for a newer one.
+  void drop_handshake();
   void do_wait();
   void on_first_bytes(boost::beast::error_code ec, size_t n);
   void do_read_header();
@@ -252,6 +270,9 @@ class Session : public std::enable_shared_from_this<Session> {
   bool timer_armed_ = false;
   uint64_t timer_seq_ = 0;
 
+  std::list<Session*>::iterator handshake_entry_;  // in registry_.handshakes
+  bool in_handshake_ = false;
+  bool dropped_ = false;      // drop_handshake() closed it
   bool holding_ = false;      // hold() waits for the request's turn
   bool client_left_ = false;  // ... and the client closed meanwhile
   bool timed_out_ = false;

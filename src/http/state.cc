@@ -136,6 +136,8 @@ std::shared_ptr<const State> build_state(policy::Config config, uint64_t generat
   state->generation = generation;
   state->denial_log = std::make_unique<observe::DenialLogGate>(
       state->policy.config().logging.denial_log_per_second);
+  state->handshake_log = std::make_unique<observe::DenialLogGate>(
+      state->policy.config().logging.denial_log_per_second);
   const policy::Config& c = state->policy.config();
   if (c.tls) state->tls = make_tls_context(*c.tls);
   auto plans_of = [&c](const policy::Route& route) { return route.plan_at ? &c.plans : nullptr; };

@@ -84,6 +84,8 @@ struct State {
   // Denials are logged at most logging.denial_log_per_second (a fresh gate per
   // config; the pointer is const, the gate is not).
   std::unique_ptr<observe::DenialLogGate> denial_log;
+  // Failed TLS handshakes on `listen`, at the same rate with a gate of their own.
+  std::unique_ptr<observe::DenialLogGate> handshake_log;
 
   // The metrics of the route a Plan matched (nullptr = unmatched).
   const RouteMetrics& metrics_for(const policy::Route* route) const;

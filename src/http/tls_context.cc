@@ -9,6 +9,8 @@
 
 #include <boost/asio/buffer.hpp>
 
+#include "config/tls_suites.h"
+
 namespace sluice::http {
 
 namespace asio = boost::asio;
@@ -34,11 +36,13 @@ std::shared_ptr<asio::ssl::context> make_tls_context(const policy::TlsSettings& 
   auto context = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_server);
   SSL_CTX* native = context->native_handle();
   SSL_CTX_set_min_proto_version(native, tls.min_tls13 ? TLS1_3_VERSION : TLS1_2_VERSION);
-  // The server's cipher order (OpenSSL's default list, forward secret first);
-  // no renegotiation (a client-driven CPU sink).
+  // TLS 1.2: ECDHE with AEAD only (config/tls_suites.h), in the server's
+  // order; no renegotiation (a client-driven CPU sink).
+  SSL_CTX_set_cipher_list(native, config::kTls12CipherSuites);
   SSL_CTX_set_options(native, SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_RENEGOTIATION);
   // Buffers are given back while a connection is idle: keep-alive
-  // connections waiting for their next request hold no read buffer.
+  // connections waiting for their next request hold no read buffer. (A
+  // handshake holds them until it ends: server.max_tls_handshakes bounds those.)
   SSL_CTX_set_mode(native, SSL_MODE_RELEASE_BUFFERS);
   SSL_CTX_set_alpn_select_cb(native, select_http11, nullptr);
   // Resumption is by session tickets (stateless; TLS 1.2 and 1.3): no

@@ -31,4 +31,12 @@ DenialLogGate::Admission DenialLogGate::admit(Nanos now) {
   return a;
 }
 
+std::string suppressed_note(const DenialLogGate::Admission& a, std::string_view what) {
+  if (a.suppressed_before == 0) return {};
+  std::string note = " (" + std::to_string(a.suppressed_before) + " ";
+  note += what;
+  note += " not logged before this one)";
+  return note;
+}
+
 }  // namespace sluice::observe

@@ -8,6 +8,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string>
+#include <string_view>
 
 #include "sluice/clock.h"
 
@@ -35,5 +37,9 @@ class DenialLogGate {
   std::atomic<uint64_t> suppressed_total_{0};
   std::atomic<uint64_t> logged_{0};
 };
+
+// What a logged line adds after suppressed ones: " (N <what> not logged
+// before this one)", or "" when none was suppressed.
+std::string suppressed_note(const DenialLogGate::Admission& a, std::string_view what);
 
 }  // namespace sluice::observe

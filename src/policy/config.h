@@ -196,6 +196,14 @@ struct ServerLimits {
   // Client connections open at once (listen, decision_api and admin ports);
   // above it new ones are closed at once. 0 = derived from the open-file limit.
   size_t max_connections = 0;
+  // Requests held by routes' `delay` at once, on every route and key; past
+  // it a request that would be held is answered at once as if the route had
+  // no delay. 0 = derived: a quarter of max_connections in force
+  // (connection_limits.h).
+  size_t max_held = 0;
+  // TLS handshakes in progress at once on `listen`: a new one past it closes
+  // the oldest unfinished one (each costs ~90 KB until it finishes).
+  size_t max_tls_handshakes = 512;
   size_t max_header_bytes = 16 * 1024;  // 431 above
   size_t max_body_bytes = 1024 * 1024;  // 413 above (check/auth; proxied bodies stream)
   Millis header_timeout{10000};         // slow clients: 408 / close
@@ -240,6 +248,9 @@ struct RlsSettings {
   // detailed_metric: an allowed descriptor past this share of its limit
   // counts as near_limit.
   double near_limit_ratio = 0.8;
+  // Connections open at once on the `grpc` port; 0 = derived from the
+  // open-file limit.
+  size_t max_connections = 0;
   friend bool operator==(const RlsSettings&, const RlsSettings&) = default;
 };
 

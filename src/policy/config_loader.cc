@@ -83,8 +83,8 @@ const Keys kPathsKeys = {"escaped_slashes", "backslash", "matrix_params", "forwa
 constexpr size_t kMaxJwksBytes = 1024 * 1024;
 // A deny body is sent with every denied request: small.
 constexpr size_t kMaxDenyBodyBytes = 64 * 1024;
-const Keys kRlsKeys = {"config_dir",  "response_headers", "dynamic_metadata",
-                       "shadow_mode", "merge_domains",    "near_limit_ratio"};
+const Keys kRlsKeys = {"config_dir",    "response_headers", "dynamic_metadata", "shadow_mode",
+                       "merge_domains", "near_limit_ratio", "max_connections"};
 const Keys kUpstreamKeys = {"url", "connect_timeout", "timeout", "max_idle_connections"};
 const Keys kStoreKeys = {"backend", "max_keys", "redis"};
 const Keys kRedisKeys = {"addresses",  "url",        "cluster",  "timeout",
@@ -102,8 +102,9 @@ constexpr std::string_view kRejectWord = "reject";
 constexpr Nanos kMaxDelay = std::chrono::hours(1);
 const Keys kDefaultKeys = {"key", "limits", "shadow", "delay"};
 const Keys kRouteKeys = {"match", "name", "key", "limits", "shadow", "delay"};
-const Keys kServerKeys = {"max_connections", "max_header_bytes", "max_body_bytes", "header_timeout",
-                          "idle_timeout",    "threads",          "shutdown_grace"};
+const Keys kServerKeys = {"max_connections",  "max_held",       "max_tls_handshakes",
+                          "max_header_bytes", "max_body_bytes", "header_timeout",
+                          "idle_timeout",     "threads",        "shutdown_grace"};
 const Keys kLoggingKeys = {"level", "format", "access_log", "redact_keys", "denial_log_per_second"};
 
 Result<Upstream> parse_upstream(std::string_view text) {
@@ -251,6 +252,8 @@ class Loader {
     if (const Item* p = m->get("paths")) paths(*p);
     if (const Item* d = m->get("deny")) deny(*d);
     if (const Item* j = m->get("jwt")) jwt(*j);
+    // Before routes: a route's delay is held to server.idle_timeout.
+    if (const Item* s = m->get("server")) server(*s);
     // Policies first: routes refer to them wherever they are in the file.
     if (const Item* p = m->get("policies")) policies(*p);
     if (const Item* p = m->get("plans")) plans(*p);
@@ -258,7 +261,6 @@ class Loader {
     if (const Item* d = m->get("default")) default_route(*d);
     if (const Item* r = m->get("routes")) routes(*r);
     plans_need_consumers(*m);
-    if (const Item* s = m->get("server")) server(*s);
     if (const Item* l = m->get("logging")) logging(*l);
     if (const Item* w = m->get("watch_config")) {
       if (auto b = walker_.boolean(*w)) config_.watch_config = *b;
@@ -386,6 +388,10 @@ class Loader {
       if (auto ratio = walker_.parsed<double>(*r, "a number like 0.8", config::parse_ratio)) {
         settings.near_limit_ratio = *ratio;
       }
+    }
+    if (const Item* c = m->get("max_connections")) {
+      if (auto v = walker_.integer(*c, 1, 10'000'000, "a whole number from 1 to 10000000"))
+        settings.max_connections = *v;
     }
     if (ok) config_.rls = settings;
   }
@@ -921,6 +927,15 @@ class Loader {
       return walker_.error(*item, "must be at most 1h: a request is held that long at most");
     }
     if (d->count() == 0) return;
+    // A held request's connection is silent both ways until its turn, and
+    // no connection is kept silent longer than idle_timeout.
+    if (*d > config_.server.idle_timeout) {
+      return walker_.error(
+          *item, "must be at most server.idle_timeout (" +
+                     std::to_string(config_.server.idle_timeout.count()) +
+                     "ms): a held request keeps its connection silent until its turn, and no "
+                     "connection stays silent longer (raise server.idle_timeout or lower delay)");
+    }
     if (route->shadow) {
       return walker_.error(*item,
                            "a shadow route lets every request through at once: it cannot hold "
@@ -1195,6 +1210,14 @@ class Loader {
     if (const Item* c = m->get("max_connections")) {
       if (auto v = walker_.integer(*c, 1, 10'000'000, "a whole number from 1 to 10000000"))
         s.max_connections = *v;
+    }
+    if (const Item* h = m->get("max_held")) {
+      if (auto v = walker_.integer(*h, 1, 10'000'000, "a whole number from 1 to 10000000"))
+        s.max_held = *v;
+    }
+    if (const Item* t = m->get("max_tls_handshakes")) {
+      if (auto v = walker_.integer(*t, 1, 1'000'000, "a whole number from 1 to 1000000"))
+        s.max_tls_handshakes = *v;
     }
     size("max_header_bytes", 1024, &s.max_header_bytes);
     size("max_body_bytes", 1, &s.max_body_bytes);

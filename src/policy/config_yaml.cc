@@ -152,6 +152,10 @@ void rls(YAML::Emitter& out, const Config& c) {
   std::array<char, 32> ratio{};
   const auto written = std::to_chars(ratio.data(), ratio.data() + ratio.size(), r.near_limit_ratio);
   out << YAML::Key << "near_limit_ratio" << YAML::Value << std::string(ratio.data(), written.ptr);
+  // 0 (derived from the open-file limit) is the default and cannot be written.
+  if (r.max_connections != 0) {
+    out << YAML::Key << "max_connections" << YAML::Value << r.max_connections;
+  }
   out << YAML::EndMap;
 }
 
@@ -386,6 +390,9 @@ void server(YAML::Emitter& out, const ServerLimits& s) {
   if (s.max_connections != 0) {
     out << YAML::Key << "max_connections" << YAML::Value << s.max_connections;
   }
+  // The same for max_held (derived from max_connections in force).
+  if (s.max_held != 0) out << YAML::Key << "max_held" << YAML::Value << s.max_held;
+  out << YAML::Key << "max_tls_handshakes" << YAML::Value << s.max_tls_handshakes;
   out << YAML::Key << "max_header_bytes" << YAML::Value << s.max_header_bytes;
   out << YAML::Key << "max_body_bytes" << YAML::Value << s.max_body_bytes;
   out << YAML::Key << "header_timeout" << YAML::Value << millis_text(s.header_timeout);

@@ -21,8 +21,7 @@ void fail(Verdict& v, const Plan& plan, Decision decision) {
 
 namespace detail {
 
-void fill_requests(const Plan& plan, uint64_t cost, std::span<AcquireRequest> out) {
-  const Nanos max_wait = plan.route != nullptr ? plan.route->delay : Nanos{0};
+void fill_requests(const Plan& plan, uint64_t cost, Nanos max_wait, std::span<AcquireRequest> out) {
   for (size_t i = 0; i < out.size(); ++i) {
     out[i] = AcquireRequest{&plan.limits[i].limit->limit, plan.limits[i].store_key, cost, max_wait};
   }
@@ -82,6 +81,10 @@ Verdict make_verdict(const Plan& plan, uint64_t cost, bool on_failure_allow, con
 
 }  // namespace detail
 
+Nanos route_delay(const Plan& plan) {
+  return plan.route != nullptr ? plan.route->delay : Nanos{0};
+}
+
 Verdict decide(Store& store, const Plan& plan, Nanos now, bool on_failure_allow) {
   return decide(store, plan, now, on_failure_allow, 1);
 }
@@ -91,7 +94,7 @@ Verdict decide(Store& store, const Plan& plan, Nanos now, bool on_failure_allow,
   if (n == 0) return Verdict{};
   detail::RequestArray requests(n);
   detail::DecisionArray decisions(n);
-  detail::fill_requests(plan, cost, requests.span());
+  detail::fill_requests(plan, cost, route_delay(plan), requests.span());
   const Status status = store.acquire(requests.span(), now, decisions.span());
   return detail::make_verdict(plan, cost, on_failure_allow, status, decisions.span());
 }

@@ -71,6 +71,14 @@ Verdict decide(Store& store, const Plan& plan, Nanos now, bool on_failure_allow,
 template <class Done>
 void decide_async(Store& store, const Plan& plan, Nanos now, bool on_failure_allow, uint64_t cost,
                   Done&& done);
+// The same with the longest a request may be held given by the caller
+// instead of the route's `delay` (server.max_held reached: 0, no holding).
+template <class Done>
+void decide_async(Store& store, const Plan& plan, Nanos now, bool on_failure_allow, uint64_t cost,
+                  Nanos max_wait, Done&& done);
+
+// The route's `delay`: the longest a request of `plan` may be held (0: none).
+Nanos route_delay(const Plan& plan);
 
 // count_status: after the gateway has proxied a request it charged, gives
 // back each limit whose count_status does not list the response's `status`
@@ -129,8 +137,8 @@ using RequestArray = InlineArray<AcquireRequest, kInlineLimits>;
 using DecisionArray = InlineArray<Decision, kInlineLimits>;
 
 // One store request per planned limit, in plan order (the keys point into
-// `plan`), with the route's `delay` as max_wait.
-void fill_requests(const Plan& plan, uint64_t cost, std::span<AcquireRequest> out);
+// `plan`), each with `max_wait`.
+void fill_requests(const Plan& plan, uint64_t cost, Nanos max_wait, std::span<AcquireRequest> out);
 
 // The verdict of a store call that answered `status` and filled `decisions`
 // (one per planned limit): what decide() and decide_async() both return.
@@ -142,6 +150,13 @@ Verdict make_verdict(const Plan& plan, uint64_t cost, bool on_failure_allow, con
 template <class Done>
 void decide_async(Store& store, const Plan& plan, Nanos now, bool on_failure_allow, uint64_t cost,
                   Done&& done) {
+  decide_async(store, plan, now, on_failure_allow, cost, route_delay(plan),
+               std::forward<Done>(done));
+}
+
+template <class Done>
+void decide_async(Store& store, const Plan& plan, Nanos now, bool on_failure_allow, uint64_t cost,
+                  Nanos max_wait, Done&& done) {
   const size_t n = plan.limits.size();
   if (n == 0) {
     done(Verdict{});
@@ -158,7 +173,7 @@ void decide_async(Store& store, const Plan& plan, Nanos now, bool on_failure_all
   };
   auto* pending = new Pending(plan, n, cost, on_failure_allow, std::forward<Done>(done));
   detail::RequestArray requests(n);
-  detail::fill_requests(plan, cost, requests.span());
+  detail::fill_requests(plan, cost, max_wait, requests.span());
   // The store's callback holds one raw pointer: it fits std::function's inline
   // storage (no allocation), and the store calls it exactly once.
   store.acquire_async(requests.span(), now, pending->decisions.span(), [pending](Status status) {

@@ -19,10 +19,12 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
+// `server_extra`: more lines of the server section.
 std::string queue_yaml(const std::string& upstream_url, const std::string& rate,
-                       const std::string& delay) {
-  return "upstream:\n  url: " + upstream_url +
-         "\nserver:\n  threads: 1\n  shutdown_grace: 20s\nroutes:\n  - match: GET /feed\n"
+                       const std::string& delay, const std::string& server_extra = "") {
+  return "upstream:\n  url: " + upstream_url + "\nserver:\n  threads: 1\n  shutdown_grace: 20s\n" +
+         server_extra +
+         "routes:\n  - match: GET /feed\n"
          "    limits: [{capacity: 1, refill_rate: " +
          rate + "}]\n    delay: " + delay + "\n";
 }
@@ -121,6 +123,56 @@ TEST(Queueing, AClientThatLeavesWhileHeldFreesItsTurnAndIsNotProxied) {
   }
   EXPECT_EQ(server->metric("sluice_held_requests_total"), 3);
   EXPECT_EQ(server->metric("sluice_held_requests"), 0);
+}
+
+// server.max_held bounds the requests held at once, over every route and
+// key; unset, it is a quarter of max_connections (8 here: 2 places). 1/s,
+// delay 5s: A goes at once, B and C take the two places; D, whose turn
+// (+3 s) is within the delay, finds no place and is answered at once with
+// the route's 429 and its headers, as a request no delay could admit; it
+// is never proxied. Once B and C have had their turns the places are free:
+// E is held again.
+TEST(Queueing, PastMaxHeldARequestIsAnsweredAtOnceWithTheDenial) {
+  TestUpstream upstream;
+  auto server =
+      SluiceProcess::start(queue_yaml(upstream.url(), "1/s", "5s", "  max_connections: 8\n"));
+  ASSERT_NE(server, nullptr);
+  auto a = server->connect();
+  ASSERT_EQ(a->request("GET", "/feed?i=0").status, 200);
+  auto b = send_held(*server, 1, 1);
+  auto c = send_held(*server, 2, 2);
+  auto d = server->connect();
+  d->send_request("GET", "/feed?i=3");
+  const HttpResponse refused = d->read_response(std::chrono::seconds(10));
+  EXPECT_EQ(refused.status, 429);
+  EXPECT_EQ(refused.header("Content-Type"), "application/json");
+  EXPECT_EQ(
+      refused.body,
+      R"({"error":{"code":"RATE_LIMITED","message":"Too many requests. Please retry after the Retry-After period."}})");
+  EXPECT_EQ(refused.header("X-RateLimit-Limit"), "1");
+  EXPECT_EQ(refused.header("X-RateLimit-Remaining"), "0");
+  // When the queue ahead (B, C) has drained and a token is back: 3 s after
+  // A, less the time D took to arrive.
+  const int retry_after = std::atoi(refused.header("Retry-After").value_or("0").c_str());
+  EXPECT_GE(retry_after, 1);
+  EXPECT_LE(retry_after, 3);
+  EXPECT_EQ(server->metric("sluice_held_requests_refused_total"), 1);
+  EXPECT_TRUE(server->wait_for_log(
+      "route \"GET /feed\": server.max_held (2) requests are held; one its delay would hold was "
+      "answered at once"))
+      << server->log();
+  EXPECT_EQ(b->read_response(std::chrono::seconds(10)).status, 200);
+  EXPECT_EQ(c->read_response(std::chrono::seconds(10)).status, 200);
+  ASSERT_TRUE(server->wait_for_metric("sluice_held_requests", 0));
+  auto e = send_held(*server, 4, 1);
+  EXPECT_EQ(e->read_response(std::chrono::seconds(10)).status, 200);
+  std::vector<int> numbers;
+  for (const std::string& h : upstream.request_heads()) numbers.push_back(request_number(h));
+  EXPECT_EQ(numbers, (std::vector<int>{0, 1, 2, 4}));
+  EXPECT_EQ(server->metric("sluice_held_requests_total"), 3);
+  EXPECT_EQ(server->metric("sluice_held_requests_refused_total"), 1);
+  EXPECT_EQ(server->metric(R"(sluice_requests_total{route="GET /feed",result="allowed"})"), 4);
+  EXPECT_EQ(server->metric(R"(sluice_requests_total{route="GET /feed",result="denied"})"), 1);
 }
 
 // SIGTERM while a request is held: it keeps its turn (within

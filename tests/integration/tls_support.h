@@ -85,6 +85,7 @@ class TlsClient {
     return std::string(reinterpret_cast<const char*>(p), n);
   }
   std::string protocol() { return SSL_get_version(stream_.native_handle()); }
+  std::string cipher() { return SSL_get_cipher_name(stream_.native_handle()); }
 
   // A GET on this connection; status 0 if the connection failed.
   HttpResponse get(const std::string& target) {

@@ -880,6 +880,20 @@ TEST(ConfigLoader, TokenFileErrors) {
                    "10000000, got \"0\""});
 }
 
+TEST(ConfigLoader, HeldRequestsAndTlsHandshakesHaveBounds) {
+  const Config defaults = valid("{}");
+  EXPECT_EQ(defaults.server.max_held, 0u);  // derived from max_connections in force
+  EXPECT_EQ(defaults.server.max_tls_handshakes, 512u);
+  const Config c = valid("server: {max_held: 100, max_tls_handshakes: 64}\n");
+  EXPECT_EQ(c.server.max_held, 100u);
+  EXPECT_EQ(c.server.max_tls_handshakes, 64u);
+  EXPECT_EQ(errors_of("server: {max_held: 0, max_tls_handshakes: 0}\n"),
+            (Errors{"t.yaml:1:20: server.max_held: must be a whole number from 1 to 10000000, "
+                    "got \"0\"",
+                    "t.yaml:1:43: server.max_tls_handshakes: must be a whole number from 1 to "
+                    "1000000, got \"0\""}));
+}
+
 // ---- jwt: the keys `jwt:CLAIM` client keys are verified with ------------
 
 TEST(ConfigLoader, JwtSectionReadsItsKeyFileAndChecks) {

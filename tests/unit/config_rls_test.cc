@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "policy/config_loader.h"
+#include "policy/config_yaml.h"
 
 namespace sluice::policy {
 namespace {
@@ -140,6 +141,27 @@ TEST(ConfigRls, NearLimitRatioIsAFractionUpToOne) {
                         std::string(bad) + "}\n"),
               Errors{"t.yaml:2:40: rls.near_limit_ratio: must be a number greater than 0 and at "
                      "most 1, like 0.8, got \"" +
+                     std::string(bad) + "\""})
+        << bad;
+  }
+}
+
+TEST(ConfigRls, MaxConnectionsIsAWholeNumberAndRoundTrips) {
+  // 0: derived from the open-file limit when the port starts.
+  EXPECT_EQ(valid("grpc: 127.0.0.1:1\nrls: {config_dir: d}\n").rls->max_connections, 0u);
+  const Config c = valid("grpc: 127.0.0.1:1\nrls: {config_dir: d, max_connections: 500}\n");
+  EXPECT_EQ(c.rls->max_connections, 500u);
+  const std::string yaml = to_yaml(c);
+  EXPECT_NE(yaml.find("  near_limit_ratio: 0.8\n  max_connections: 500\n"), std::string::npos)
+      << yaml;
+  EXPECT_TRUE(valid(yaml) == c) << yaml;
+  EXPECT_EQ(to_yaml(valid("grpc: 127.0.0.1:1\nrls: {config_dir: d}\n")).find("max_connections"),
+            std::string::npos);
+  for (const char* bad : {"0", "-1", "many", "10000001", "1.5"}) {
+    EXPECT_EQ(errors_of("grpc: 127.0.0.1:1\nrls: {config_dir: d, max_connections: " +
+                        std::string(bad) + "}\n"),
+              Errors{"t.yaml:2:39: rls.max_connections: must be a whole number from 1 to "
+                     "10000000, got \"" +
                      std::string(bad) + "\""})
         << bad;
   }

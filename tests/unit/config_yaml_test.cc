@@ -107,6 +107,7 @@ routes:
       - "login"
       - {algorithm: sliding_log, limit: 10, window: 2w}
 server:
+  max_tls_handshakes: 512
   max_header_bytes: 16384
   max_body_bytes: 1048576
   header_timeout: 10s
@@ -153,6 +154,15 @@ store:
   EXPECT_EQ(c.store.redis.password, "p\x8Aw,");
   const std::string yaml = to_yaml(c);
   EXPECT_NE(yaml.find(R"(url: "redis://:p%8Aw%2C@[::1]:63/2")"), std::string::npos) << yaml;
+  expect_round_trip(c, "t.yaml");
+}
+
+TEST(ConfigYaml, ServerBoundsRoundTrip) {
+  const Config c = valid("server: {max_connections: 800, max_held: 50, max_tls_handshakes: 32}\n");
+  const std::string yaml = to_yaml(c);
+  EXPECT_NE(yaml.find("  max_connections: 800\n  max_held: 50\n  max_tls_handshakes: 32\n"),
+            std::string::npos)
+      << yaml;
   expect_round_trip(c, "t.yaml");
 }
 

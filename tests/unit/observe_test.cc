@@ -148,6 +148,18 @@ TEST(DenialLogGate, FractionalRatesAndZero) {
   EXPECT_EQ(never.suppressed_total(), 2u);
 }
 
+TEST(DenialLogGate, TheNoteOfALineCountsTheEventsNotLoggedBeforeIt) {
+  DenialLogGate gate(1.0);
+  const Nanos t0 = 1'700'000'000s;
+  EXPECT_EQ(suppressed_note(gate.admit(t0), "failed handshakes"), "");
+  EXPECT_FALSE(gate.admit(t0 + 1ms).log);
+  EXPECT_FALSE(gate.admit(t0 + 2ms).log);
+  const DenialLogGate::Admission next = gate.admit(t0 + 1s);
+  ASSERT_TRUE(next.log);
+  EXPECT_EQ(suppressed_note(next, "failed handshakes"),
+            " (2 failed handshakes not logged before this one)");
+}
+
 TEST(DenialLogGate, ManyThreadsLogOneLinePerInterval) {
   DenialLogGate gate(1.0);
   const Nanos t0 = 1'700'000'000s;

@@ -338,5 +338,35 @@ routes:
                 "most"});
 }
 
+// A held request's connection is silent until its turn: no longer than any
+// connection may be (server.idle_timeout, wherever `server` is in the file).
+TEST(QueueingConfig, DelayAboveTheIdleTimeoutIsRefused) {
+  EXPECT_EQ(errors_of(R"(routes:
+  - match: GET /a
+    limits: [{capacity: 1, refill_rate: 1/s}]
+    delay: 11s
+server: {idle_timeout: 10s}
+)"),
+            std::vector<std::string>{
+                "t.yaml:4:12: routes[0].delay: must be at most server.idle_timeout (10000ms): a "
+                "held request keeps its connection silent until its turn, and no connection "
+                "stays silent longer (raise server.idle_timeout or lower delay)"});
+  EXPECT_EQ(errors_of(R"(default:
+  limits: [{capacity: 1, refill_rate: 1/s}]
+  delay: 61s
+)"),
+            std::vector<std::string>{
+                "t.yaml:3:10: default.delay: must be at most server.idle_timeout (60000ms): a "
+                "held request keeps its connection silent until its turn, and no connection "
+                "stays silent longer (raise server.idle_timeout or lower delay)"});
+  EXPECT_TRUE(errors_of(R"(routes:
+  - match: GET /a
+    limits: [{capacity: 1, refill_rate: 1/s}]
+    delay: 10s
+server: {idle_timeout: 10s}
+)")
+                  .empty());
+}
+
 }  // namespace
 }  // namespace sluice

@@ -503,32 +503,8 @@ std::unique_ptr<SluiceProcess> serve_file(const DescriptorDir& dir, const std::s
 // ---------------------------------------------------------------- health, reflection
 
 // Debian ships no client stubs for grpc.health.v1 or grpc.reflection, so the
-// tests below speak them with GenericStub and hand-encoded protobuf bytes.
-grpc::ByteBuffer bytes_buffer(const std::string& bytes) {
-  grpc::Slice slice(bytes);
-  return grpc::ByteBuffer(&slice, 1);
-}
-
-std::string buffer_bytes(const grpc::ByteBuffer& buffer) {
-  std::vector<grpc::Slice> slices;
-  std::string out;
-  if (!buffer.Dump(&slices).ok()) return out;
-  for (const grpc::Slice& s : slices)
-    out.append(reinterpret_cast<const char*>(s.begin()), s.size());
-  return out;
-}
-
-// Waits for the one operation started on `cq`; whether it succeeded.
-bool next_ok(grpc::CompletionQueue& cq) {
-  void* tag = nullptr;
-  bool ok = false;
-  return cq.Next(&tag, &ok) && ok;
-}
-
-std::shared_ptr<grpc::Channel> channel_to(int port) {
-  return grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
-                             grpc::InsecureChannelCredentials());
-}
+// tests below speak them with GenericStub and hand-encoded protobuf bytes
+// (rls_serve_util.h).
 
 // The length-delimited fields numbered `field` at the top level of `message`
 // (every field of the messages read here is a varint or length-delimited).
@@ -561,24 +537,17 @@ TEST(RlsServe, TheGrpcPortAnswersHealthChecksAndReflection) {
   DescriptorDir dir;
   auto server = serve_file(dir, "api.yaml", kApiDescriptors);
   ASSERT_NE(server, nullptr);
-  grpc::GenericStub stub(channel_to(grpc_port(server->log())));
+  const std::shared_ptr<grpc::Channel> channel = channel_to(grpc_port(server->log()));
+  grpc::GenericStub stub(channel);
   const auto deadline = std::chrono::system_clock::now() + std::chrono::seconds(10);
 
   // grpc.health.v1.Health/Check with an empty HealthCheckRequest (the whole
   // server): SERVING is field 1 = 1.
   {
-    grpc::ClientContext context;
-    context.set_deadline(deadline);
-    grpc::CompletionQueue cq;
-    auto call =
-        stub.PrepareUnaryCall(&context, "/grpc.health.v1.Health/Check", bytes_buffer(""), &cq);
-    call->StartCall();
-    grpc::ByteBuffer response;
-    grpc::Status status;
-    call->Finish(&response, &status, nullptr);
-    ASSERT_TRUE(next_ok(cq));
+    std::string response;
+    const grpc::Status status = health_check(channel, std::chrono::seconds(10), &response);
     ASSERT_TRUE(status.ok()) << status.error_code() << ": " << status.error_message();
-    EXPECT_EQ(buffer_bytes(response), std::string("\x08\x01", 2));
+    EXPECT_EQ(response, kServing);
   }
 
   // grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo, a bidi

@@ -4,6 +4,7 @@
 // the fixed windows aligned to it.
 #pragma once
 
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
@@ -142,15 +143,68 @@ inline int grpc_port(const std::string& log) {
   return std::atoi(address.c_str() + address.rfind(':') + 1);
 }
 
+// A plaintext channel to the gRPC port on 127.0.0.1. `own_connection`: a
+// connection of its own, not shared with other channels to the port (each
+// then needs an accept of its own).
+inline std::shared_ptr<grpc::Channel> channel_to(int port, bool own_connection = false) {
+  grpc::ChannelArguments args;
+  if (own_connection) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  return grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port),
+                                   grpc::InsecureChannelCredentials(), args);
+}
+
+inline grpc::ByteBuffer bytes_buffer(const std::string& bytes) {
+  grpc::Slice slice(bytes);
+  return grpc::ByteBuffer(&slice, 1);
+}
+
+inline std::string buffer_bytes(const grpc::ByteBuffer& buffer) {
+  std::vector<grpc::Slice> slices;
+  std::string out;
+  if (!buffer.Dump(&slices).ok()) return out;
+  for (const grpc::Slice& s : slices)
+    out.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  return out;
+}
+
+// Waits for the one operation started on `cq`; whether it succeeded.
+inline bool next_ok(grpc::CompletionQueue& cq) {
+  void* tag = nullptr;
+  bool ok = false;
+  return cq.Next(&tag, &ok) && ok;
+}
+
+// A HealthCheckResponse saying SERVING (field 1 = 1).
+inline const std::string kServing("\x08\x01", 2);
+
+// grpc.health.v1.Health/Check for the whole server (an empty request; Debian
+// ships no stubs for it); the response's bytes in `response`.
+inline grpc::Status health_check(const std::shared_ptr<grpc::Channel>& channel,
+                                 std::chrono::milliseconds timeout, std::string* response) {
+  grpc::GenericStub stub(channel);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + timeout);
+  grpc::CompletionQueue cq;
+  auto call =
+      stub.PrepareUnaryCall(&context, "/grpc.health.v1.Health/Check", bytes_buffer(""), &cq);
+  call->StartCall();
+  grpc::ByteBuffer bytes;
+  grpc::Status status;
+  call->Finish(&bytes, &status, nullptr);
+  if (!next_ok(cq)) return grpc::Status(grpc::StatusCode::UNKNOWN, "the call did not complete");
+  *response = buffer_bytes(bytes);
+  return status;
+}
+
 class RlsClient {
  public:
-  explicit RlsClient(int port)
-      : stub_(pb::RateLimitService::NewStub(grpc::CreateChannel(
-            "127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()))) {}
+  explicit RlsClient(int port, bool own_connection = false)
+      : stub_(pb::RateLimitService::NewStub(channel_to(port, own_connection))) {}
 
-  grpc::Status call(const pb::RateLimitRequest& r, pb::RateLimitResponse* response) {
+  grpc::Status call(const pb::RateLimitRequest& r, pb::RateLimitResponse* response,
+                    std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
     grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    context.set_deadline(std::chrono::system_clock::now() + timeout);
     return stub_->ShouldRateLimit(&context, r, response);
   }
 
