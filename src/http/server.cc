@@ -555,7 +555,7 @@ void Server::on_watch_check(const std::vector<std::string>& changed) {
   }
   std::string names;
   for (const std::string& path : changed) names += cat({names.empty() ? "" : ", ", path});
-  spdlog::info("watch_config: {} changed on disk; reloading {}", names, options_.config_path);
+  spdlog::info("watch_config: {} changed on disk; reloading", names);
   const ReloadOutcome outcome = reload();
   admin_handler_.note_reload(outcome);
   (outcome.ok ? watch_reloaded_ : watch_refused_)->add();

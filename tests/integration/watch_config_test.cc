@@ -41,7 +41,8 @@ routes:
     limits: [{capacity: 1, refill_rate: 1/h}]
 )";
 
-// Two errors, on lines 6 and 8 of the file (after listen, admin, watch_config).
+// Two errors, on lines 8 and 10 of the file (after listen, admin, watch_config
+// and an empty line).
 const std::string kBroken = R"(
 headers: [legacy]
 routes:
@@ -189,8 +190,10 @@ TEST(WatchConfig, ABrokenConfigIsLoggedOnceAndTheRunningOneServesUntilItIsFixed)
   ASSERT_TRUE(server->wait_for_metric(kWatchRefused, 1)) << server->log();
   EXPECT_EQ(server->metric(kReloadFailures), 1);
   EXPECT_EQ(occurrences(server->log(), "reload refused"), 1u) << server->log();
-  EXPECT_NE(server->log().find(server->config_path() + ":6:"), std::string::npos);
-  EXPECT_NE(server->log().find(server->config_path() + ":8:"), std::string::npos);
+  EXPECT_NE(server->log().find(server->config_path() + ":8:25: "), std::string::npos)
+      << server->log();
+  EXPECT_NE(server->log().find(server->config_path() + ":10:28: "), std::string::npos)
+      << server->log();
   // The running config, with its state: /a has 1 of 2 left.
   EXPECT_EQ(count_allowed(*server, "GET", "/a", 3), 1);
   EXPECT_EQ(server->get("/b").header("X-RateLimit-Limit"), "3");

@@ -338,6 +338,14 @@ TEST(ConfigLoader, DenyErrors) {
             Errors{"t.yaml:1:8: deny.stauts: unknown key; did you mean `status`?"});
 }
 
+TEST(ConfigLoader, LoggingFormatIsTextOrJson) {
+  EXPECT_EQ(valid("{}").logging.format, "text");
+  EXPECT_EQ(valid("logging: {format: json}\n").logging.format, "json");
+  EXPECT_EQ(errors_of("logging:\n  format: jsn\n"),
+            Errors{"t.yaml:2:11: logging.format: must be one of text, json, got \"jsn\"; did "
+                   "you mean `json`?"});
+}
+
 TEST(ConfigLoader, WatchConfigIsABoolean) {
   EXPECT_TRUE(valid("watch_config: true\n").watch_config);
   EXPECT_EQ(errors_of("watch_config: yes\n"),
@@ -448,8 +456,8 @@ TEST(ConfigLoader, UnknownKeySuggestsTheClosestKnownKey) {
 
 TEST(ConfigLoader, UnknownKeyWithoutACloseOneListsTheKnownKeys) {
   EXPECT_EQ(errors_of("logging:\n  colour: true\n"),
-            Errors{"t.yaml:2:3: logging.colour: unknown key (known keys: level, access_log, "
-                   "redact_keys, denial_log_per_second)"});
+            Errors{"t.yaml:2:3: logging.colour: unknown key (known keys: level, format, "
+                   "access_log, redact_keys, denial_log_per_second)"});
   EXPECT_EQ(errors_of("routs: []\n"),
             Errors{"t.yaml:1:1: routs: unknown key; did you mean `routes`?"});
 }
@@ -779,7 +787,7 @@ unknown: 1
               "admin_token_all, admin_hosts, decision_api, grpc, rls, "
               "upstream, store, client_ip, access, headers, case_insensitive_paths, paths, "
               "auth_deny_status, deny, jwt, policies, plans, consumers, default, routes, server, "
-              "logging)"}));
+              "logging, watch_config)"}));
 }
 
 TEST(ConfigLoader, ErrorTextWithoutAPositionHasNoLineAndColumn) {

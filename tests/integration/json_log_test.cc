@@ -1,0 +1,157 @@
+// logging.format through the real binary: with json every line the server
+// writes (stderr: its log, gRPC's lines included; stdout: the access log)
+// is one JSON object with time, level and msg, an access line with its
+// fields as members; text stays the default; a reload switches the format.
+#include <boost/json.hpp>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "test_support.h"
+
+namespace sluice::test {
+namespace {
+
+namespace json = boost::json;
+
+const std::string kYaml = R"(
+headers: [legacy]
+routes:
+  - match: GET /a
+    limits: [{capacity: 1, refill_rate: 1/h}]
+)";
+
+// RFC 3339 with milliseconds and the zone's offset, as the text log writes it.
+const std::regex kRfc3339(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d)");
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// Every line of `text` as a JSON object with a time, a level and a msg;
+// fails the test naming each line that is not.
+std::vector<json::object> json_lines(const std::string& text) {
+  std::vector<json::object> out;
+  for (const std::string& line : lines_of(text)) {
+    json::error_code ec;
+    json::value v = json::parse(line, ec);
+    if (ec || !v.is_object()) {
+      ADD_FAILURE() << "not a JSON object: " << line;
+      continue;
+    }
+    json::object& o = v.as_object();
+    const json::value* time = o.if_contains("time");
+    EXPECT_TRUE(time != nullptr && time->is_string() &&
+                std::regex_match(std::string(time->as_string()), kRfc3339))
+        << line;
+    EXPECT_TRUE(o.contains("level") && o.at("level").is_string()) << line;
+    EXPECT_TRUE(o.contains("msg") && o.at("msg").is_string()) << line;
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+// The first object whose msg starts with `prefix`, or null.
+const json::object* find_msg(const std::vector<json::object>& lines, std::string_view prefix) {
+  for (const json::object& o : lines) {
+    if (std::string_view(o.at("msg").as_string()).starts_with(prefix)) return &o;
+  }
+  return nullptr;
+}
+
+TEST(JsonLog, EveryServerLogLineIsOneObject) {
+  auto server = SluiceProcess::start(kYaml + "logging: {format: json, access_log: true}\n");
+  ASSERT_NE(server, nullptr);
+  EXPECT_EQ(count_allowed(*server, "GET", "/a", 2), 1);  // one denial
+  ASSERT_TRUE(server->wait_for_log("denied: route")) << server->log();
+  server->rewrite_config(kYaml + "logging: {format: json, access_log: true}\n");
+  server->send_signal(SIGHUP);
+  ASSERT_TRUE(server->wait_for_log("generation 2")) << server->log();
+
+  const std::vector<json::object> lines = json_lines(server->log());
+  ASSERT_GE(lines.size(), 5u) << server->log();
+  const json::object* listening = find_msg(lines, "listening on http://127.0.0.1:");
+  ASSERT_NE(listening, nullptr) << server->log();
+  EXPECT_EQ(listening->at("level").as_string(), "info");
+  EXPECT_EQ(listening->size(), 3u);
+  const json::object* denied =
+      find_msg(lines, "denied: route \"GET /a\" key \"route:GET /a|ip:127.0.0.1\"");
+  ASSERT_NE(denied, nullptr) << server->log();
+  EXPECT_EQ(denied->at("level").as_string(), "info");
+  EXPECT_NE(find_msg(lines, "SIGHUP: reloading"), nullptr) << server->log();
+  EXPECT_NE(find_msg(lines, "reloaded " + server->config_path() + ": generation 2"), nullptr)
+      << server->log();
+}
+
+TEST(JsonLog, TextStaysTheDefault) {
+  auto server = SluiceProcess::start(kYaml + "logging: {access_log: true}\n");
+  ASSERT_NE(server, nullptr);
+  EXPECT_EQ(count_allowed(*server, "GET", "/a", 2), 1);
+  ASSERT_TRUE(server->wait_for_log("denied: route")) << server->log();
+  const std::regex text_line(
+      R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d (info|warning|error) .+)");
+  for (const std::string& line : lines_of(server->log())) {
+    EXPECT_TRUE(std::regex_match(line, text_line)) << line;
+  }
+  EXPECT_NE(server->log().find(" info denied: route \"GET /a\" key \"route:GET /a|ip:127.0.0.1\""),
+            std::string::npos)
+      << server->log();
+}
+
+TEST(JsonLog, AReloadSwitchesTheFormatForTheNextLine) {
+  auto server = SluiceProcess::start(kYaml);
+  ASSERT_NE(server, nullptr);
+  const size_t text_lines = lines_of(server->log()).size();
+  server->rewrite_config(kYaml + "logging: {format: json}\n");
+  server->send_signal(SIGHUP);
+  ASSERT_TRUE(server->wait_for_log("generation 2")) << server->log();
+  const std::vector<std::string> lines = lines_of(server->log());
+  // Up to the SIGHUP line: text; from the reload's own report on: JSON.
+  const std::string after_reload = [&] {
+    std::string out;
+    bool json_started = false;
+    for (size_t i = text_lines; i < lines.size(); ++i) {
+      if (lines[i].starts_with("{")) json_started = true;
+      if (json_started) out += lines[i] + "\n";
+    }
+    return out;
+  }();
+  const std::vector<json::object> objects = json_lines(after_reload);
+  EXPECT_NE(find_msg(objects, "reloaded " + server->config_path() + ": generation 2"), nullptr)
+      << server->log();
+  EXPECT_TRUE(lines[text_lines].find(" info SIGHUP: reloading") != std::string::npos)
+      << server->log();
+}
+
+// gRPC's own lines (its debug lines at startup, routed through the server
+// log by rls/grpc_log.h) come out as JSON like any other.
+TEST(JsonLog, GrpcsOwnLinesAreJsonToo) {
+  const std::string rls =
+      "domain: edge\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, "
+      "requests_per_unit: 1}\n";
+  const std::string dir = make_temp_dir();
+  std::filesystem::create_directory(dir + "/rls");
+  std::ofstream(dir + "/rls/edge.yaml") << rls;
+  std::ofstream(dir + "/sluice.yaml")
+      << SluiceProcess::kListenLines << "grpc: 127.0.0.1:0\nrls: {config_dir: rls}\n"
+      << "logging: {format: json, level: debug}\n";
+  auto server = SluiceProcess::start_prepared(dir, dir + "/sluice.yaml");
+  ASSERT_NE(server, nullptr);
+  const std::vector<json::object> lines = json_lines(server->log());
+  // "grpc: <gRPC's message> (<its source file>:<line>)"
+  const std::regex grpc_line(R"(grpc: .+ \([a-z0-9_]+\.cc:\d+\))");
+  size_t grpc_lines = 0;
+  for (const json::object& o : lines) {
+    if (std::regex_match(std::string(o.at("msg").as_string()), grpc_line)) ++grpc_lines;
+  }
+  EXPECT_GT(grpc_lines, 0u) << server->log();
+  EXPECT_NE(find_msg(lines, "grpc on 127.0.0.1:"), nullptr) << server->log();
+}
+
+}  // namespace
+}  // namespace sluice::test
