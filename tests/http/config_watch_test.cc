@@ -3,12 +3,11 @@
 // Debounce's arithmetic with given times.
 #include "http/config_watch.h"
 
-#include <unistd.h>
+#include "scratch_dir.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -36,21 +35,8 @@ TEST(Debounce, DueWhenQuietForTheDelayAndNeverLaterThanTheCap) {
 
 class ConfigWatchTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("sluice-watch-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   std::string write(const std::string& name, const std::string& text) {
-    const fs::path p = dir_ / name;
-    fs::create_directories(p.parent_path());
-    std::ofstream(p.string() + ".tmp", std::ios::binary | std::ios::trunc) << text;
-    fs::rename(p.string() + ".tmp", p);
-    return p.string();
+    return dir_.write(name, text);
   }
 
   // Runs the loop until the watch's next check (at most 10 s); its report.
@@ -70,7 +56,7 @@ class ConfigWatchTest : public ::testing::Test {
     });
   }
 
-  fs::path dir_;
+  test::ScratchDir dir_{"watch"};
   boost::asio::io_context io_;
   std::optional<std::vector<std::string>> checked_;
   int checks_ = 0;
@@ -106,16 +92,16 @@ TEST_F(ConfigWatchTest, TheSameBytesAgainAndATouchAreNoChange) {
 TEST_F(ConfigWatchTest, ADataLinkSwapIsAChangeOfTheFileBehindIt) {
   write("..v1/sluice.yaml", "one");
   write("..v2/sluice.yaml", "two");
-  fs::create_directory_symlink("..v1", dir_ / "..data");
-  fs::create_symlink("..data/sluice.yaml", dir_ / "sluice.yaml");
-  const std::string config = (dir_ / "sluice.yaml").string();
+  fs::create_directory_symlink("..v1", dir_.path() / "..data");
+  fs::create_symlink("..data/sluice.yaml", dir_.path() / "sluice.yaml");
+  const std::string config = dir_ / "sluice.yaml";
   auto watch = make(milliseconds(20));
   watch->watch({config});
   // The folder and the one the symlink resolves to.
   EXPECT_EQ(watch->folder_count(), 2u);
-  fs::create_directory_symlink("..v2", dir_ / "..data_tmp");
-  fs::rename(dir_ / "..data_tmp", dir_ / "..data");
-  fs::remove_all(dir_ / "..v1");
+  fs::create_directory_symlink("..v2", dir_.path() / "..data_tmp");
+  fs::rename(dir_.path() / "..data_tmp", dir_.path() / "..data");
+  fs::remove_all(dir_.path() / "..v1");
   EXPECT_EQ(next_check(), std::vector<std::string>{config});
   // Now watching the new target's folder; the old one is gone.
   EXPECT_EQ(watch->folder_count(), 2u);
@@ -126,7 +112,7 @@ TEST_F(ConfigWatchTest, ADataLinkSwapIsAChangeOfTheFileBehindIt) {
 TEST_F(ConfigWatchTest, AFolderChangesWhenAFileInItOrInASubfolderDoes) {
   write("rls/a.yaml", "a");
   write("rls/sub/b.yaml", "b");
-  const std::string rls = (dir_ / "rls").string();
+  const std::string rls = dir_ / "rls";
   auto watch = make(milliseconds(20));
   watch->watch({rls});
   EXPECT_EQ(watch->folder_count(), 3u);  // its parent, itself, sub
@@ -140,7 +126,7 @@ TEST_F(ConfigWatchTest, AFolderChangesWhenAFileInItOrInASubfolderDoes) {
 }
 
 TEST_F(ConfigWatchTest, AMissingFileIsWatchedWhereItWillAppear) {
-  const std::string later = (dir_ / "later.yaml").string();
+  const std::string later = dir_ / "later.yaml";
   auto watch = make(milliseconds(20));
   watch->watch({later});
   write("later.yaml", "here");

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "reload_configs.h"
 #include "test_support.h"
 
 namespace sluice::test {
@@ -19,38 +20,6 @@ namespace {
 namespace fs = std::filesystem;
 
 const std::string kWatch = "watch_config: true\n";
-
-const std::string kBefore = R"(
-headers: [legacy]
-routes:
-  - match: GET /a
-    limits: [{capacity: 2, refill_rate: 1/h}]
-  - match: GET /b
-    limits: [{capacity: 3, refill_rate: 1/h}]
-)";
-
-// /a unchanged, /b's limit changed, a new route /c.
-const std::string kAfter = R"(
-headers: [legacy]
-routes:
-  - match: GET /a
-    limits: [{capacity: 2, refill_rate: 1/h}]
-  - match: GET /b
-    limits: [{capacity: 5, refill_rate: 1/h}]
-  - match: GET /c
-    limits: [{capacity: 1, refill_rate: 1/h}]
-)";
-
-// Two errors, on lines 8 and 10 of the file (after listen, admin, watch_config
-// and an empty line).
-const std::string kBroken = R"(
-headers: [legacy]
-routes:
-  - match: GET /a
-    limits: [{capacity: 0, refill_rate: 1/h}]
-  - match: GET /b
-    limits: [{capacity: 5, refil_rate: 1/h}]
-)";
 
 // Plans by consumer, the consumers file named relative to the config.
 std::string consumers_config(const std::string& file) {
@@ -67,8 +36,6 @@ routes:
 )";
 }
 
-const std::string kReloadSuccesses = R"(sluice_config_reloads_total{result="success"})";
-const std::string kReloadFailures = R"(sluice_config_reloads_total{result="failure"})";
 const std::string kWatchReloaded = R"(sluice_config_watch_checks_total{result="reloaded"})";
 const std::string kWatchRefused = R"(sluice_config_watch_checks_total{result="refused"})";
 const std::string kWatchUnchanged = R"(sluice_config_watch_checks_total{result="unchanged"})";
@@ -190,6 +157,7 @@ TEST(WatchConfig, ABrokenConfigIsLoggedOnceAndTheRunningOneServesUntilItIsFixed)
   ASSERT_TRUE(server->wait_for_metric(kWatchRefused, 1)) << server->log();
   EXPECT_EQ(server->metric(kReloadFailures), 1);
   EXPECT_EQ(occurrences(server->log(), "reload refused"), 1u) << server->log();
+  // kBroken's errors, a line further down behind watch_config.
   EXPECT_NE(server->log().find(server->config_path() + ":8:25: "), std::string::npos)
       << server->log();
   EXPECT_NE(server->log().find(server->config_path() + ":10:28: "), std::string::npos)
