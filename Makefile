@@ -8,7 +8,7 @@ FUZZ_PARALLEL ?= 1
 
 SOAK_SECONDS ?= 1800
 
-.PHONY: all build test check fuzz bench attack soak run package install deps deps-build format clean
+.PHONY: all build test check fuzz bench attack soak run package image install deps deps-build format clean
 
 all: build
 
@@ -43,6 +43,13 @@ check: deps
 package: deps build
 	@cd $(RELEASE_DIR) && cpack -G DEB
 	@ls $(RELEASE_DIR)/*.deb
+
+# The container image (packaging/container, docs/DEPLOY.md): sluice:VERSION
+# and sluice:latest, FROM scratch out of the Release binary and exactly the
+# libraries it links, with podman or docker (whichever answers `info`).
+image: build
+	@version=$$($(RELEASE_DIR)/sluice --version | cut -d' ' -f2) && \
+	  packaging/container/build-image.sh $(RELEASE_DIR)/sluice sluice:$$version sluice:latest
 
 # The library (headers, archives, CMake package, pkg-config files) and the
 # binary under PREFIX (default /usr/local; sudo for a system prefix).

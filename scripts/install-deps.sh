@@ -54,6 +54,10 @@ if [ "$profile" = all ]; then
     # dependencies need dpkg-shlibdeps (dpkg-dev) and file. systemd-analyze
     # (package systemd) is optional: the unit check is skipped without it.
     dpkg-dev file
+    # the container image (make image, ctest -L container): podman runs it
+    # with runc (tests/container/containers.conf), netavark and iptables map
+    # its ports; the image carries the CA certificates
+    podman runc netavark iptables ca-certificates
   )
 fi
 

@@ -11,6 +11,7 @@
 #include "cli/deployment.h"
 #include "cli/rls_serve.h"
 #include "cli/store_setup.h"
+#include "config/files.h"
 #include "http/proxy.h"
 #include "http/server.h"
 #include "observe/logging.h"
@@ -102,6 +103,11 @@ int run_serve(std::span<const std::string_view> args) {
                  config.logging.level, config.logging.format);
   }
   for (const config::ConfigError& w : deployment.warnings) spdlog::warn("RLS: {}", w.text());
+  // A change to the consumers file cut by a kill left its temporary file.
+  if (config.consumers) {
+    for (const std::string& stray : config::remove_stray_temporaries(config.consumers->file))
+      spdlog::warn("removed {}: a write of the consumers file that did not finish", stray);
+  }
 
   Result<ServeStore> made = make_serve_store(config);
   if (!made.ok()) {

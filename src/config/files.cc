@@ -1,6 +1,8 @@
 #include "config/files.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -155,10 +158,57 @@ std::optional<uint64_t> content_fingerprint(const std::string& path) {
   return h;
 }
 
+namespace {
+
+constexpr std::string_view kTempMark = ".tmp-";
+
+// "<pid>-<n>" after "<file>.tmp-": the pid, or 0 when `rest` is not that.
+pid_t temp_writer(std::string_view rest) {
+  const size_t dash = rest.find('-');
+  const std::string_view pid = rest.substr(0, dash);
+  const std::string_view n = dash == std::string_view::npos ? "" : rest.substr(dash + 1);
+  const auto digits = [](std::string_view s) {
+    return !s.empty() && s.size() <= 10 &&
+           std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (!digits(pid) || !digits(n)) return 0;
+  const long value = std::stol(std::string(pid));
+  return value > 0 && value <= std::numeric_limits<pid_t>::max() ? static_cast<pid_t>(value) : 0;
+}
+
+}  // namespace
+
+std::vector<std::string> remove_stray_temporaries(const std::string& path) {
+  std::vector<std::string> removed;
+  const size_t slash = path.rfind('/');
+  const std::string folder = slash == std::string::npos ? "." : path.substr(0, slash);
+  const std::string base =
+      joined({path.substr(slash == std::string::npos ? 0 : slash + 1), kTempMark});
+  DIR* dir = ::opendir(folder.empty() ? "/" : folder.c_str());
+  if (dir == nullptr) return removed;
+  while (const dirent* entry = ::readdir(dir)) {
+    const std::string_view name = entry->d_name;
+    if (!name.starts_with(base)) continue;
+    const pid_t writer = temp_writer(name.substr(base.size()));
+    if (writer == 0) continue;
+    // Another process still running may be writing it right now; this
+    // process has not written yet (a container's pid 1 is this one again).
+    if (writer != ::getpid() && !(::kill(writer, 0) != 0 && errno == ESRCH)) continue;
+    const std::string file = joined({folder, "/", name});
+    struct stat st;
+    if (::lstat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (::unlink(file.c_str()) == 0) removed.push_back(file);
+  }
+  ::closedir(dir);
+  std::sort(removed.begin(), removed.end());
+  return removed;
+}
+
 bool write_file_atomically(const std::string& path, std::string_view text, std::string* error) {
   static std::atomic<unsigned> counter{0};
-  const std::string temp = path + ".tmp-" + std::to_string(::getpid()) + "-" +
-                           std::to_string(counter.fetch_add(1, std::memory_order_relaxed));
+  const std::string temp =
+      joined({path, kTempMark, std::to_string(::getpid()), "-",
+              std::to_string(counter.fetch_add(1, std::memory_order_relaxed))});
   struct stat st;
   const mode_t mode = ::stat(path.c_str(), &st) == 0 ? (st.st_mode & 07777) : 0644;
   auto fail = [&](std::string_view step, int fd) {

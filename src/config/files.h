@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace sluice::config {
 
@@ -22,6 +23,14 @@ std::optional<std::string> read_small_file(const std::string& path, std::string_
 // (with the old file's permissions), fsync, rename over `path`, fsync of
 // the folder. On failure `error` says which step failed and `path` is as it was.
 bool write_file_atomically(const std::string& path, std::string_view text, std::string* error);
+
+// Removes the temporary files of write_file_atomically(path, ...) that a
+// process killed mid-write left ("<path>.tmp-<pid>-<n>", regular files
+// only): those of a process that no longer runs, and this process's own
+// (call it before this process writes `path`: a restarted container's pid
+// may be the one that died). Nothing else in the folder is touched. Returns
+// the paths removed; a file that cannot be removed is skipped.
+std::vector<std::string> remove_stray_temporaries(const std::string& path);
 
 // `path` as seen from the folder of the file `from`: an absolute path as it
 // is, a relative one joined to that folder; "." and ".." segments resolved,

@@ -372,12 +372,12 @@ std::optional<std::string> Walker::path(const Item& item, std::string_view what)
   return resolved;
 }
 
-std::optional<Secret> Walker::secret_file(const Item& item) {
+std::optional<Secret> Walker::secret_file(const Item& item, std::string_view what) {
   std::optional<std::string> resolved = path(item);
   if (!resolved) return std::nullopt;
+  const std::string file = "the " + std::string(what) + " file " + *resolved;
   std::string reason;
-  std::optional<std::string> content =
-      read_small_file(*resolved, "the token file " + *resolved, kMaxSecretBytes, &reason);
+  std::optional<std::string> content = read_small_file(*resolved, file, kMaxSecretBytes, &reason);
   if (!content) {
     error(item, reason);
     return std::nullopt;
@@ -386,14 +386,13 @@ std::optional<Secret> Walker::secret_file(const Item& item) {
   if (token.ends_with('\n')) token.pop_back();
   if (token.ends_with('\r')) token.pop_back();
   if (token.empty()) {
-    error(item, "the token file " + *resolved + " is empty");
+    error(item, file + " is empty");
     return std::nullopt;
   }
   for (const char c : token) {
     if (c < 0x21 || c > 0x7e) {
-      error(item, "the token file " + *resolved +
-                      " must hold one token of visible ASCII characters (no spaces, no lines "
-                      "after it)");
+      error(item, file + " must hold one " + std::string(what) +
+                      " of visible ASCII characters (no spaces, no lines after it)");
       return std::nullopt;
     }
   }

@@ -135,8 +135,9 @@ class Walker {
   std::optional<std::string> path(const Item& item, std::string_view what = "a file path");
   // A bearer token kept in the file `item` names: the file's trailing newline
   // is not part of it, and it must be visible ASCII without spaces, so that
-  // what a client sends in a header is exactly what the file holds.
-  std::optional<Secret> secret_file(const Item& item);
+  // what a client sends in a header is exactly what the file holds. `what`
+  // names the secret in messages ("the token file ...").
+  std::optional<Secret> secret_file(const Item& item, std::string_view what = "token");
 
   // Every path path() and secret_file() resolved, once each, in the order
   // they were asked for: the files and folders this file names (what

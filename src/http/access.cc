@@ -1,7 +1,9 @@
 #include "http/access.h"
 
+#include <algorithm>
 #include <cstddef>
 
+#include "policy/ip.h"
 #include "util/ascii.h"
 
 namespace sluice::http {
@@ -42,9 +44,36 @@ std::string_view host_of(std::string_view host_field) {
   return host_field.substr(0, host_field.rfind(':'));
 }
 
+namespace {
+
+// RFC 3986's port: digits, possibly none ("192.0.2.1:" is a valid Host).
+bool is_port(std::string_view text) {
+  return text.size() <= 5 &&
+         std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+}  // namespace
+
+bool is_ip_literal_host(std::string_view host_field) {
+  std::string_view address = host_field;
+  std::string_view rest;
+  if (!host_field.empty() && host_field.front() == '[') {
+    const size_t close = host_field.find(']');
+    if (close == std::string_view::npos) return false;
+    address = host_field.substr(0, close + 1);  // parse_ip takes the brackets
+    rest = host_field.substr(close + 1);
+  } else if (const size_t colon = host_field.find(':'); colon != std::string_view::npos) {
+    // Unbracketed, only IPv4 may precede a port: "::1" is no valid Host.
+    address = host_field.substr(0, colon);
+    rest = host_field.substr(colon);
+  }
+  if (!rest.empty() && (rest.front() != ':' || !is_port(rest.substr(1)))) return false;
+  return policy::parse_ip(address).has_value();
+}
+
 bool admin_host_allowed(std::optional<std::string_view> host_field, std::string_view admin_host,
                         std::string_view local_address, const policy::AdminAccess& access) {
-  if (!host_field) return true;
+  if (!host_field || is_ip_literal_host(*host_field)) return true;
   const std::string_view host = host_of(*host_field);
   if (iequals(host, "localhost") || iequals(host, admin_host) || iequals(host, local_address)) {
     return true;

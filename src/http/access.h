@@ -3,8 +3,8 @@
 //   bearer token    Authorization: Bearer <token>, compared in constant time
 //   admin Host      DNS rebinding: a page on evil.example whose name now
 //                   resolves to 127.0.0.1 reaches the admin port with
-//                   "Host: evil.example"; only the admin's own address,
-//                   localhost and the names in admin_hosts are answered
+//                   "Host: evil.example"; only IP literals, localhost and
+//                   the names in admin_hosts are answered
 //   admin Origin    a browser's cross-site POST carries the page's Origin;
 //                   the admin port takes POSTs only from itself
 //
@@ -31,11 +31,17 @@ bool bearer_token_matches(std::string_view authorization, std::string_view token
 // "[::1]:9090" -> "::1". Lower-cased by the caller where it matters.
 std::string_view host_of(std::string_view host_field);
 
+// True when `host_field` is an IP address literal with or without a port:
+// "192.0.2.1", "192.0.2.1:9090", "[2001:db8::1]", "[2001:db8::1]:9090".
+bool is_ip_literal_host(std::string_view host_field);
+
 // True when the admin port may answer a request whose Host field is
-// `host_field`: its host part is `admin_host` (the configured address's
-// host), `local_address` (the address the connection arrived on, as text),
-// "localhost", or one of `access.hosts` (ASCII case ignored). A request with
-// no Host field (HTTP/1.0) is answered: no browser sends one.
+// `host_field`: it is an IP literal (a browser that addressed an IP sends it
+// as such, so no DNS name was rebound: kubelet probes and port mappings send
+// "Host: <IP>:<port>"), or its host part is `admin_host` (the configured
+// address's host), `local_address` (the address the connection arrived on,
+// as text), "localhost", or one of `access.hosts` (ASCII case ignored). A
+// request with no Host field (HTTP/1.0) is answered: no browser sends one.
 bool admin_host_allowed(std::optional<std::string_view> host_field, std::string_view admin_host,
                         std::string_view local_address, const policy::AdminAccess& access);
 

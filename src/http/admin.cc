@@ -3,6 +3,7 @@
 #include <string_view>
 
 #include <spdlog/spdlog.h>
+#include <boost/asio/post.hpp>
 #include <boost/beast/http/field.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
@@ -17,6 +18,7 @@
 
 namespace sluice::http {
 
+namespace asio = boost::asio;
 namespace bhttp = boost::beast::http;
 
 namespace {
@@ -104,15 +106,20 @@ std::optional<Response> AdminHandler::refuse(const Session& session, std::string
   const policy::AdminAccess& access = config.admin_access;
   const std::optional<std::string_view> host = field(req, bhttp::field::host);
   if (!admin_host_allowed(host, config.admin.host, session.local_address(), access)) {
-    return error_response(
-        HttpStatus::misdirected_request, "MISDIRECTED_REQUEST",
-        cat({"this admin port answers Host ", config.admin.host,
-             ", localhost and the names in admin_hosts, not ", host.value_or("")}));
+    return error_response(HttpStatus::misdirected_request, "MISDIRECTED_REQUEST",
+                          cat({"this admin port answers IP addresses, localhost and the names in "
+                               "admin_hosts, not ",
+                               host.value_or("")}));
   }
   // POST, PUT and DELETE change things (reload, reset, consumers): guarded alike.
   const bool post = req.method() == bhttp::verb::post || req.method() == bhttp::verb::put ||
                     req.method() == bhttp::verb::delete_;
   const std::string_view method = sv(req.method_string());
+  if (post && access.read_only) {
+    return error_response(HttpStatus::forbidden, "FORBIDDEN",
+                          cat({"this admin port is read-only (admin_read_only: true): a ", method,
+                               " changes state and is not served"}));
+  }
   if (post) {
     // A browser sends Origin with every cross-site POST: a web page must
     // never drive the admin port (reset, reload) from a user's machine.
@@ -123,8 +130,11 @@ std::optional<Response> AdminHandler::refuse(const Session& session, std::string
     }
   }
   // The dashboard's files hold no data (the page asks /admin/stats with the
-  // token), so a browser can load them before it has a token.
-  const bool guarded = post || (access.token_all && !is_dashboard_path(path));
+  // token), so a browser can load them before it has a token. A GET of
+  // /admin/consumers tells whether an API key exists and its plan: always
+  // guarded.
+  const bool guarded =
+      post || path.starts_with(kConsumersRoot) || (access.token_all && !is_dashboard_path(path));
   if (guarded && !access.token.empty()) {
     const std::optional<std::string_view> authorization = field(req, bhttp::field::authorization);
     if (!authorization || !bearer_token_matches(*authorization, access.token)) {
@@ -224,16 +234,30 @@ void AdminHandler::consumers(const std::shared_ptr<Session>& session, std::strin
     case bhttp::verb::head:
       return session->respond(get_consumer(*state, raw_id));
     case bhttp::verb::put:
-      return session->read_body([session, state, id = std::string(raw_id)](std::string body) {
-        session->respond(put_consumer(*state, id, body));
+      return session->read_body([this, session, state, id = std::string(raw_id)](std::string body) {
+        change_consumer(session, *state, put_change(*state, id, body));
       });
     case bhttp::verb::delete_:
-      return session->read_body([session, state, id = std::string(raw_id)](std::string) {
-        session->respond(delete_consumer(*state, id));
+      return session->read_body([this, session, state, id = std::string(raw_id)](std::string) {
+        change_consumer(session, *state, delete_change(*state, id));
       });
     default:
       return session->respond(method_not_allowed("GET, PUT, DELETE"));
   }
+}
+
+void AdminHandler::change_consumer(const std::shared_ptr<Session>& session, const State& state,
+                                   ConsumerChange change) {
+  if (change.refused) return session->respond(std::move(*change.refused));
+  ConsumersWriter::Change write{state.policy.config().consumers->file, change.id, change.plan};
+  // Written on the writer's thread; put in force and answered back on this
+  // one (the session's), where reloads run.
+  consumers_writer_.submit(
+      std::move(write), [this, session, change = std::move(change)](const std::string& error) {
+        asio::post(session->stream().get_executor(), [this, session, change, error] {
+          session->respond(finish_change(*context_.state.load(), change, error));
+        });
+      });
 }
 
 Response AdminHandler::stats() const {

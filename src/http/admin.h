@@ -2,8 +2,9 @@
 // and reset keys, so before anything else (docs/CONFIG.md):
 //   a Host other than the admin address, localhost or admin_hosts  -> 421
 //   a POST, PUT or DELETE whose Origin is another site               -> 403
-//   with admin_token_file: a POST, PUT or DELETE (every endpoint with
-//   admin_token_all, but the dashboard's files) without the bearer token  -> 401
+//   with admin_token_file: a POST, PUT or DELETE, or any /admin/consumers
+//   request (every endpoint with admin_token_all, but the dashboard's
+//   files) without the bearer token                                  -> 401
 //   a POST or PUT body that is not Content-Type: application/json   -> 415
 //
 //   GET  /healthz        200 "ok" while the process serves
@@ -20,7 +21,8 @@
 //                        {"route":"GET /api/x","client":"192.0.2.1"}: forget one
 //                        client's state (client: an IP, a header value, or the
 //                        key as Sluice forms it); 404 NO_STATE when there was none
-//   GET|PUT|DELETE /admin/consumers/<id>   a consumer's plan (admin_consumers.h)
+//   GET|PUT|DELETE /admin/consumers/<id>   a consumer's plan (admin_consumers.h); the
+//                        file is written on a thread of its own (consumers_writer.h)
 //
 // Thread-safety: runs on the control thread (one io_context), like reloads.
 #pragma once
@@ -33,6 +35,8 @@
 #include <string>
 #include <vector>
 
+#include "http/admin_consumers.h"
+#include "http/consumers_writer.h"
 #include "http/context.h"
 #include "http/session.h"
 
@@ -74,6 +78,10 @@ class AdminHandler final : public RequestHandler {
   Response reset(std::string_view body);
   // /admin/consumers/<raw_id>: GET, PUT, DELETE.
   void consumers(const std::shared_ptr<Session>& session, std::string_view raw_id);
+  // Writes `change` to the consumers file off this thread; puts it in force
+  // and answers once the file holds it.
+  void change_consumer(const std::shared_ptr<Session>& session, const State& state,
+                       ConsumerChange change);
   Response reload();
 
   ServerContext& context_;
@@ -83,6 +91,9 @@ class AdminHandler final : public RequestHandler {
   std::chrono::steady_clock::time_point started_;
   std::string store_backend_;              // "memory" | "redis": the store this process serves from
   std::optional<LastReload> last_reload_;  // control thread only
+  // Last: its destructor finishes the writes queued, whose answers post to
+  // the control thread's io_context (which outlives this handler).
+  ConsumersWriter consumers_writer_;
 };
 
 }  // namespace sluice::http

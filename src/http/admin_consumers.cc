@@ -7,7 +7,6 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 
-#include "config/files.h"
 #include "policy/consumers_file.h"
 #include "policy/key_sources.h"
 #include "policy/redact.h"
@@ -56,32 +55,6 @@ std::string shown_id(const State& state, std::string_view id) {
   return policy::redact_key(cat({"h:consumer=", id}));
 }
 
-// Writes the change to the consumers file, then puts it in force.
-Response change(const State& state, const std::string& id, std::optional<size_t> plan) {
-  const policy::ConsumersConfig& consumers = *state.policy.config().consumers;
-  const std::string* plan_name = plan ? &state.policy.config().plans[*plan].name : nullptr;
-  std::string error;
-  const std::optional<std::string> text =
-      config::read_small_file(consumers.file, "the consumers file " + consumers.file,
-                              policy::kMaxConsumersFileBytes, &error);
-  if (text) {
-    const std::string edited = policy::with_consumer(
-        *text, id, plan_name ? std::optional<std::string_view>(*plan_name) : std::nullopt);
-    if (config::write_file_atomically(consumers.file, edited, &error)) error.clear();
-  }
-  if (!error.empty()) {
-    spdlog::error("admin: consumer {} not changed: {}", shown_id(state, id), error);
-    return error_response(
-        HttpStatus::internal_server_error, "WRITE_FAILED",
-        cat({"the consumers file could not be written, nothing changed: ", error}));
-  }
-  state.policy.consumers()->set(
-      id, plan ? std::optional<uint16_t>(static_cast<uint16_t>(*plan)) : std::nullopt);
-  spdlog::info("admin: consumer {} {}{}", shown_id(state, id),
-               plan_name ? "is now on plan " : "removed", plan_name ? *plan_name : "");
-  return consumer_body(id, plan_name);
-}
-
 }  // namespace
 
 Response get_consumer(const State& state, std::string_view raw_id) {
@@ -95,42 +68,84 @@ Response get_consumer(const State& state, std::string_view raw_id) {
   return consumer_body(t.id, &state.policy.config().plans[*plan].name);
 }
 
-Response put_consumer(const State& state, std::string_view raw_id, std::string_view body) {
+ConsumerChange put_change(const State& state, std::string_view raw_id, std::string_view body) {
+  ConsumerChange c;
   Target t = target_of(state, raw_id);
-  if (t.refused) return std::move(*t.refused);
+  if (t.refused) {
+    c.refused = std::move(t.refused);
+    return c;
+  }
   auto bad = [](std::string_view message) {
     return error_response(HttpStatus::bad_request, "BAD_REQUEST", message);
   };
   boost::system::error_code ec;
   const boost::json::value v = boost::json::parse(body, ec);
-  if (ec) return bad(cat({"malformed JSON body: ", ec.message()}));
+  if (ec) {
+    c.refused = bad(cat({"malformed JSON body: ", ec.message()}));
+    return c;
+  }
   const boost::json::object* o = v.if_object();
   const boost::json::value* plan = o != nullptr ? o->if_contains("plan") : nullptr;
   if (plan == nullptr || o->size() != 1 || !(plan->is_string() || plan->is_null())) {
-    return bad(R"(the body must be {"plan":"<plan name>"} (or {"plan":null} to remove))");
+    c.refused = bad(R"(the body must be {"plan":"<plan name>"} (or {"plan":null} to remove))");
+    return c;
   }
-  if (plan->is_null()) return delete_consumer(state, raw_id);
+  if (plan->is_null()) return delete_change(state, raw_id);
   const std::string_view name(plan->get_string().data(), plan->get_string().size());
-  size_t index = 0;
-  if (state.policy.find_plan(name, &index) == nullptr) {
+  if (state.policy.find_plan(name) == nullptr) {
     std::string names;
     for (const policy::ConsumerPlan& p : state.policy.config().plans) {
       names += cat({names.empty() ? "" : ", ", p.name});
     }
-    return error_response(HttpStatus::bad_request, "UNKNOWN_PLAN",
-                          cat({"no plan named \"", name, "\" (plans: ", names, ")"}));
+    c.refused = error_response(HttpStatus::bad_request, "UNKNOWN_PLAN",
+                               cat({"no plan named \"", name, "\" (plans: ", names, ")"}));
+    return c;
   }
-  return change(state, t.id, index);
+  c.id = std::move(t.id);
+  c.plan = std::string(name);
+  return c;
 }
 
-Response delete_consumer(const State& state, std::string_view raw_id) {
+ConsumerChange delete_change(const State& state, std::string_view raw_id) {
+  ConsumerChange c;
   Target t = target_of(state, raw_id);
-  if (t.refused) return std::move(*t.refused);
-  if (!state.policy.consumers()->find(t.id)) {
-    return error_response(HttpStatus::not_found, "UNKNOWN_CONSUMER",
-                          cat({"no consumer \"", t.id, "\" (not in the consumers file)"}));
+  if (t.refused) {
+    c.refused = std::move(t.refused);
+    return c;
   }
-  return change(state, t.id, std::nullopt);
+  if (!state.policy.consumers()->find(t.id)) {
+    c.refused = error_response(HttpStatus::not_found, "UNKNOWN_CONSUMER",
+                               cat({"no consumer \"", t.id, "\" (not in the consumers file)"}));
+    return c;
+  }
+  c.id = std::move(t.id);
+  return c;
+}
+
+Response finish_change(const State& state, const ConsumerChange& change, const std::string& error) {
+  if (!error.empty()) {
+    spdlog::error("admin: consumer {} not changed: {}", shown_id(state, change.id), error);
+    return error_response(
+        HttpStatus::internal_server_error, "WRITE_FAILED",
+        cat({"the consumers file could not be written, nothing changed: ", error}));
+  }
+  // `state` is the one in force now: a reload while the file was written may
+  // have read the file before the change.
+  size_t index = 0;
+  const bool known_plan = change.plan && state.policy.find_plan(*change.plan, &index) != nullptr;
+  if (state.policy.consumers() != nullptr && (known_plan || !change.plan)) {
+    state.policy.consumers()->set(
+        change.id,
+        known_plan ? std::optional<uint16_t>(static_cast<uint16_t>(index)) : std::nullopt);
+  } else {
+    spdlog::warn(
+        "admin: consumer {} written to the consumers file, but the config reloaded since "
+        "has no such plan or no consumers",
+        shown_id(state, change.id));
+  }
+  spdlog::info("admin: consumer {} {}{}", shown_id(state, change.id),
+               change.plan ? "is now on plan " : "removed", change.plan ? *change.plan : "");
+  return consumer_body(change.id, change.plan ? &*change.plan : nullptr);
 }
 
 }  // namespace sluice::http

@@ -13,9 +13,12 @@
 // keeps it), then put in force for the next request. 404 NO_CONSUMERS when
 // the config has no `consumers:`.
 //
-// Thread-safety: on the admin port's control thread (one change at a time).
+// Thread-safety: on the admin port's control thread (the file is written
+// by a ConsumersWriter meanwhile).
 #pragma once
 
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "http/responses.h"
@@ -24,10 +27,27 @@
 namespace sluice::http {
 
 inline constexpr std::string_view kConsumersPath = "/admin/consumers/";
+// Every path under it needs the admin token (admin_token_file), GET included.
+inline constexpr std::string_view kConsumersRoot = "/admin/consumers";
 
 // `raw_id` is the path after kConsumersPath, as sent.
 Response get_consumer(const State& state, std::string_view raw_id);
-Response put_consumer(const State& state, std::string_view raw_id, std::string_view body);
-Response delete_consumer(const State& state, std::string_view raw_id);
+
+// The change a PUT or DELETE asks for, checked against `state`, or the
+// response that refuses it. The file is then written off the control thread
+// (http/consumers_writer.h) and finish_change() answers.
+struct ConsumerChange {
+  std::string id;                   // percent-decoded
+  std::optional<std::string> plan;  // the plan's name; nullopt: remove the consumer
+  std::optional<Response> refused;
+};
+ConsumerChange put_change(const State& state, std::string_view raw_id, std::string_view body);
+ConsumerChange delete_change(const State& state, std::string_view raw_id);
+
+// Once the file holds `change` (error empty) or could not be written
+// (`error` says why; nothing changes): puts the change in force in `state`,
+// the State in force now, logs it, and returns the answer. On the control
+// thread, as reloads, so a reload cannot come between.
+Response finish_change(const State& state, const ConsumerChange& change, const std::string& error);
 
 }  // namespace sluice::http

@@ -109,8 +109,9 @@ struct ServerContext {
   observe::Registry registry;
   ServerMetrics metrics;
   observe::TopKeys top_denied;
-  // Signs /v1/check's concurrency leases (policy/lease.h); a new secret per process.
-  const policy::LeaseSigner leases;
+  // /v1/check's concurrency leases, held until released or ended
+  // (policy/lease.h); ids are this process's.
+  policy::LeaseTable leases;
   std::atomic<bool> draining{false};
   // Client connections open on the public ports (listen, decision_api),
   // which server.max_connections bounds, and on the admin port.

@@ -15,8 +15,10 @@
 #include "http/beast_headers.h"
 #include "http/check_request.h"
 #include "policy/connection_limits.h"
+#include "policy/path.h"
 #include "policy/redact.h"
 #include "policy/request.h"
+#include "policy/route_syntax.h"
 #include "render/rate_headers.h"
 
 namespace sluice::http {
@@ -34,11 +36,6 @@ constexpr std::string_view kReleasePath = "/v1/release";
 
 std::string_view sv(boost::beast::string_view s) {
   return {s.data(), s.size()};
-}
-
-std::string_view path_of(std::string_view target) {
-  const size_t q = target.find('?');
-  return q == std::string_view::npos ? target : target.substr(0, q);
 }
 
 // Milliseconds rounded up: a caller that waits this long is never early.
@@ -137,6 +134,12 @@ void respond_bad_path(Session& session) {
   session.respond(json_error_reply(HttpStatus::bad_request, kBody));
 }
 
+// The access log names the client as the policy resolved it (client_ip),
+// the TCP peer beside it; also for a request refused before any decision.
+void note_client(Session& session, const policy::Plan& plan) {
+  if (session.access_log_on()) session.access_note().client = plan.client;
+}
+
 // A key as logs and /admin/stats show it: header-derived values hashed
 // (into `buffer`) unless logging.redact_keys is off. No copy for the others:
 // this runs for every denied request.
@@ -173,7 +176,7 @@ FrontDoor::~FrontDoor() = default;
 
 void FrontDoor::on_header(const std::shared_ptr<Session>& session) {
   const RequestHeader& req = session->header();
-  const std::string_view path = path_of(sv(req.target()));
+  const std::string_view path = policy::target_path(sv(req.target()));
   const bool decision_path = path == kCheckPath || path == kAuthPath || path == kReleasePath;
   if (port_ == Port::kDecisionApi) {
     if (decision_path) return handle_decision_api(session, path);
@@ -456,9 +459,11 @@ void FrontDoor::answer_check(const std::shared_ptr<Session>& session,
         std::string with_lease;
         if (policy::holds_slots(verdict) && plan->consumer_plan == nullptr) {
           const policy::RouteLimit& limit = *verdict.outcomes.front().limit;
-          const std::string id = context_.leases.issue(policy::Lease{
-              limit.name, plan->client_key, cost, verdict.outcomes.front().decision.decided_at,
-              limit.limit.fingerprint()});
+          const Nanos charged_at = verdict.outcomes.front().decision.decided_at;
+          const std::string id = context_.leases.issue(
+              policy::Lease{limit.name, plan->limits.front().store_key, cost, charged_at,
+                            limit.limit.fingerprint(), charged_at + limit.limit.period()},
+              now);
           with_lease =
               cat({reply.body.substr(0, reply.body.size() - 1), ",\"lease\":\"", id, "\"}"});
           reply.body = with_lease;
@@ -472,27 +477,30 @@ void FrontDoor::handle_release(const std::shared_ptr<Session>& session, std::str
   const std::shared_ptr<const State>& state = session->state();
   const ReleaseRequest request = parse_release(body);
   if (!request.error.empty()) return session->respond(bad_request(request.error));
-  const std::optional<policy::Lease> lease = context_.leases.open(request.lease);
-  const policy::NamedPolicy* named = lease ? state->policy.find_policy(lease->policy) : nullptr;
+  const Nanos now = context_.clock.now();
+  // Taken out of the table: a second release of the id finds nothing held.
+  policy::LeaseTable::Taken taken = context_.leases.take(request.lease, now);
+  // Released already, or past its lease (the slot has freed itself): nothing to give back.
+  if (taken.outcome == policy::LeaseTable::Outcome::kNotHeld) {
+    return session->respond(json_response(HttpStatus::ok, "{\"released\":false}"));
+  }
+  const policy::Lease& lease = taken.lease;
+  const bool held = taken.outcome == policy::LeaseTable::Outcome::kTaken;
+  const policy::NamedPolicy* named = held ? state->policy.find_policy(lease.policy) : nullptr;
   const long index = state->policy_index(named);
   // The policy must still be the one that granted it: a changed limit keeps
   // its slots under another fingerprint (they free themselves).
-  if (!lease || index < 0 || named->limit.fingerprint() != lease->fingerprint ||
-      named->limit.algorithm() != Algorithm::kConcurrency || lease->cost == 0 ||
-      lease->cost > named->limit.size()) {
+  if (!held || index < 0 || named->limit.fingerprint() != lease.fingerprint ||
+      named->limit.algorithm() != Algorithm::kConcurrency || lease.cost == 0 ||
+      lease.cost > named->limit.size()) {
     return session->respond(error_response(
         HttpStatus::not_found, "UNKNOWN_LEASE",
         "this lease was not granted by this server, or its policy has changed since"));
   }
-  const Nanos now = context_.clock.now();
-  // Past its lease the slot has freed itself: nothing to give back.
-  if (lease->charged_at <= now - named->limit.period()) {
-    return session->respond(json_response(HttpStatus::ok, "{\"released\":false}"));
-  }
   const RouteMetrics& metrics = state->policies[static_cast<size_t>(index)];
-  const std::string store_key = policy::Policy::policy_store_key(lease->policy, lease->key);
-  const RefundRequest refund{&state->policy_limits[static_cast<size_t>(index)].limit, store_key,
-                             lease->cost, lease->charged_at};
+  // The refund reads the request (its key) only before refund_async returns.
+  const RefundRequest refund{&state->policy_limits[static_cast<size_t>(index)].limit,
+                             lease.store_key, lease.cost, lease.charged_at};
   context_.store.refund_async(
       {&refund, 1}, now,
       [session, state, &metrics, errors = context_.metrics.store_errors](Status s) {
@@ -520,6 +528,12 @@ void FrontDoor::handle_auth(const std::shared_ptr<Session>& session) {
   if (uri == req.end() || uri->value().empty()) {
     return session->respond(bad_request("/v1/auth needs the X-Original-URI header"));
   }
+  // As a request line's method (request_checks.h): "post" is not POST.
+  if (!policy::is_request_method(sv(method->value()))) {
+    return session->respond(
+        bad_request("X-Original-Method must be an upper-case method token (methods are "
+                    "case-sensitive)"));
+  }
   const BeastHeaders headers(req);
   policy::RequestInfo info;
   info.method = sv(method->value());
@@ -529,6 +543,7 @@ void FrontDoor::handle_auth(const std::shared_ptr<Session>& session) {
   const Nanos now = context_.clock.now();
   info.now = now;
   auto plan = std::make_unique<policy::Plan>(state->policy.plan(info));
+  note_client(*session, *plan);
   if (plan->bad_path) return respond_bad_path(*session);
   if (plan->access_denied) return respond_access_denied(*session);
   if (plan->consumer_rejected) return respond_unknown_consumer(*session);
@@ -566,6 +581,7 @@ void FrontDoor::handle_gateway(const std::shared_ptr<Session>& session) {
 
   auto exchange = std::make_shared<GatewayExchange>();
   exchange->plan = state->policy.plan(info);
+  note_client(*session, exchange->plan);
   if (exchange->plan.bad_path) return respond_bad_path(*session);
   if (exchange->plan.access_denied) return respond_access_denied(*session);
   if (exchange->plan.consumer_rejected) return respond_unknown_consumer(*session);

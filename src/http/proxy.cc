@@ -35,6 +35,7 @@
 #include "http/tunnel.h"
 #include "observe/denial_log.h"
 #include "policy/ip.h"
+#include "policy/path.h"
 
 namespace sluice::http {
 
@@ -857,8 +858,8 @@ void ProxyExchange::log_failure(const std::string& what) {
       shared_->error_log.admit(session().context().clock.now());
   if (!a.log) return;
   const RequestHeader& in = session().header();
-  spdlog::warn("gateway: {} {} via upstream {}: {}{}", sv(in.method_string()), sv(in.target()),
-               upstream_.url, what,
+  spdlog::warn("gateway: {} {} via upstream {}: {}{}", sv(in.method_string()),
+               policy::target_path(sv(in.target())), upstream_.url, what,
                a.suppressed_before == 0 ? std::string()
                                         : " (" + std::to_string(a.suppressed_before) +
                                               " upstream errors not logged before this one)");

@@ -7,6 +7,8 @@
 #include <boost/beast/http/rfc7230.hpp>
 #include <boost/beast/http/verb.hpp>
 
+#include "policy/route_syntax.h"
+
 namespace sluice::http {
 
 namespace beast = boost::beast;
@@ -63,6 +65,12 @@ std::optional<RequestProblem> check_transfer_encoding(const Header& req) {
 }  // namespace
 
 std::optional<RequestProblem> check_request_header(const Header& req) {
+  // Beast parses any token as a method and names the ones it knows (all
+  // upper-case): only an unknown one can hold a lower-case letter.
+  if (req.method() == bhttp::verb::unknown && !policy::is_request_method(sv(req.method_string()))) {
+    return bad("the method must be an upper-case token (methods are case-sensitive): got \"" +
+               std::string(sv(req.method_string())) + "\"");
+  }
   if (req.method() == bhttp::verb::connect) {
     return RequestProblem{bhttp::status::method_not_allowed, "METHOD_NOT_ALLOWED",
                           "CONNECT is not supported: Sluice is not a forward proxy"};

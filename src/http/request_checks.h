@@ -11,6 +11,9 @@
 //                     or "xchunked" as "no body", so the body would be parsed
 //                     as the next request: a desync building block.
 //   CONNECT           refused: Sluice is not a forward proxy.
+//   the method        an upper-case token: "post" or "PoSt" would match no
+//                     POST route while an upstream that folds case ran its
+//                     POST handler (policy::is_request_method).
 //
 // Thread-safety: pure functions.
 #pragma once

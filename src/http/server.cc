@@ -508,7 +508,9 @@ void Server::log_startup() const {
   }
   spdlog::info("admin on http://{} (/healthz /readyz /metrics /dashboard /admin/*{})",
                endpoint_text(admin_listener_->local_endpoint()),
-               c.admin_access.token.empty() ? "; never expose it" : "; bearer token required");
+               c.admin_access.read_only       ? "; read-only: no POST, PUT or DELETE"
+               : c.admin_access.token.empty() ? "; never expose it"
+                                              : "; bearer token required");
   spdlog::info("{} worker thread(s), store {}, at most {} connections", workers_.size(),
                store_text(c.store), max_connections_);
   for (const policy::Route& r : c.routes) {

@@ -23,6 +23,7 @@
 #include "http/request_checks.h"
 #include "observe/denial_log.h"
 #include "observe/logging.h"
+#include "policy/path.h"
 
 namespace sluice::http {
 
@@ -625,18 +626,21 @@ void Session::log_access(unsigned status, size_t body_bytes) {
   const auto elapsed =
       std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - started_);
   const beast::string_view method = req.method_string();
-  const beast::string_view target = req.target();
+  // The query is left out: it may hold credentials (?api_key=...).
+  const std::string_view path =
+      policy::target_path(std::string_view(req.target().data(), req.target().size()));
   const AccessNote& note = access_note_;
   std::string upstream = "-";
   if (note.upstream)
     upstream = fmt::format("{:.3f}", static_cast<double>(note.upstream->count()) / 1000.0);
   observe::access_logger().info(
-      "client={} method={} path={} route={} key={} decision={} status={} bytes={} upstream_ms={} "
-      "ms={:.3f}",
-      peer_text_, observe::logfmt_value(std::string_view(method.data(), method.size())),
-      observe::logfmt_value(std::string_view(target.data(), target.size())),
-      observe::logfmt_value(note.route), observe::logfmt_value(note.key), note.decision, status,
-      body_bytes, upstream, static_cast<double>(elapsed.count()) / 1000.0);
+      "client={} peer={} method={} path={} route={} key={} decision={} status={} bytes={} "
+      "upstream_ms={} ms={:.3f}",
+      note.client ? note.client->text() : peer_text_, peer_text_,
+      observe::logfmt_value(std::string_view(method.data(), method.size())),
+      observe::logfmt_value(path), observe::logfmt_value(note.route),
+      observe::logfmt_value(note.key), note.decision, status, body_bytes, upstream,
+      static_cast<double>(elapsed.count()) / 1000.0);
 }
 
 void Session::resume(bool keep_alive) {
@@ -648,7 +652,8 @@ void Session::resume(bool keep_alive) {
 
 void Session::finish_request(bool keep_alive) {
   state_.reset();
-  if (access_note_.decision != "-" || access_note_.upstream) {
+  if (access_note_.decision != "-" || access_note_.upstream || access_note_.client) {
+    access_note_.client.reset();
     access_note_.route.clear();
     access_note_.key.clear();
     access_note_.decision = "-";

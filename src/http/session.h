@@ -176,6 +176,8 @@ class Session : public std::enable_shared_from_this<Session> {
   // What the access log line says beyond the request and the response. The
   // front door fills it, only when the access log is on (access_log_on()).
   struct AccessNote {
+    // The client as the policy resolved it (client_ip); none: the peer.
+    std::optional<policy::IpAddress> client;
     std::string route;                // the route (or policy) name
     std::string key;                  // the client key, redacted per logging.redact_keys
     std::string_view decision = "-";  // allowed, denied, error, none (no limit), - (not decided)

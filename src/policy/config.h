@@ -54,6 +54,9 @@ struct RedisConfig {
   std::string username;          // from a redis:// URL; "" = the default user
   std::string password;
   int database = 0;
+  // url_file, resolved: the URL above (address, user, password, database,
+  // TLS) was read from it. "" = written in the config.
+  std::string url_file;
   bool time_source_redis = true;  // time_source: redis | local
   bool deny_cache = true;         // deny locally what Redis just denied, until its retry_after
   bool mode_cached = false;       // mode: exact | cached (local decisions, hits synced)
@@ -79,7 +82,11 @@ struct Cidr {
 };
 
 struct ClientIpConfig {
-  std::vector<Cidr> trusted_proxies;  // X-Forwarded-For / X-Real-IP read only from these peers
+  // The one header the client address is read from (policy/ip.h); the
+  // others are ignored, whichever a request carries.
+  enum class Header { kXForwardedFor, kXRealIp, kForwarded };
+  Header header = Header::kXForwardedFor;
+  std::vector<Cidr> trusted_proxies;  // `header` is read only from these peers
   int ipv6_prefix = 64;               // IPv6 clients are keyed by this prefix
   friend bool operator==(const ClientIpConfig&, const ClientIpConfig&) = default;
 };
@@ -293,6 +300,9 @@ struct AdminAccess {
   // (any other Host gets 421: DNS rebinding).
   std::vector<std::string> hosts;
   bool token_all = false;  // the token also guards the GET endpoints
+  // Every POST, PUT and DELETE gets 403, token or not: probes and metrics
+  // on an address other hosts reach, with nothing there to change state.
+  bool read_only = false;
   friend bool operator==(const AdminAccess&, const AdminAccess&) = default;
 };
 

@@ -46,6 +46,7 @@ const Keys kTopKeys = {"listen",
                        "admin_token_file",
                        "admin_token_all",
                        "admin_hosts",
+                       "admin_read_only",
                        "decision_api",
                        "grpc",
                        "rls",
@@ -87,11 +88,11 @@ const Keys kRlsKeys = {"config_dir",    "response_headers", "dynamic_metadata", 
                        "merge_domains", "near_limit_ratio", "max_connections"};
 const Keys kUpstreamKeys = {"url", "connect_timeout", "timeout", "max_idle_connections"};
 const Keys kStoreKeys = {"backend", "max_keys", "redis"};
-const Keys kRedisKeys = {"addresses",  "url",        "cluster",  "timeout",
-                         "on_failure", "password",   "database", "time_source",
-                         "tls",        "deny_cache", "mode",     "sync_interval"};
+const Keys kRedisKeys = {"addresses",  "url",      "url_file",     "cluster",     "timeout",
+                         "on_failure", "password", "database",     "time_source", "tls",
+                         "deny_cache", "mode",     "sync_interval"};
 const Keys kRedisTlsKeys = {"ca_file", "cert_file", "key_file", "server_name"};
-const Keys kClientIpKeys = {"trusted_proxies", "ipv6_prefix"};
+const Keys kClientIpKeys = {"header", "trusted_proxies", "ipv6_prefix"};
 const Keys kAccessKeys = {"allow", "deny"};
 const Keys kConsumersKeys = {"key", "file", "unknown"};
 // In a limits list: the consumer's plan (so no policy may be named so).
@@ -289,8 +290,9 @@ class Loader {
     }
   }
 
-  // admin_token_file, admin_token_all, admin_hosts; and the rule that an admin
-  // port reachable from other hosts must have a token.
+  // admin_token_file, admin_token_all, admin_hosts, admin_read_only; and the
+  // rule that an admin port reachable from other hosts must have a token or
+  // refuse every change.
   void admin_access(const Mapping& top) {
     AdminAccess& access = config_.admin_access;
     const Item* token_file = top.get("admin_token_file");
@@ -322,15 +324,19 @@ class Loader {
         }
       }
     }
+    if (const Item* read_only = top.get("admin_read_only")) {
+      if (auto b = walker_.boolean(*read_only)) access.read_only = *b;
+    }
     // Reachable from other hosts, the admin port can reload and reset limits:
-    // never without a token.
-    if (token_file == nullptr && !is_loopback_host(config_.admin.host)) {
+    // never without a token, unless it refuses every change.
+    if (token_file == nullptr && !access.read_only && !is_loopback_host(config_.admin.host)) {
       const Item* admin = top.get("admin");
       walker_.error(
           admin != nullptr ? *admin : top.self,
           "an admin port on " + quoted(config_.admin.host) +
               " is reachable from other hosts and can reload the config and reset limits: set "
-              "`admin_token_file` (a bearer token for it), or bind it to 127.0.0.1");
+              "`admin_token_file` (a bearer token for it), `admin_read_only: true` (no POST, PUT "
+              "or DELETE), or bind it to 127.0.0.1");
     }
   }
 
@@ -447,15 +453,27 @@ class Loader {
     const std::optional<Mapping> m = walker_.mapping(item, &kRedisKeys, "a mapping");
     if (!m) return;
     RedisConfig& redis = config_.store.redis;
-    const Item* url = m->get("url");
+    const Item* url_file = m->get("url_file");
+    if (url_file != nullptr && m->get("url") != nullptr)
+      walker_.error(*url_file, "set either `url` or `url_file`, not both");
+    // `url` or `url_file` (the URL in a file: a Kubernetes Secret).
+    const Item* url = url_file != nullptr ? url_file : m->get("url");
+    const std::string url_key = url_file != nullptr ? "url_file" : "url";
     bool plain_url = false;  // a redis:// url, read without error
     if (url != nullptr) {
       for (std::string_view other : {"addresses", "password", "database"}) {
         if (const Item* o = m->get(other))
-          walker_.error(*o, "set either `url` or `" + std::string(other) + "`, not both");
+          walker_.error(*o,
+                        "set either `" + url_key + "` or `" + std::string(other) + "`, not both");
       }
-      if (auto u = walker_.parsed<RedisUrl>(
-              *url, "a redis:// URL", [](std::string_view t) { return parse_redis_url(t); })) {
+      std::optional<RedisUrl> u;
+      if (url_file != nullptr) {
+        u = redis_url_from_file(*url_file, &redis.url_file);
+      } else {
+        u = walker_.parsed<RedisUrl>(*url, "a redis:// URL",
+                                     [](std::string_view t) { return parse_redis_url(t); });
+      }
+      if (u) {
         redis.addresses = {u->address};
         redis.username = u->username;
         redis.password = u->password;
@@ -512,6 +530,28 @@ class Loader {
     if (const Item* t = m->get("tls")) redis_tls(*t, plain_url, &redis.tls);
   }
 
+  // store.redis.url_file: the file's one line is read as `url` is. Its
+  // errors show the URL without its user info: the file is where the
+  // password is kept so that it is seen nowhere else.
+  std::optional<RedisUrl> redis_url_from_file(const Item& item, std::string* path) {
+    const std::optional<config::Secret> secret = walker_.secret_file(item, "Redis URL");
+    if (!secret) return std::nullopt;
+    *path = secret->path;
+    Result<RedisUrl> u = parse_redis_url(secret->value);
+    if (u.ok()) return *u;
+    const std::string& text = secret->value;
+    std::string shown = text;
+    const size_t scheme_end = text.find("://");
+    const size_t at = text.rfind('@');
+    if (scheme_end != std::string::npos && at != std::string::npos && at > scheme_end)
+      shown = text.substr(0, scheme_end + 3) + "***" + text.substr(at);
+    std::string message = u.error().message;
+    if (const size_t echoed = message.find(quoted(text)); echoed != std::string::npos)
+      message.replace(echoed, quoted(text).size(), quoted(shown));
+    walker_.error(item, "the Redis URL in " + secret->path + " " + message);
+    return std::nullopt;
+  }
+
   // store.redis.tls. With a redis:// url it is an error, not a warning: the
   // settings would be ignored and the connection plain, which their author
   // did not mean. The files are loaded as the store will load them, so a
@@ -560,6 +600,11 @@ class Loader {
   void client_ip(const Item& item) {
     const std::optional<Mapping> m = walker_.mapping(item, &kClientIpKeys, "a mapping");
     if (!m) return;
+    if (const Item* h = m->get("header")) {
+      // In the order of ClientIpConfig::Header.
+      if (auto c = walker_.choice(*h, {"x-forwarded-for", "x-real-ip", "forwarded"}))
+        config_.client_ip.header = static_cast<ClientIpConfig::Header>(*c);
+    }
     if (const Item* t = m->get("trusted_proxies")) cidrs(*t, &config_.client_ip.trusted_proxies);
     if (const Item* p = m->get("ipv6_prefix")) {
       if (auto v = walker_.integer(*p, 1, 128, "a prefix length from 1 to 128"))
@@ -1013,13 +1058,22 @@ class Loader {
         route.pattern = rm->pattern;
         route.name = rm->name;
         route.line = match->line();
-        const std::string shape =
-            route.method + " " + pattern_shape(route.pattern, config_.case_insensitive_paths);
-        const auto [it, inserted] = by_shape.emplace(shape, Seen{ri.path, match->line()});
+        const std::string path_shape = pattern_shape(route.pattern, config_.case_insensitive_paths);
+        const auto [it, inserted] =
+            by_shape.emplace(route.method + " " + path_shape, Seen{ri.path, match->line()});
         if (!inserted) {
           walker_.error(*match, "duplicate route " + quoted(route.name) + ": " + it->second.path +
                                     " (line " + std::to_string(it->second.line) +
                                     ") already matches it");
+        }
+        // A GET route matches HEAD requests too (policy.h), first match wins.
+        const auto get =
+            route.method == "HEAD" ? by_shape.find("GET " + path_shape) : by_shape.end();
+        if (get != by_shape.end()) {
+          walker_.error(*match, "route " + quoted(route.name) +
+                                    " is never matched: the GET route " + get->second.path +
+                                    " (line " + std::to_string(get->second.line) +
+                                    ") takes HEAD requests of its path; list this route before it");
         }
       } else {
         ok = false;

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <string_view>
 
+#include "policy/ip.h"
 #include "policy/route_syntax.h"
 #include "util/ascii.h"
 #include "util/utf8.h"
@@ -124,6 +125,7 @@ void access(YAML::Emitter& out, const Config& c) {
   out << YAML::Key << "admin_hosts" << YAML::Value << YAML::BeginSeq;
   for (const std::string& h : a.hosts) quoted(out, h);
   out << YAML::EndSeq;
+  out << YAML::Key << "admin_read_only" << YAML::Value << a.read_only;
   if (c.decision_api.listen || !c.decision_api.token_file.empty()) {
     out << YAML::Key << "decision_api" << YAML::Value << YAML::BeginMap;
     if (c.decision_api.listen) host_port(out, "listen", *c.decision_api.listen);
@@ -171,15 +173,18 @@ void upstream(YAML::Emitter& out, const Config& c) {
   out << YAML::EndMap;
 }
 
-// A user name can only be written in a redis:// URL (which names one
-// address), and so can a password that is not UTF-8 (only the URL's
-// %-escapes put such bytes in it; YAML text cannot hold them); otherwise the
-// addresses, password and database keys.
+// A URL read from url_file is written as that file. A user name can only be
+// written in a redis:// URL (which names one address), and so can a password
+// that is not UTF-8 (only the URL's %-escapes put such bytes in it; YAML text
+// cannot hold them); otherwise the addresses, password and database keys.
 void redis(YAML::Emitter& out, const RedisConfig& r) {
   out << YAML::Key << "redis" << YAML::Value << YAML::BeginMap;
   const bool needs_url =
       !r.username.empty() || util::invalid_utf8(r.password) != std::string_view::npos;
-  if (needs_url && r.addresses.size() == 1) {
+  if (!r.url_file.empty()) {  // the file, not the password it keeps
+    out << YAML::Key << "url_file" << YAML::Value;
+    quoted(out, r.url_file);
+  } else if (needs_url && r.addresses.size() == 1) {
     out << YAML::Key << "url" << YAML::Value;
     quoted(out, std::string(r.tls.enabled ? "rediss://" : "redis://") + url_escape(r.username) +
                     ":" + url_escape(r.password) + "@" + r.addresses.front().text() + "/" +
@@ -227,6 +232,7 @@ void store(YAML::Emitter& out, const StoreConfig& s) {
 
 void client_ip(YAML::Emitter& out, const ClientIpConfig& c) {
   out << YAML::Key << "client_ip" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "header" << YAML::Value << std::string(client_ip_header_name(c.header));
   out << YAML::Key << "trusted_proxies" << YAML::Value << YAML::BeginSeq;
   for (const Cidr& cidr : c.trusted_proxies) quoted(out, cidr.text);
   out << YAML::EndSeq;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
+#include <set>
 
 #include "config/files.h"
 #include "config/values.h"
@@ -235,23 +237,44 @@ std::string consumer_line(std::string_view id, std::string_view plan) {
   return out;
 }
 
-std::string with_consumer(std::string_view text, std::string_view id,
-                          std::optional<std::string_view> plan) {
+std::string with_consumers(std::string_view text, std::span<const ConsumerEdit> edits) {
+  // The last edit of an id wins; ids without a line are appended in the
+  // order they were first edited.
+  std::map<std::string_view, std::optional<std::string_view>> last;
+  std::vector<std::string_view> order;
+  size_t added_bytes = 0;
+  for (const ConsumerEdit& e : edits) {
+    const auto [it, inserted] = last.insert_or_assign(e.id, e.plan);
+    if (inserted) order.push_back(e.id);
+    added_bytes += e.id.size() + 16;
+  }
+  std::set<std::string_view> written;
   std::string out;
-  out.reserve(text.size() + id.size() + 16);
+  out.reserve(text.size() + added_bytes);
   std::string scratch;
-  bool written = false;
   for_each_line(text, [&](std::string_view raw) {
     const Line line = read_line(raw, scratch);
-    if (line.kind == Line::Kind::kEntry && line.id == id) {
-      if (plan && !written) out.append(consumer_line(id, *plan)).push_back('\n');
-      written = true;
+    const auto edit = line.kind == Line::Kind::kEntry ? last.find(line.id) : last.end();
+    if (edit == last.end()) {
+      out.append(raw).push_back('\n');
       return;
     }
-    out.append(raw).push_back('\n');
+    if (edit->second && written.insert(edit->first).second) {
+      out.append(consumer_line(edit->first, *edit->second)).push_back('\n');
+    }
+    written.insert(edit->first);
   });
-  if (plan && !written) out.append(consumer_line(id, *plan)).push_back('\n');
+  for (const std::string_view id : order) {
+    const std::optional<std::string_view> plan = last.at(id);
+    if (plan && !written.contains(id)) out.append(consumer_line(id, *plan)).push_back('\n');
+  }
   return out;
+}
+
+std::string with_consumer(std::string_view text, std::string_view id,
+                          std::optional<std::string_view> plan) {
+  const ConsumerEdit edit{id, plan};
+  return with_consumers(text, {&edit, 1});
 }
 
 }  // namespace sluice::policy

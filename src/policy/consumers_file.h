@@ -21,6 +21,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -58,5 +59,16 @@ std::string consumer_line(std::string_view id, std::string_view plan);
 // has none; with no plan, its line removed.
 std::string with_consumer(std::string_view text, std::string_view id,
                           std::optional<std::string_view> plan);
+
+// One change of a consumer: its plan, or nullopt to remove it.
+struct ConsumerEdit {
+  std::string_view id;
+  std::optional<std::string_view> plan;
+};
+// `text` with every edit made in one pass (a batch of PUTs: one read and
+// one write of the file for all): the last edit of an id wins; an id that
+// has a line keeps its place, the others are appended in the order they
+// were first edited. Every other line is kept as it is.
+std::string with_consumers(std::string_view text, std::span<const ConsumerEdit> edits);
 
 }  // namespace sluice::policy

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "policy/forwarded.h"
 #include "util/ascii.h"
 
 namespace sluice::policy {
@@ -178,37 +179,59 @@ bool cidr_contains(const Cidr& cidr, const IpAddress& ip) {
   return (cidr.address[full_bytes] & m) == (ip.bytes[full_bytes] & m);
 }
 
-IpAddress client_ip(const ClientIpConfig& config, const IpAddress& peer,
-                    std::string_view x_forwarded_for, std::string_view x_real_ip) {
-  if (!is_trusted_proxy(config, peer)) return peer;
-
-  if (!trim(x_forwarded_for).empty()) {
-    // Walk from the right: each address was appended by the hop before the one
-    // we trust, so the rightmost untrusted address is the first one no proxy of
-    // ours vouches for. Entries further left may be forged by the client.
-    IpAddress current = peer;
-    std::string_view rest = x_forwarded_for;
-    while (true) {
-      const size_t comma = rest.rfind(',');
-      const std::string_view entry =
-          trim(comma == std::string_view::npos ? rest : rest.substr(comma + 1));
-      if (!entry.empty()) {  // empty list elements are legal and ignored (RFC 9110 5.6.1)
-        const std::optional<IpAddress> ip = parse_forwarded_entry(entry);
-        // Garbage stops the walk and the address to its right (a trusted proxy,
-        // or the peer) stands: what a client writes cannot choose its key.
-        if (!ip) return current;
-        if (!is_trusted_proxy(config, *ip)) return *ip;
-        current = *ip;
-      }
-      if (comma == std::string_view::npos) break;
-      rest = rest.substr(0, comma);
-    }
-    // Every hop is a trusted proxy: the leftmost is the furthest known.
-    return current;
+std::string_view client_ip_header_name(ClientIpConfig::Header header) {
+  switch (header) {
+    case ClientIpConfig::Header::kXRealIp:
+      return "x-real-ip";
+    case ClientIpConfig::Header::kForwarded:
+      return "forwarded";
+    case ClientIpConfig::Header::kXForwardedFor:
+      break;
   }
+  return "x-forwarded-for";
+}
 
-  if (std::optional<IpAddress> ip = parse_ip(trim(x_real_ip))) return *ip;
-  return peer;
+namespace {
+
+// The walk of client_ip() over a list, right to left: `last_separator`
+// finds the comma before the last entry, `read` an entry's address.
+template <class LastSeparator, class Read>
+IpAddress walk_hops(const ClientIpConfig& config, const IpAddress& peer, std::string_view list,
+                    LastSeparator last_separator, Read read) {
+  IpAddress client = peer;
+  while (true) {
+    const size_t comma = last_separator(list);
+    const std::string_view entry =
+        trim(comma == std::string_view::npos ? list : list.substr(comma + 1));
+    // Empty list elements are legal and ignored (RFC 9110 5.6.1).
+    if (!entry.empty()) {
+      const std::optional<IpAddress> ip = read(entry);
+      if (!ip) return client;  // no address: the one to its right stands
+      client = *ip;
+      if (!is_trusted_proxy(config, client)) return client;
+    }
+    if (comma == std::string_view::npos) return client;
+    list = list.substr(0, comma);
+  }
+}
+
+}  // namespace
+
+IpAddress client_ip(const ClientIpConfig& config, const IpAddress& peer, std::string_view value) {
+  if (!is_trusted_proxy(config, peer)) return peer;
+  switch (config.header) {
+    case ClientIpConfig::Header::kXRealIp: {
+      const std::optional<IpAddress> ip = parse_ip(trim(value));
+      return ip ? *ip : peer;
+    }
+    case ClientIpConfig::Header::kForwarded:
+      return walk_hops(config, peer, value, last_forwarded_separator, forwarded_element_for);
+    case ClientIpConfig::Header::kXForwardedFor:
+      break;
+  }
+  return walk_hops(
+      config, peer, value, [](std::string_view list) { return list.rfind(','); },
+      parse_forwarded_entry);
 }
 
 std::string client_key_text(const IpAddress& ip, int ipv6_prefix) {

@@ -36,12 +36,25 @@ bool is_loopback(const IpAddress& ip);
 // reach a port bound there.
 bool is_loopback_host(std::string_view host);
 
+// The header ClientIpConfig::Header names, lower-case, as the config writes
+// it: "x-forwarded-for", "x-real-ip", "forwarded".
+std::string_view client_ip_header_name(ClientIpConfig::Header header);
+
 // The client's address: the peer itself unless the peer is a trusted proxy;
-// then the rightmost address of X-Forwarded-For that is not a trusted proxy
-// (or X-Real-IP when X-Forwarded-For is absent). Unparseable entries stop the
-// walk: the address to their right is used, so garbage cannot choose the key.
-IpAddress client_ip(const ClientIpConfig& config, const IpAddress& peer,
-                    std::string_view x_forwarded_for, std::string_view x_real_ip);
+// then read from `value`, every field of the one header `config.header`
+// names joined by ", " (the other headers mean nothing):
+//   x-forwarded-for  the rightmost address that is not a trusted proxy;
+//   forwarded        the same walk over the `for=` node of each element
+//                    (RFC 7239; forwarded.h);
+//   x-real-ip        the one address it holds (anything else: the peer).
+// Walking from the right, each entry was written by the hop after it, so the
+// first one that is not a trusted proxy is the client, and entries further
+// left may be the client's own. An entry that is no address (garbage,
+// `unknown`, an obfuscated `_name`, a Forwarded element without `for=`)
+// stops the walk: the address to its right (a trusted proxy, or the peer)
+// stands, so what a client writes cannot choose its key. When every entry is
+// a trusted proxy, the leftmost is the client; with no entry, the peer.
+IpAddress client_ip(const ClientIpConfig& config, const IpAddress& peer, std::string_view value);
 
 // The part of a client address used as a key: IPv4 as is ("192.0.2.1"),
 // IPv6 truncated to `ipv6_prefix` bits ("2001:db8:1:2::/64").

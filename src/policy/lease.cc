@@ -11,23 +11,7 @@
 namespace sluice::policy {
 namespace {
 
-// The MAC is cut to 128 bits: forging one still takes 2^128 guesses.
-constexpr size_t kMacBytes = 16;
-// Fixed fields: fingerprint, charged_at, cost (8 bytes each), policy length (2).
-constexpr size_t kFixedBytes = 8 + 8 + 8 + 2;
-constexpr size_t kMaxPolicyBytes = 0xffff;
 constexpr char kHex[] = "0123456789abcdef";
-
-void put_u64(uint64_t v, std::string& out) {
-  for (int shift = 56; shift >= 0; shift -= 8)
-    out.push_back(static_cast<char>((v >> shift) & 0xff));
-}
-
-uint64_t get_u64(std::string_view in) {
-  uint64_t v = 0;
-  for (size_t i = 0; i < 8; ++i) v = (v << 8) | static_cast<unsigned char>(in[i]);
-  return v;
-}
 
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -35,78 +19,105 @@ int hex_value(char c) {
   return -1;
 }
 
-std::array<unsigned char, kMacBytes> mac_of(const std::array<unsigned char, 32>& secret,
-                                            std::string_view data) {
-  std::array<unsigned char, EVP_MAX_MD_SIZE> full{};
-  unsigned int len = 0;
-  if (HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
-           reinterpret_cast<const unsigned char*>(data.data()), data.size(), full.data(),
-           &len) == nullptr) {
-    throw std::runtime_error("HMAC-SHA256 failed");  // OpenSSL without SHA-256: not a request error
+void append_hex(std::string& out, const unsigned char* bytes, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    out.push_back(kHex[bytes[i] >> 4]);
+    out.push_back(kHex[bytes[i] & 0xf]);
   }
-  std::array<unsigned char, kMacBytes> out{};
-  std::copy_n(full.begin(), kMacBytes, out.begin());
-  return out;
 }
 
 }  // namespace
 
-LeaseSigner::LeaseSigner() {
+LeaseTable::LeaseTable(size_t capacity) : capacity_(std::max<size_t>(capacity, 1)) {
   if (RAND_bytes(secret_.data(), static_cast<int>(secret_.size())) != 1)
     throw std::runtime_error("cannot draw the lease secret (RAND_bytes failed)");
 }
 
-LeaseSigner::LeaseSigner(std::string_view secret) {
+LeaseTable::LeaseTable(size_t capacity, std::string_view secret)
+    : capacity_(std::max<size_t>(capacity, 1)) {
   std::copy_n(secret.begin(), std::min(secret.size(), secret_.size()), secret_.begin());
 }
 
-std::string LeaseSigner::issue(const Lease& lease) const {
-  std::string raw;
-  raw.reserve(kFixedBytes + lease.policy.size() + lease.key.size() + kMacBytes);
-  put_u64(lease.fingerprint, raw);
-  put_u64(static_cast<uint64_t>(lease.charged_at.count()), raw);
-  put_u64(lease.cost, raw);
-  const size_t policy_bytes = std::min(lease.policy.size(), kMaxPolicyBytes);
-  raw.push_back(static_cast<char>(policy_bytes >> 8));
-  raw.push_back(static_cast<char>(policy_bytes & 0xff));
-  raw.append(lease.policy, 0, policy_bytes);
-  raw.append(lease.key);
-  const auto mac = mac_of(secret_, raw);
-  raw.append(reinterpret_cast<const char*>(mac.data()), mac.size());
-  std::string id;
-  id.reserve(raw.size() * 2);
-  for (const char c : raw) {
-    const auto b = static_cast<unsigned char>(c);
-    id.push_back(kHex[b >> 4]);
-    id.push_back(kHex[b & 0xf]);
+std::array<unsigned char, 16> LeaseTable::mac_of(std::string_view token) const {
+  std::array<unsigned char, EVP_MAX_MD_SIZE> full{};
+  unsigned int len = 0;
+  if (HMAC(EVP_sha256(), secret_.data(), static_cast<int>(secret_.size()),
+           reinterpret_cast<const unsigned char*>(token.data()), token.size(), full.data(),
+           &len) == nullptr) {
+    throw std::runtime_error("HMAC-SHA256 failed");  // OpenSSL without SHA-256: not a request error
   }
+  std::array<unsigned char, 16> out{};
+  std::copy_n(full.begin(), out.size(), out.begin());
+  return out;
+}
+
+void LeaseTable::erase(std::unordered_map<std::string, Entry>::iterator it) {
+  by_end_.erase(it->second.by_end);
+  held_.erase(it);
+}
+
+void LeaseTable::drop_ended(Nanos now) {
+  while (!by_end_.empty() && by_end_.begin()->first <= now) {
+    erase(held_.find(*by_end_.begin()->second));
+  }
+}
+
+std::string LeaseTable::issue(Lease lease, Nanos now) {
+  std::string token(kTokenBytes, '\0');
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(token.data()), static_cast<int>(kTokenBytes)) !=
+      1) {
+    throw std::runtime_error("cannot draw a lease id (RAND_bytes failed)");
+  }
+  const auto mac = mac_of(token);
+  std::string id;
+  id.reserve(2 * (kTokenBytes + mac.size()));
+  append_hex(id, reinterpret_cast<const unsigned char*>(token.data()), token.size());
+  append_hex(id, mac.data(), mac.size());
+
+  const Nanos ends_at = lease.ends_at;
+  std::lock_guard lock(mutex_);
+  drop_ended(now);
+  // Past capacity the lease that ends first goes: its slot is the nearest
+  // to freeing itself.
+  while (held_.size() >= capacity_) erase(held_.find(*by_end_.begin()->second));
+  // 128 random bits: a token already held is never drawn in practice, and
+  // would only keep the older lease.
+  const auto [it, inserted] = held_.emplace(std::move(token), Entry{std::move(lease), {}});
+  if (inserted) it->second.by_end = by_end_.emplace(ends_at, &it->first);
   return id;
 }
 
-std::optional<Lease> LeaseSigner::open(std::string_view id) const {
-  if (id.size() % 2 != 0 || id.size() / 2 < kFixedBytes + kMacBytes) return std::nullopt;
+LeaseTable::Taken LeaseTable::take(std::string_view id, Nanos now) {
+  Taken out;
+  if (id.size() != 2 * (kTokenBytes + 16)) return out;
   std::string raw(id.size() / 2, '\0');
   for (size_t i = 0; i < raw.size(); ++i) {
     const int hi = hex_value(id[2 * i]);
     const int lo = hex_value(id[2 * i + 1]);
-    if (hi < 0 || lo < 0) return std::nullopt;
+    if (hi < 0 || lo < 0) return out;
     raw[i] = static_cast<char>(hi << 4 | lo);
   }
-  const std::string_view signed_part = std::string_view(raw).substr(0, raw.size() - kMacBytes);
-  const auto mac = mac_of(secret_, signed_part);
+  const std::string token = raw.substr(0, kTokenBytes);
+  const auto mac = mac_of(token);
   // Constant time: a caller learns nothing from how fast a wrong MAC fails.
-  if (CRYPTO_memcmp(mac.data(), raw.data() + signed_part.size(), kMacBytes) != 0)
-    return std::nullopt;
-  const size_t policy_bytes = static_cast<size_t>(static_cast<unsigned char>(raw[24])) << 8 |
-                              static_cast<unsigned char>(raw[25]);
-  if (kFixedBytes + policy_bytes > signed_part.size()) return std::nullopt;
-  Lease lease;
-  lease.fingerprint = get_u64(signed_part.substr(0, 8));
-  lease.charged_at = Nanos{static_cast<int64_t>(get_u64(signed_part.substr(8, 8)))};
-  lease.cost = get_u64(signed_part.substr(16, 8));
-  lease.policy = std::string(signed_part.substr(kFixedBytes, policy_bytes));
-  lease.key = std::string(signed_part.substr(kFixedBytes + policy_bytes));
-  return lease;
+  if (CRYPTO_memcmp(mac.data(), raw.data() + kTokenBytes, mac.size()) != 0) return out;
+
+  out.outcome = Outcome::kNotHeld;
+  std::lock_guard lock(mutex_);
+  const auto it = held_.find(token);
+  if (it == held_.end()) return out;
+  const bool ended = it->second.lease.ends_at <= now;
+  if (!ended) {
+    out.outcome = Outcome::kTaken;
+    out.lease = std::move(it->second.lease);
+  }
+  erase(it);
+  return out;
+}
+
+size_t LeaseTable::size() const {
+  std::lock_guard lock(mutex_);
+  return held_.size();
 }
 
 }  // namespace sluice::policy

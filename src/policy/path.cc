@@ -97,7 +97,7 @@ class Builder {
 
 std::string normalize_path(std::string_view target, const PathReading& reading, bool* refused) {
   target = strip_absolute_form(target);
-  target = target.substr(0, target.find_first_of("?#"));
+  target = target_path(target);
 
   std::string out;
   out.reserve(target.size() + 1);

@@ -44,6 +44,13 @@ struct PathReading {
 std::string normalize_path(std::string_view target, const PathReading& reading,
                            bool* refused = nullptr);
 
+// The path of a raw request target as sent: what comes before its query
+// ('?') or fragment ('#'). Logs write this, never the query, which may hold
+// credentials (?api_key=...).
+constexpr std::string_view target_path(std::string_view target) {
+  return target.substr(0, target.find_first_of("?#"));
+}
+
 // With the default reading (reject escaped and raw backslash separators,
 // strip matrix parameters).
 inline std::string normalize_path(std::string_view target, bool case_insensitive,

@@ -7,6 +7,7 @@
 
 #include "policy/ip.h"
 #include "policy/jwt.h"
+#include "policy/key_bound.h"
 #include "policy/key_sources.h"
 #include "policy/path.h"
 
@@ -141,6 +142,16 @@ void append_escaped(std::string& out, std::string_view value) {
 
 constexpr size_t kDefaultRoute = static_cast<size_t>(-1);
 
+// HEAD is GET without the body (RFC 9110 9.3.2), and every framework runs a
+// GET handler for it: a HEAD request matches GET routes as well as HEAD and
+// `*` ones, so it spends the GET route's limits under the same store keys.
+// First match wins: a HEAD route takes HEAD requests only when it is listed
+// before the GET route of its path (the loader refuses one listed after).
+bool method_matches(const CompiledRoute& route, std::string_view method) {
+  if (route.any_method || route.method == method) return true;
+  return method == "HEAD" && route.method == "GET";
+}
+
 // "?..." of a request target as sent (without a fragment), or "".
 std::string_view query_of(std::string_view target) {
   target = target.substr(0, target.find('#'));
@@ -162,8 +173,9 @@ std::string_view value_prefix(KeyPart::Kind kind) {
   }
 }
 
-// A part read from the request: "h:NAME=value" (escaped), or `ip_part` when
-// the request has no usable value (missing, empty or ambiguous).
+// A part read from the request: "h:NAME=value" (escaped, and hashed when
+// long: key_bound.h), or `ip_part` when the request has no usable value
+// (missing, empty or ambiguous).
 void append_value_part(std::string& key, const KeyPart& part, std::string_view value,
                        std::string_view ip_part) {
   if (value.empty()) {
@@ -173,7 +185,31 @@ void append_value_part(std::string& key, const KeyPart& part, std::string_view v
   key += value_prefix(part.kind);
   key += part.name;
   key += '=';
+  const size_t from = key.size();
   append_escaped(key, value);
+  bound_key_part(key, from);
+}
+
+// A client key an operator wrote as plan() forms it, with each value longer
+// than a store key holds replaced by its digest, as plan() replaces it. (A
+// digest copied from a log is kept: it is short.)
+std::string with_long_values_hashed(std::string_view client_key) {
+  std::string out;
+  out.reserve(client_key.size());
+  for (size_t at = 0; at <= client_key.size();) {
+    const size_t end = std::min(client_key.find('+', at), client_key.size());
+    const std::string_view part = client_key.substr(at, end - at);
+    const size_t equals = part.find('=');
+    if (at > 0) out += '+';
+    if (equals != std::string_view::npos && part.size() - equals - 1 > kMaxKeyPartBytes) {
+      out.append(part.substr(0, equals + 1));
+      out += hashed_key_part(part.substr(equals + 1));
+    } else {
+      out.append(part);
+    }
+    at = end + 1;
+  }
+  return out;
 }
 
 }  // namespace
@@ -228,7 +264,7 @@ const Route* Policy::match_index(std::string_view method, std::string_view norma
   const std::vector<CompiledRoute>& routes = compiled_->routes;
   for (size_t i = 0; i < routes.size(); ++i) {
     const CompiledRoute& route = routes[i];
-    if (!route.any_method && route.method != method) continue;
+    if (!method_matches(route, method)) continue;
     if (!path_matches(route, normalized_path)) continue;
     *index = i;
     return &config_.routes[i];
@@ -347,7 +383,7 @@ Plan Policy::plan_consumer(std::string_view id, std::string_view unknown_key) co
     plan.consumer_rejected = true;
     return plan;
   }
-  plan.client_key = unknown_key.empty() ? std::string("unknown") : std::string(unknown_key);
+  plan.client_key = unknown_key.empty() ? std::string("unknown") : bounded_key_part(unknown_key);
   add_plan_limits(plan, *consumers.unknown_plan, plan.client_key);
   return plan;
 }
@@ -366,7 +402,7 @@ Plan Policy::plan(const RequestInfo& request) const {
     const std::string& matched = reading.case_insensitive ? as_sent_case : plan.normalized_path;
     // Most targets are sent normalised: then they go on as they came, with
     // no copy.
-    if (matched != request.target.substr(0, request.target.find_first_of("?#"))) {
+    if (matched != target_path(request.target)) {
       plan.forward_target = matched;
       plan.forward_target += query_of(request.target);
     }
@@ -374,15 +410,13 @@ Plan Policy::plan(const RequestInfo& request) const {
   size_t index = kDefaultRoute;
   plan.route = match_index(request.method, plan.normalized_path, &index);
 
-  // Forwarding headers are read only from trusted peers; anyone else is keyed
-  // by the TCP address whatever it writes.
+  // The one configured forwarding header, read only from trusted peers;
+  // anyone else is keyed by the TCP address whatever it writes.
   const ClientIpConfig& ip_config = config_.client_ip;
   plan.client = request.peer;
   if (request.headers != nullptr && is_trusted_proxy(ip_config, request.peer)) {
-    const std::string xff = request.headers->get_all("x-forwarded-for");
-    std::string_view real_ip;
-    if (xff.empty()) real_ip = request.headers->get("x-real-ip").value_or(std::string_view());
-    plan.client = client_ip(ip_config, request.peer, xff, real_ip);
+    plan.client = client_ip(ip_config, request.peer,
+                            request.headers->get_all(client_ip_header_name(ip_config.header)));
   }
   auto listed = [&](const std::vector<Cidr>& list) {
     return std::any_of(list.begin(), list.end(),
@@ -454,7 +488,7 @@ std::optional<std::string> Policy::client_key_of(const Route& route,
              part.starts_with("q:") || part.starts_with("j:") || part == "global";
     at = end + 1;
   }
-  if (formed || client.empty()) return std::string(client);
+  if (formed || client.empty()) return with_long_values_hashed(client);
   if (parts.size() != 1) return std::nullopt;
   switch (parts[0].kind) {
     case KeyPart::Kind::kGlobal:
@@ -484,7 +518,7 @@ std::vector<std::string> Policy::store_keys(const Route& route, std::string_view
 
 Plan Policy::plan_policy(std::string_view policy_name, std::string_view key) const {
   Plan plan;
-  plan.client_key = std::string(key);
+  plan.client_key = bounded_key_part(key);
   const RouteLimit* limit = find_policy_limit(policy_name);
   if (limit == nullptr) return plan;
   plan.limits.push_back(PlannedLimit{limit, policy_store_key(policy_name, key)});
@@ -493,11 +527,13 @@ Plan Policy::plan_policy(std::string_view policy_name, std::string_view key) con
 
 std::string Policy::policy_store_key(std::string_view policy_name, std::string_view key) {
   std::string out;
-  out.reserve(7 + policy_name.size() + 1 + key.size());
+  out.reserve(7 + policy_name.size() + 1 + std::min(key.size(), kMaxKeyPartBytes));
   out += "policy:";
   out += policy_name;
   out += '|';
+  const size_t from = out.size();
   out += key;
+  bound_key_part(out, from);
   return out;
 }
 

@@ -61,7 +61,8 @@ class Policy {
   const Config& config() const { return config_; }
 
   // The first route matching (method, normalised path), else the default
-  // route, else nullptr.
+  // route, else nullptr. A route's method matches when it is `*` or equal
+  // (methods are case-sensitive); a GET route matches HEAD too.
   const Route* match(std::string_view method, std::string_view normalized_path) const;
 
   // A named policy, for /v1/check. nullptr when unknown.
@@ -83,11 +84,13 @@ class Policy {
   // "c:NAME=...", "query:NAME" -> "q:NAME=..." likewise (key_sources.h says
   // when a value is unusable); "jwt:CLAIM" -> "j:CLAIM=..." from the
   // Authorization bearer token when it verifies at request.now (jwt.h), else
-  // the "ip:" part; "global" -> "global"; parts joined by '+'.
+  // the "ip:" part; "global" -> "global"; parts joined by '+'. A value
+  // longer than 256 bytes once escaped is kept as its digest (key_bound.h).
   Plan plan(const RequestInfo& request) const;
 
   // A plan for /v1/check: the named policy applied to a caller-given key
-  // (store key policy_store_key(name, key)); route = nullptr, client unset.
+  // (store key policy_store_key(name, key); client_key the key as stored,
+  // bounded_key_part(key)); route = nullptr, client unset.
   // No limits (so decide() says "not limited") when the policy is unknown.
   Plan plan_policy(std::string_view policy_name, std::string_view key) const;
 
@@ -101,14 +104,15 @@ class Policy {
   // A plan for /v1/check {"consumer": id}: the consumer's plan's limits,
   // keyed by the consumer as the gateway keys it (so both spend one quota).
   // An unknown id gets the `unknown` plan keyed by `unknown_key` (the
-  // caller's "key"; "unknown" when empty, one key for all, so ids never
-  // mint fresh state), or consumer_rejected with `unknown: reject`. No
-  // limits without `consumers:`.
+  // caller's "key", bounded as key_bound.h says; "unknown" when empty, one key for all, so ids
+  // never mint fresh state), or consumer_rejected with `unknown: reject`. No limits without
+  // `consumers:`.
   Plan plan_consumer(std::string_view id, std::string_view unknown_key) const;
 
   // The client key `route` forms for a client as an operator writes it
   // (/admin/reset): a client key as plan() forms it ("ip:192.0.2.1",
-  // "h:x-api-key=abc", "global", parts joined by '+') is taken as it is; an
+  // "h:x-api-key=abc", "global", parts joined by '+') is taken as it is
+  // (a value longer than 256 bytes replaced by its digest, as plan() does); an
   // IP address is keyed as plan() keys it (IPv6 by its prefix) when the
   // route is keyed by ip; any other text is the header value of a route
   // keyed by one header. Nothing when the route's key has several parts and
@@ -120,7 +124,7 @@ class Policy {
   std::vector<std::string> store_keys(const Route& route, std::string_view client_key) const;
 
   // The store key for a named policy and a caller-given key (/v1/check,
-  // /admin/reset): "policy:<name>|<key>".
+  // /admin/reset): "policy:<name>|<key>", the key bounded (key_bound.h).
   static std::string policy_store_key(std::string_view policy_name, std::string_view key);
 
  private:

@@ -33,13 +33,12 @@ char upper(char c) {
 }  // namespace
 
 bool is_http_token(std::string_view text) {
-  if (text.empty()) return false;
-  for (char c : text) {
-    const bool ok = is_alpha(c) || is_digit(c) ||
-                    std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-    if (!ok) return false;
-  }
-  return true;
+  return !text.empty() && std::all_of(text.begin(), text.end(), util::is_tchar);
+}
+
+bool is_request_method(std::string_view text) {
+  return is_http_token(text) &&
+         std::none_of(text.begin(), text.end(), [](char c) { return c >= 'a' && c <= 'z'; });
 }
 
 Result<KeySpec> parse_key_spec(std::string_view text) {

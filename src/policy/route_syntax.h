@@ -14,6 +14,12 @@ namespace sluice::policy {
 // True for an HTTP header field name / method token (RFC 9110 tchar+).
 bool is_http_token(std::string_view text);
 
+// True for a request method as front doors accept it: a token without
+// lower-case letters. Methods are case-sensitive (RFC 9110 9.1) and every
+// registered one is upper-case, so "post" is not POST: it would match no
+// POST route while an upstream that folds case ran its POST handler.
+bool is_request_method(std::string_view text);
+
 // "ip", "global", "header:NAME", or several joined by '+' ("ip+header:x-api-key").
 // Header names are lower-cased; `text` is the normalised spelling.
 Result<KeySpec> parse_key_spec(std::string_view text);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "policy/decider.h"
+#include "policy/key_bound.h"
 #include "render/rate_headers.h"
 #include "rls/matcher.h"
 
@@ -45,6 +46,8 @@ void append_field(std::string* out, std::string_view s) {
 
 // "rls", the domain, then each entry's key and value (or shared pattern),
 // every part prefixed by its length: no request can spell another's key.
+// Past 256 bytes what follows "rls|" is kept as its digest
+// (policy/key_bound.h): what a request sends never sizes what the store keeps.
 std::string store_key(
     std::string_view domain,
     const google::protobuf::RepeatedPtrField<
@@ -64,6 +67,7 @@ std::string store_key(
       append_field(&key, entries[i].value());
     }
   }
+  policy::bound_key_part(key, 4);
   return key;
 }
 

@@ -41,6 +41,8 @@
 //   no value can spell another key); a share_threshold wildcard puts its
 //   pattern in place of the value, so all values matching it share a counter.
 //   The store adds the limit's definition, so a changed rule starts afresh.
+//   A key longer than 256 bytes after "rls|" is kept as its digest
+//   (policy/key_bound.h), so long values never size what the store keeps.
 //
 // Thread-safety: all methods may be called from any thread; set_config swaps
 // the whole config atomically (a call in flight keeps the config it started with).

@@ -25,6 +25,11 @@ constexpr int hex_value(char c) {
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
 }
+// RFC 9110 tchar: the characters of a token (a method, a header name).
+constexpr bool is_tchar(char c) {
+  return is_alpha(c) || is_digit(c) ||
+         std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
 // RFC 3986 unreserved: decoding these never changes what a URI means.
 constexpr bool is_unreserved(char c) {
   return is_alpha(c) || is_digit(c) || c == '-' || c == '.' || c == '_' || c == '~';

@@ -197,7 +197,8 @@ upstream: {url: http://127.0.0.1:3000, timeout: 5s}
                 "(the port is missing)",
                 path + ":1:1: an admin port on \"0.0.0.0\" is reachable from other hosts and can "
                        "reload the config and reset limits: set `admin_token_file` (a bearer token "
-                       "for it), or bind it to 127.0.0.1"}));
+                       "for it), `admin_read_only: true` (no POST, PUT or DELETE), or bind it to "
+                       "127.0.0.1"}));
 }
 
 }  // namespace

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -22,6 +24,8 @@
 namespace sluice::test {
 namespace {
 
+using Headers = std::vector<std::pair<std::string, std::string>>;
+
 const std::string kRateLimitedBody =
     R"({"error":{"code":"RATE_LIMITED","message":"Too many requests. Please retry after the Retry-After period."}})";
 
@@ -30,6 +34,7 @@ const std::string kRateLimitedBody =
 const std::string kSluiceYaml = R"(
 auth_deny_status: 403
 client_ip:
+  header: x-real-ip
   trusted_proxies: [127.0.0.1/32]
 headers: [legacy, draft]
 routes:
@@ -138,12 +143,42 @@ TEST(Nginx, TheClientAddressNginxSawIsTheKeyAndPathSpellingsShareALimit) {
     EXPECT_EQ(c.request("GET", target).status, 200) << target;
   }
   EXPECT_EQ(c.request("GET", "/api/./hello").status, 429);
-  // Behind a proxy that nginx's client names (X-Forwarded-For, appended by
-  // nginx and read by Sluice because nginx is trusted), another client has
-  // its own bucket.
-  const HttpResponse other = c.request("GET", "/api/hello", {{"X-Forwarded-For", "203.0.113.9"}});
-  EXPECT_EQ(other.status, 200);
-  EXPECT_EQ(other.header("X-RateLimit-Remaining"), "4");
+  // The client is the address nginx saw ($remote_addr in X-Real-IP, the one
+  // header Sluice reads): what a client writes in its own forwarding headers,
+  // which nginx passes on, cannot give it another key.
+  const std::vector<Headers> spoofs = {{{"X-Forwarded-For", "9.9.9.9"}},
+                                       {{"X-Forwarded-For", "203.0.113.9, 10.0.0.1"}},
+                                       {{"X-Real-IP", "203.0.113.9"}},
+                                       {{"Forwarded", "for=203.0.113.9"}}};
+  for (const Headers& spoof : spoofs) {
+    const HttpResponse r = c.request("GET", "/api/hello", spoof);
+    EXPECT_EQ(r.status, 429) << spoof[0].first << ": " << spoof[0].second;
+    EXPECT_EQ(r.header("X-RateLimit-Remaining"), "0");
+  }
+  EXPECT_EQ(sluice->metric(R"(sluice_requests_total{route="GET /api/hello",result="denied"})"), 5);
+}
+
+// A client on the deny list stays there whatever it forwards: Sluice's 403,
+// which the example turns into the 429 body, and nothing reaches the app.
+TEST(Nginx, ADeniedClientStaysDeniedWhateverForwardingHeadersItSends) {
+  TestUpstream app;
+  ASSERT_NE(app.port(), 0);
+  auto sluice = SluiceProcess::start(kSluiceYaml + "access: {deny: [127.0.0.1/32]}\n");
+  ASSERT_NE(sluice, nullptr);
+  Nginx nginx = auth_nginx(sluice->port(), app.port());
+  ASSERT_NE(nginx.port(), 0);
+  HttpConnection c("127.0.0.1", nginx.port());
+  const std::vector<Headers> attempts = {{},
+                                         {{"X-Forwarded-For", "9.9.9.9"}},
+                                         {{"X-Real-IP", "9.9.9.9"}},
+                                         {{"Forwarded", "for=9.9.9.9"}}};
+  for (const Headers& headers : attempts) {
+    const HttpResponse r = c.request("GET", "/api/hello", headers);
+    EXPECT_EQ(r.status, 429) << nginx.log();
+    EXPECT_EQ(r.body, kRateLimitedBody);
+  }
+  EXPECT_EQ(app.requests(), 0);
+  EXPECT_EQ(sluice->metric(R"(sluice_http_rejected_total{reason="access_denied"})"), 4);
 }
 
 TEST(Nginx, TheExampleSluiceConfigIsValid) {

@@ -47,6 +47,59 @@ TEST(AdminAccess, AHostOtherThanTheAdminAddressLocalhostOrAdminHostsGets421) {
   }
 }
 
+// A kubelet probe and a port mapping name the address they connected to,
+// which is not the one the server sees ("Host: 10.1.2.3:9090" for a pod IP,
+// "Host: 127.0.0.1:9090" through a container's port mapping). No DNS name
+// was rebound to send an IP literal: every one is answered, names are not.
+TEST(AdminAccess, AnyIpLiteralHostIsAnsweredButNotANameThatLooksLikeOne) {
+  auto server = SluiceProcess::start(kYaml);
+  ASSERT_NE(server, nullptr);
+  const std::string port = std::to_string(server->admin_port());
+  for (const std::string& host :
+       {"10.1.2.3:" + port, std::string("10.1.2.3"), std::string("192.0.2.77:1"),
+        "[2001:db8::1]:" + port, std::string("[2001:db8::1]"), std::string("[::1]:9090"),
+        std::string("[::ffff:10.1.2.3]:" + port)}) {
+    EXPECT_EQ(server->admin_request("GET", "/healthz", {{"Host", host}}).status, 200) << host;
+    EXPECT_EQ(server->admin_request("GET", "/readyz", {{"Host", host}}).status, 200) << host;
+  }
+  for (const std::string& host :
+       {std::string("10.1.2.3.nip.io:") + port, std::string("10.1.2.3.evil.example"),
+        std::string("2001:db8::1"), std::string("[2001:db8::1"), std::string("[10.1.2.3]:9090"),
+        std::string("10.1.2.3:90x"), std::string("10.1.2:9090"), std::string("[::1]x")}) {
+    const HttpResponse r = server->admin_request("GET", "/healthz", {{"Host", host}});
+    EXPECT_EQ(r.status, 421) << host;
+    EXPECT_EQ(code_of(r), "MISDIRECTED_REQUEST") << host;
+  }
+}
+
+// The container image's admin port: other hosts reach it, and it has
+// nothing for them to change.
+TEST(AdminAccess, AReadOnlyAdminPortRefusesEveryChangeAndServesTheReads) {
+  auto server = SluiceProcess::start(kYaml + "admin_read_only: true\n");
+  ASSERT_NE(server, nullptr);
+  ASSERT_EQ(server->post("/v1/check", kReset).status, 200);
+  for (const auto& [method, target] :
+       std::vector<std::pair<std::string, std::string>>{{"POST", "/admin/reload"},
+                                                        {"POST", "/admin/reset"},
+                                                        {"PUT", "/admin/consumers/u1"},
+                                                        {"DELETE", "/admin/consumers/u1"}}) {
+    const HttpResponse r = server->admin_request(method, target, kJson, "{}");
+    EXPECT_EQ(r.status, 403) << method << " " << target;
+    EXPECT_EQ(r.body, R"({"error":{"code":"FORBIDDEN","message":"this admin port is read-only )"
+                      R"((admin_read_only: true): a )" +
+                          method + R"( changes state and is not served"}})")
+        << method << " " << target;
+  }
+  EXPECT_EQ(server->metric(R"(sluice_config_reloads_total{result="success"})"), 0);
+  for (const std::string target : {"/healthz", "/readyz", "/metrics", "/admin/stats"}) {
+    EXPECT_EQ(server->admin_get(target).status, 200) << target;
+  }
+  // The reset was refused: user:1 has spent one of its two.
+  const HttpResponse second = server->post("/v1/check", kReset);
+  EXPECT_EQ(second.status, 200);
+  EXPECT_NE(second.body.find(R"("remaining":0)"), std::string::npos) << second.body;
+}
+
 TEST(AdminAccess, APostFromAnotherOriginGets403AndANonJsonBody415) {
   auto server = SluiceProcess::start(kYaml);
   ASSERT_NE(server, nullptr);

@@ -164,21 +164,23 @@ routes:
   // FNV-1a of the value (tests/unit/redact_test.cc pins the function).
   const std::string hashed = "h:x-api-key=~c07a2bb3b2af";
   const std::vector<std::string> lines = {
-      " client=127.0.0.1 method=GET path=\"/a?x=1\" route=\"GET /a\" key=ip:127.0.0.1 "
+      " client=127.0.0.1 peer=127.0.0.1 method=GET path=/a route=\"GET /a\" key=ip:127.0.0.1 "
       "decision=allowed status=200 bytes=16 upstream_ms=- ms=",
-      " client=127.0.0.1 method=GET path=/a route=\"GET /a\" key=ip:127.0.0.1 decision=denied "
+      " client=127.0.0.1 peer=127.0.0.1 method=GET path=/a route=\"GET /a\" key=ip:127.0.0.1 "
+      "decision=denied "
       "status=429 bytes=107 upstream_ms=- ms=",
-      " client=127.0.0.1 method=GET path=/k route=\"GET /k\" key=\"" + hashed +
+      " client=127.0.0.1 peer=127.0.0.1 method=GET path=/k route=\"GET /k\" key=\"" + hashed +
           "\" decision=allowed status=200 ",
-      " client=127.0.0.1 method=GET path=/k route=\"GET /k\" key=\"" + hashed +
+      " client=127.0.0.1 peer=127.0.0.1 method=GET path=/k route=\"GET /k\" key=\"" + hashed +
           "\" decision=denied status=429 ",
-      " client=127.0.0.1 method=GET path=/nowhere route=none key=- decision=none "
+      " client=127.0.0.1 peer=127.0.0.1 method=GET path=/nowhere route=none key=- decision=none "
       "status=200 "};
   const std::string log = server->wait_for_access_log(lines);
   for (const std::string& line : lines) EXPECT_NE(log.find(line), std::string::npos) << line << log;
   EXPECT_EQ(log.find("s3cr3t"), std::string::npos) << log;
   // Each line starts with an RFC 3339 time with its zone.
-  const std::regex rfc3339(R"(^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}(Z|[+-]\d\d:\d\d) client=)");
+  const std::regex rfc3339(
+      R"(^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}(Z|[+-]\d\d:\d\d) client=\S+ peer=)");
   std::istringstream in(log);
   for (std::string line; std::getline(in, line);)
     EXPECT_TRUE(std::regex_search(line, rfc3339)) << line;
@@ -186,6 +188,39 @@ routes:
   const HttpResponse stats = server->admin_get("/admin/stats");
   EXPECT_NE(stats.body.find(hashed), std::string::npos) << stats.body;
   EXPECT_EQ(stats.body.find("s3cr3t"), std::string::npos) << stats.body;
+}
+
+// A query may hold credentials (?api_key=...): the access log writes the
+// path without it, whatever the route's key. `client` is the client as
+// resolved through trusted proxies (also for a request refused before any
+// decision), `peer` the TCP peer.
+TEST(AccessLog, ThePathHasNoQueryAndTheClientIsTheResolvedOne) {
+  auto server = SluiceProcess::start(R"(
+logging: {access_log: true}
+client_ip: {trusted_proxies: [127.0.0.1/32]}
+access: {deny: [203.0.113.9/32]}
+routes:
+  - match: GET /q
+    key: query:api_key
+    limits: [{capacity: 1, refill_rate: 1/h}]
+)");
+  ASSERT_NE(server, nullptr);
+  EXPECT_EQ(
+      server->get("/q?api_key=sk_live_SECRET123", {{"X-Forwarded-For", "198.51.100.7"}}).status,
+      200);
+  EXPECT_EQ(server->get("/q?token=SECRET456&api_key=sk_live_SECRET123").status, 429);
+  EXPECT_EQ(server->get("/q?api_key=x", {{"X-Forwarded-For", "203.0.113.9"}}).status, 403);
+  const std::string key = "key=\"q:api_key=~5871ac2ac2e8\"";
+  const std::vector<std::string> lines = {
+      " client=198.51.100.7 peer=127.0.0.1 method=GET path=/q route=\"GET /q\" " + key +
+          " decision=allowed status=200 ",
+      " client=127.0.0.1 peer=127.0.0.1 method=GET path=/q route=\"GET /q\" " + key +
+          " decision=denied status=429 ",
+      " client=203.0.113.9 peer=127.0.0.1 method=GET path=/q route=- key=- decision=- status=403 "};
+  const std::string log = server->wait_for_access_log(lines);
+  for (const std::string& line : lines) EXPECT_NE(log.find(line), std::string::npos) << line << log;
+  EXPECT_EQ(log.find("SECRET"), std::string::npos) << log;
+  EXPECT_EQ(log.find('?'), std::string::npos) << log;
 }
 
 TEST(AccessLog, RedactKeysOffShowsTheValues) {

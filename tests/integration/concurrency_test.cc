@@ -271,5 +271,69 @@ policies:
   EXPECT_EQ(again.status, 200) << again.body;
 }
 
+// Releasing one lease again and again used to free the other holders'
+// slots, each answered {"released":true}.
+TEST(Concurrency, ALeaseIsReleasedOnceAndItsIdDoesNotShowTheKey) {
+  auto server = SluiceProcess::start(R"(
+headers: none
+policies:
+  exports: {algorithm: concurrency, max: 3, lease: 1h}
+)");
+  ASSERT_NE(server, nullptr);
+  const Headers json = {{"Content-Type", "application/json"}};
+  const std::string key = "customer-7f3a9e-secret";
+  const std::string body = R"({"policy":"exports","key":")" + key + R"("})";
+  std::vector<std::string> leases;
+  for (int i = 0; i < 3; ++i) {
+    const HttpResponse r = server->post("/v1/check", body, json);
+    ASSERT_EQ(r.status, 200) << r.body;
+    const size_t at = r.body.find(R"("lease":")");
+    ASSERT_NE(at, std::string::npos) << r.body;
+    leases.push_back(r.body.substr(at + 9, r.body.size() - at - 9 - 2));
+  }
+  ASSERT_EQ(server->post("/v1/check", body, json).status, 429);
+
+  // Opaque: 64 hex digits, nothing of the key or the policy, in clear or in hex.
+  std::string key_hex;
+  for (const unsigned char c : key) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    key_hex += kHex[c >> 4];
+    key_hex += kHex[c & 0xf];
+  }
+  for (const std::string& lease : leases) {
+    EXPECT_EQ(lease.size(), 64u) << lease;
+    EXPECT_EQ(lease.find_first_not_of("0123456789abcdef"), std::string::npos) << lease;
+    EXPECT_EQ(lease.find(key), std::string::npos);
+    EXPECT_EQ(lease.find(key_hex.substr(0, 12)), std::string::npos) << lease;
+    EXPECT_EQ(lease.find("6578706f727473"), std::string::npos) << lease;  // "exports"
+  }
+  EXPECT_NE(leases[0], leases[1]);
+
+  // One lease released four times: one slot back, then nothing.
+  const std::string release = R"({"lease":")" + leases[0] + R"("})";
+  const HttpResponse first = server->post("/v1/release", release, json);
+  EXPECT_EQ(first.status, 200);
+  EXPECT_EQ(first.body, R"({"released":true})");
+  for (int i = 0; i < 3; ++i) {
+    const HttpResponse again = server->post("/v1/release", release, json);
+    EXPECT_EQ(again.status, 200) << i;
+    EXPECT_EQ(again.body, R"({"released":false})") << i;
+  }
+  EXPECT_EQ(server->metric(R"(sluice_concurrency_slots_released_total{route="policy:exports"})"),
+            1);
+  // Exactly the one slot released is free: the other two holders keep theirs.
+  EXPECT_EQ(server->post("/v1/check", body, json).status, 200);
+  EXPECT_EQ(server->post("/v1/check", body, json).status, 429);
+  // The other leases still release, once each.
+  EXPECT_EQ(server->post("/v1/release", R"({"lease":")" + leases[1] + R"("})", json).body,
+            R"({"released":true})");
+  EXPECT_EQ(server->post("/v1/release", R"({"lease":")" + leases[1] + R"("})", json).body,
+            R"({"released":false})");
+  // A made-up id of the right shape was never issued here.
+  EXPECT_EQ(
+      server->post("/v1/release", R"({"lease":")" + std::string(64, 'a') + R"("})", json).status,
+      404);
+}
+
 }  // namespace
 }  // namespace sluice::test

@@ -2,6 +2,10 @@
 // consumers (a plan keyed by address, or 401), /v1/check by consumer, and
 // /admin/consumers changing a plan at runtime, in the file, across a
 // restart; a malformed consumers file at reload keeps the old table.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -208,7 +212,70 @@ TEST_F(Consumers, ChangesNeedTheAdminTokenLikeEveryAdminWrite) {
                 {{"Authorization", "Bearer 4dm1n-s3cret"}, {"Content-Type", "application/json"}})
                 .status,
             200);
-  EXPECT_EQ(server->admin_get("/admin/consumers/key-free").status, 200);  // reads stay open
+}
+
+// A GET tells whether an API key exists and its plan: with admin_token_file
+// every /admin/consumers request needs the token.
+TEST_F(Consumers, ReadingAConsumerNeedsTheAdminTokenToo) {
+  auto server =
+      start("reject", {{"admin.token", "4dm1n-s3cret\n"}}, "admin_token_file: admin.token\n");
+  ASSERT_NE(server, nullptr);
+  for (const std::string target : {"/admin/consumers/key-free", "/admin/consumers/nobody"}) {
+    const HttpResponse none = server->admin_get(target);
+    EXPECT_EQ(none.status, 401) << target;
+    EXPECT_EQ(
+        none.body,
+        R"json({"error":{"code":"UNAUTHORIZED","message":"this admin endpoint needs \"Authorization: Bearer <token>\" (admin_token_file)"}})json");
+    EXPECT_EQ(none.header("WWW-Authenticate"), "Bearer");
+    const HttpResponse wrong =
+        server->admin_request("GET", target, {{"Authorization", "Bearer guess"}});
+    EXPECT_EQ(wrong.status, 401) << target;
+  }
+  const HttpResponse ok = server->admin_request("GET", "/admin/consumers/key-free",
+                                                {{"Authorization", "Bearer 4dm1n-s3cret"}});
+  EXPECT_EQ(ok.status, 200);
+  EXPECT_EQ(ok.body, R"({"consumer":"key-free","plan":"free"})");
+  EXPECT_EQ(server
+                ->admin_request("GET", "/admin/consumers/nobody",
+                                {{"Authorization", "Bearer 4dm1n-s3cret"}})
+                .status,
+            404);
+  // Other reads stay open without admin_token_all.
+  EXPECT_EQ(server->admin_get("/healthz").status, 200);
+}
+
+// A kill in the middle of a PUT leaves the consumers file's temporary file
+// ("<file>.tmp-<pid>-<n>"); the next start removes the ones of processes that
+// are gone, and nothing else.
+TEST_F(Consumers, TemporaryFilesLeftByAKilledWriteAreRemovedAtStart) {
+  // A pid that no longer runs: a child that has exited and been reaped.
+  const pid_t gone = ::fork();
+  if (gone == 0) ::_exit(0);
+  ASSERT_GT(gone, 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(gone, &status, 0), gone);
+  const std::string stray = file_ + ".tmp-" + std::to_string(gone) + "-0";
+  const std::string stray_big = file_ + ".tmp-" + std::to_string(gone) + "-17";
+  // This test's process runs: it could be writing it.
+  const std::string live = file_ + ".tmp-" + std::to_string(::getpid()) + "-0";
+  const std::string other = dir_ + "/other.yaml.tmp-" + std::to_string(gone) + "-0";
+  const std::string backup = file_ + ".tmp-backup";
+  for (const std::string& f : {stray, stray_big, live, other, backup}) write_text(f, "partial");
+  write_text(stray_big, std::string(1 << 20, 'x'));
+
+  auto server = start("free");
+  ASSERT_NE(server, nullptr);
+  const auto exists = [](const std::string& f) { return ::access(f.c_str(), F_OK) == 0; };
+  EXPECT_FALSE(exists(stray));
+  EXPECT_FALSE(exists(stray_big));
+  EXPECT_TRUE(exists(live));
+  EXPECT_TRUE(exists(other));
+  EXPECT_TRUE(exists(backup));
+  EXPECT_TRUE(server->wait_for_log("removed " + stray + ": a write of the consumers file"))
+      << server->log();
+  EXPECT_TRUE(server->wait_for_log("removed " + stray_big + ": a write of the consumers file"));
+  EXPECT_EQ(read_text(file_), kConsumers);
+  for (const std::string& f : {live, other, backup}) std::remove(f.c_str());
 }
 
 TEST_F(Consumers, AMalformedConsumersFileAtReloadKeepsTheOldTable) {

@@ -168,6 +168,32 @@ TEST_F(DecisionApi, AuthMethodSelectsTheRoute) {
   EXPECT_FALSE(r.has_header("X-RateLimit-Limit"));
 }
 
+// nginx's $request_method of a HEAD request is HEAD: it spends the GET
+// route's limit, under the same key as GET.
+TEST_F(DecisionApi, AuthOfAHeadSpendsTheGetRoutesLimit) {
+  const HttpResponse head =
+      auth({{"X-Original-Method", "HEAD"}, {"X-Original-URI", "/api/search"}});
+  EXPECT_EQ(head.status, 204);
+  EXPECT_EQ(head.header("X-RateLimit-Limit"), "2");
+  EXPECT_EQ(head.header("X-RateLimit-Remaining"), "1");
+  EXPECT_EQ(auth({{"X-Original-Method", "GET"}, {"X-Original-URI", "/api/search"}}).status, 204);
+  EXPECT_EQ(auth({{"X-Original-Method", "HEAD"}, {"X-Original-URI", "/api/search"}}).status, 429);
+  EXPECT_EQ(server_->metric(R"(sluice_requests_total{route="GET /api/search",result="denied"})"),
+            1);
+}
+
+// Methods are case-sensitive: "get" is no GET, and would match no GET route.
+TEST_F(DecisionApi, AuthRefusesAnOriginalMethodThatIsNotAnUpperCaseToken) {
+  for (const std::string method : {"get", "Get", "GET /x", "G\"ET"}) {
+    expect_bad_request(auth({{"X-Original-Method", method}, {"X-Original-URI", "/api/search"}}),
+                       "X-Original-Method must be an upper-case method token");
+  }
+  // Nothing was spent.
+  EXPECT_EQ(auth({{"X-Original-Method", "GET"}, {"X-Original-URI", "/api/search"}})
+                .header("X-RateLimit-Remaining"),
+            "1");
+}
+
 TEST_F(DecisionApi, AuthNeedsTheOriginalRequestHeaders) {
   expect_bad_request(auth({{"X-Original-URI", "/api/search"}}), "X-Original-Method");
   expect_bad_request(auth({{"X-Original-Method", "GET"}}), "X-Original-URI");

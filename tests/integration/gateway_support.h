@@ -413,9 +413,12 @@ class TestUpstream {
           continue;
         default: {
           const int status = status_.load();
+          // A response to HEAD announces the body's length without it.
+          const bool head_request = head.rfind("HEAD ", 0) == 0;
           send_all(fd, "HTTP/1.1 " + std::to_string(status) + (status == 200 ? " OK" : " Test") +
                            "\r\nContent-Type: application/json\r\nContent-Length: " +
-                           std::to_string(body.size()) + "\r\n\r\n" + body);
+                           std::to_string(body.size()) + "\r\n\r\n" +
+                           (head_request ? std::string() : body));
         }
       }
       if (mode_ == Mode::kCloseWhenIdle) return finish(fd);

@@ -233,11 +233,12 @@ TEST(Gateway, TheAccessLogHasTheUpstreamTimeOfProxiedRequests) {
   auto c = server->connect();
   for (int i = 0; i < 4; ++i) c->request("GET", "/api/hello");
   const std::regex proxied(
-      R"( client=127\.0\.0\.1 method=GET path=/api/hello route="GET /api/hello" )"
+      R"( client=127\.0\.0\.1 peer=127\.0\.0\.1 method=GET path=/api/hello route="GET /api/hello" )"
       R"(key=ip:127\.0\.0\.1 decision=allowed status=200 bytes=7 upstream_ms=\d+\.\d{3} )"
       R"(ms=\d+\.\d{3}\n)");
   const std::string denied =
-      " client=127.0.0.1 method=GET path=/api/hello route=\"GET /api/hello\" key=ip:127.0.0.1 "
+      " client=127.0.0.1 peer=127.0.0.1 method=GET path=/api/hello route=\"GET /api/hello\" "
+      "key=ip:127.0.0.1 "
       "decision=denied status=429 bytes=107 upstream_ms=- ms=";
   // Lines are written once their responses are sent: wait for the fourth.
   const std::string log = server->wait_for_access_log({denied});

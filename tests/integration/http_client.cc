@@ -162,7 +162,7 @@ bool HttpConnection::fill(std::chrono::steady_clock::time_point deadline) {
   return receive(deadline, buffer_) == Received::kData;
 }
 
-HttpResponse HttpConnection::read_response(std::chrono::milliseconds timeout) {
+HttpResponse HttpConnection::read_response(std::chrono::milliseconds timeout, bool to_head) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   HttpResponse res;
   size_t end;
@@ -193,7 +193,7 @@ HttpResponse HttpConnection::read_response(std::chrono::milliseconds timeout) {
     pos = next + 2;
   }
   size_t length = 0;
-  if (auto cl = res.header("Content-Length")) length = std::stoul(*cl);
+  if (auto cl = res.header("Content-Length"); cl && !to_head) length = std::stoul(*cl);
   while (buffer_.size() < length) {
     if (!fill(deadline)) return res;
   }
@@ -223,7 +223,7 @@ HttpResponse HttpConnection::request(
     const std::string& method, const std::string& target,
     const std::vector<std::pair<std::string, std::string>>& headers, const std::string& body) {
   send_request(method, target, headers, body);
-  return read_response();
+  return read_response(std::chrono::seconds(10), method == "HEAD");
 }
 
 HttpResponse http_request(const std::string& host, uint16_t port, const std::string& method,

@@ -43,9 +43,11 @@ class HttpConnection {
   void send_request(const std::string& method, const std::string& target,
                     const std::vector<std::pair<std::string, std::string>>& headers = {},
                     const std::string& body = "");
-  // Reads one response (Content-Length or no body). status 0 if the
-  // connection closed or the timeout passed first.
-  HttpResponse read_response(std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  // Reads one response (Content-Length or no body; no body at all for the
+  // response to a HEAD: `to_head`). status 0 if the connection closed or the
+  // timeout passed first.
+  HttpResponse read_response(std::chrono::milliseconds timeout = std::chrono::seconds(10),
+                             bool to_head = false);
   // True if the server closed the connection (EOF or reset) within `timeout`,
   // discarding anything it sent first.
   bool closed_by_peer(std::chrono::milliseconds timeout = std::chrono::seconds(10));

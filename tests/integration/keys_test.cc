@@ -87,5 +87,39 @@ routes:
   EXPECT_EQ(server->get("/a").status, 429);
 }
 
+// Long values are stored as their digest: the same long value is still one
+// key, so one over its limit stays denied, and /admin/reset finds it.
+TEST(Keys, AnExhaustedLongKeyStaysDeniedAndResetsByItsValue) {
+  auto server = SluiceProcess::start(R"(
+headers: none
+policies:
+  report: {capacity: 2, refill_rate: 1/h}
+routes:
+  - match: GET /a
+    key: header:x-api-key
+    limits: [{capacity: 3, refill_rate: 1/h}]
+)");
+  ASSERT_NE(server, nullptr);
+  const std::string long_key = std::string(15'000, 'k') + "1";
+  auto connection = server->connect();
+  std::vector<int> statuses;
+  for (int i = 0; i < 5; ++i)
+    statuses.push_back(connection->request("GET", "/a", {{"X-Api-Key", long_key}}).status);
+  EXPECT_EQ(statuses, (std::vector<int>{200, 200, 200, 429, 429}));
+  EXPECT_EQ(server->get("/a", {{"X-Api-Key", std::string(15'000, 'k') + "2"}}).status, 200);
+  EXPECT_EQ(
+      server->admin_post("/admin/reset", R"({"route":"GET /a","client":")" + long_key + R"("})")
+          .status,
+      200);
+  EXPECT_EQ(server->get("/a", {{"X-Api-Key", long_key}}).status, 200);
+
+  // /v1/check: a 10 KB key spends one quota too.
+  const Headers json = {{"Content-Type", "application/json"}};
+  const std::string check = R"({"policy":"report","key":")" + std::string(10'000, 'u') + R"("})";
+  EXPECT_EQ(server->post("/v1/check", check, json).status, 200);
+  EXPECT_EQ(server->post("/v1/check", check, json).status, 200);
+  EXPECT_EQ(server->post("/v1/check", check, json).status, 429);
+}
+
 }  // namespace
 }  // namespace sluice::test

@@ -204,6 +204,75 @@ TEST(RequestHardening, TwoHostFieldsOrNoHostOnHttp11Get400ConnectGets405) {
   EXPECT_NE(upstream.request_heads()[0].find("\r\nHost: 127.0.0.1:"), std::string::npos);
 }
 
+// ---------------------------------------------------------------- methods
+
+// Flask, Express, Django, Go and Rails run a GET handler for HEAD: a HEAD
+// request is limited as the GET of its path and under the same key, so
+// neither HEADs after the GET budget nor HEAD and GET in turn get past it.
+TEST(RequestHardening, HeadIsLimitedAsTheGetOfItsPath) {
+  TestUpstream upstream;
+  auto server = SluiceProcess::start("upstream: " + upstream.url() + R"(
+headers: [legacy]
+default:
+  limits: [{capacity: 100, refill_rate: 1/h}]
+routes:
+  - match: GET /api/items
+    limits: [{capacity: 3, refill_rate: 1/h}]
+  - match: GET /api/things/{id}
+    limits: [{capacity: 3, refill_rate: 1/h}]
+)");
+  ASSERT_NE(server, nullptr);
+  auto c = server->connect();
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(c->request("GET", "/api/items").status, 200);
+  EXPECT_EQ(c->request("GET", "/api/items").status, 429);
+  for (int i = 0; i < 6; ++i) {
+    const HttpResponse r = c->request("HEAD", "/api/items");
+    EXPECT_EQ(r.status, 429) << i;
+    EXPECT_EQ(r.header("X-RateLimit-Limit"), "3");
+    EXPECT_EQ(r.header("X-RateLimit-Remaining"), "0");
+    EXPECT_TRUE(r.has_header("Retry-After"));
+  }
+  EXPECT_EQ(upstream.requests(), 3);
+  // In turn: one budget of 3 for both.
+  const std::vector<std::pair<std::string, int>> turns = {
+      {"HEAD", 200}, {"GET", 200}, {"HEAD", 200}, {"GET", 429}, {"HEAD", 429}};
+  for (const auto& [method, status] : turns) {
+    EXPECT_EQ(c->request(method, "/api/things/7").status, status) << method;
+  }
+  EXPECT_EQ(upstream.requests(), 6);
+  EXPECT_EQ(server->metric(R"(sluice_requests_total{route="GET /api/items",result="denied"})"), 7);
+}
+
+// Methods are case-sensitive (RFC 9110 9.1): "post" is no POST. It would
+// match no POST route while an upstream that folds case runs its POST
+// handler. 400 (as nginx answers), before anything is decided or forwarded.
+TEST(RequestHardening, AMethodThatIsNotAnUpperCaseTokenGets400) {
+  TestUpstream upstream;
+  auto server = SluiceProcess::start(gateway_yaml(upstream));
+  ASSERT_NE(server, nullptr);
+  EXPECT_EQ(count_allowed(*server, "POST", "/api/auth/login", 3, {}, "user=a&password=b"), 2);
+  for (const std::string method : {"post", "PoSt", "Post", "get"}) {
+    auto c = server->connect();
+    const HttpResponse r = c->request(method, "/api/auth/login", {}, "user=a&password=b");
+    expect_json_error(r, 400, "BAD_REQUEST");
+    EXPECT_NE(r.body.find("the method must be an upper-case token"), std::string::npos) << r.body;
+    EXPECT_FALSE(r.has_header("X-RateLimit-Remaining"));
+    EXPECT_TRUE(c->closed_by_peer()) << method;
+  }
+  EXPECT_EQ(upstream.requests(), 2);
+  EXPECT_EQ(server->metric(R"(sluice_http_rejected_total{reason="bad_request"})"), 4);
+  // Upper-case methods Beast does not know are methods like any other:
+  // limited (by the default route here) and forwarded.
+  auto c = server->connect();
+  for (const std::string method : {"PURGE", "X-SYNC"}) {
+    const HttpResponse r = c->request(method, "/api/items");
+    EXPECT_EQ(r.status, 200) << method << " " << r.body;
+    EXPECT_EQ(r.header("X-RateLimit-Limit"), "100");
+  }
+  ASSERT_EQ(upstream.requests(), 4);
+  EXPECT_EQ(upstream.request_heads()[3].rfind("X-SYNC /api/items HTTP/1.1\r\n", 0), 0u);
+}
+
 // X-Forwarded-For is already appended to; X-Real-IP and Forwarded are read
 // by upstreams as the truth, so a client that is not a trusted proxy cannot
 // set them.

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -16,7 +17,7 @@
 
 #include <gtest/gtest.h>
 
-#include "gateway_support.h"  // spawn_program, wait_until, stop_child
+#include "command.h"
 #include "sluice_process.h"
 
 #ifndef SLUICE_PACKAGE_DIR
@@ -38,33 +39,6 @@ std::string read_file(const fs::path& path) {
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-struct CommandResult {
-  std::optional<int> exit_code;  // nullopt: killed by a signal, or still running at the bound
-  std::string output;            // stdout and stderr together
-};
-
-// Runs argv[0] (a path) to its end, its output in a file; stops it if it
-// runs past `timeout`.
-CommandResult run_command(const std::vector<std::string>& args,
-                          std::chrono::seconds timeout = std::chrono::seconds(60)) {
-  const std::string dir = make_temp_dir();
-  const std::string out_path = dir + "/output";
-  CommandResult result;
-  const pid_t pid = spawn_program(args, out_path);
-  if (pid < 0) {
-    result.output = "cannot start " + args[0];
-  } else {
-    int status = 0;
-    const bool exited = wait_until([&] { return ::waitpid(pid, &status, WNOHANG) == pid; },
-                                   std::chrono::duration_cast<std::chrono::milliseconds>(timeout));
-    if (!exited) status = stop_child(pid);
-    result.output = read_file(out_path);
-    if (exited && WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
-  }
-  remove_dir(dir);
-  return result;
 }
 
 // Every file and symlink under `dir`, as paths relative to it.
@@ -183,6 +157,76 @@ TEST(Package, ServesOneRequestOnTheShippedConfig) {
   EXPECT_EQ(
       r.body,
       R"({"allowed":true,"limit":100,"remaining":99,"reset_after_ms":20,"retry_after_ms":0})");
+}
+
+// The shipped config's commented consumers example: from its "# plans:"
+// line to the end of that comment block, uncommented.
+std::string consumers_example(const std::string& config) {
+  std::istringstream lines(config);
+  std::string line;
+  std::string example;
+  bool in_example = false;
+  while (std::getline(lines, line)) {
+    if (line == "# plans:") in_example = true;
+    if (!in_example) continue;
+    if (line.rfind("# ", 0) != 0) break;
+    example += line.substr(2) + "\n";
+  }
+  return example;
+}
+
+// The words after `key=` on the unit's lines that set it.
+std::vector<std::string> unit_values(const std::string& unit, const std::string& key) {
+  std::vector<std::string> values;
+  for (const std::string& line : lines_starting(unit, key + "=")) {
+    std::istringstream words(line.substr(key.size() + 1));
+    std::string word;
+    while (words >> word) values.push_back(word);
+  }
+  return values;
+}
+
+// ProtectSystem=strict makes the whole file system read-only to the service
+// but for the folders the unit names: PUT /admin/consumers writes the
+// consumers file (a new file in its folder, renamed over it), so the folder
+// the shipped config's example names must be one of them, or it fails 500.
+TEST(Package, TheUnitLetsTheServiceWriteTheConsumersFileTheConfigNames) {
+  const std::string unit = read_file(kRoot / "lib/systemd/system/sluice.service");
+  ASSERT_EQ(unit_values(unit, "ProtectSystem"), std::vector<std::string>{"strict"});
+  std::vector<fs::path> writable;
+  for (const std::string& name : unit_values(unit, "StateDirectory")) {
+    writable.push_back(fs::path("/var/lib") / name);
+  }
+  for (std::string path : unit_values(unit, "ReadWritePaths")) {
+    if (path.front() == '-') path.erase(0, 1);  // "-": ignored when missing
+    writable.push_back(path);
+  }
+  EXPECT_EQ(writable, std::vector<fs::path>{"/var/lib/sluice"});
+
+  const std::string shipped = read_file(kRoot / "etc/sluice/sluice.yaml");
+  const std::string example = consumers_example(shipped);
+  const std::string file_key = "  file: ";
+  const size_t at = example.find(file_key);
+  ASSERT_NE(at, std::string::npos) << "no consumers example in the shipped config:\n" << shipped;
+  const size_t end = example.find('\n', at);
+  const std::string path = example.substr(at + file_key.size(), end - at - file_key.size());
+  EXPECT_EQ(path, "/var/lib/sluice/consumers.yaml");
+  EXPECT_NE(std::find(writable.begin(), writable.end(), fs::path(path).parent_path()),
+            writable.end())
+      << path << " is in no folder the unit lets the service write";
+
+  // The example, uncommented into the shipped config, is valid (its file in
+  // a temporary folder, as the commands above it create it: empty).
+  const std::string dir = make_temp_dir();
+  ASSERT_FALSE(dir.empty());
+  std::ofstream(dir + "/consumers.yaml").close();
+  std::string config = shipped + example;
+  config.replace(shipped.size() + at + file_key.size(), path.size(), dir + "/consumers.yaml");
+  std::ofstream(dir + "/sluice.yaml") << config;
+  const CommandResult r = run_command(
+      {(kRoot / "usr/bin/sluice").string(), "validate", "--config", dir + "/sluice.yaml"});
+  remove_dir(dir);
+  EXPECT_EQ(r.exit_code, 0) << r.output << config;
 }
 
 TEST(Package, SystemdAcceptsTheUnit) {

@@ -780,6 +780,25 @@ struct Answer {
   pb::RateLimitResponse response;
 };
 
+// The store keys the service asks for, then the memory store's decisions.
+class KeyRecordingStore final : public Store {
+ public:
+  explicit KeyRecordingStore(Store& inner) : inner_(inner) {}
+  Status acquire(std::span<const AcquireRequest> requests, Nanos now,
+                 std::span<Decision> out) override {
+    for (const AcquireRequest& r : requests) keys.emplace_back(r.key);
+    return inner_.acquire(requests, now, out);
+  }
+  Result<bool> reset(const Limit& limit, std::string_view key) override {
+    return inner_.reset(limit, key);
+  }
+  size_t size() const override { return inner_.size(); }
+  std::vector<std::string> keys;
+
+ private:
+  Store& inner_;
+};
+
 // One call decided by `service` (no gRPC in between; the store answers inline).
 Answer decide(RlsService& service, const pb::RateLimitRequest& r) {
   Answer a;
@@ -855,6 +874,30 @@ TEST(RlsServiceStoreFailure, OnFailureDenyAnswersOverLimitExceptInShadowMode) {
   service.set_on_store_failure(OnStoreFailure::kAllow);
   a = decide(service, one("ip", "10.0.0.9"));
   EXPECT_EQ(a.response.overall_code(), OK);
+}
+
+// What a request sends never sizes what the store keeps: a long descriptor
+// value is stored as a fixed-size digest, and the same value is one counter.
+TEST(RlsServiceKeys, ALongDescriptorValueIsStoredBoundedAndCountedAsOne) {
+  ManualClock clock(testing::kT0);
+  MemoryStore memory(testing::test_store_options());
+  KeyRecordingStore store(memory);
+  RlsService service(store, clock, load_text(kConfig));
+  const std::string long_ip(10'000, '9');
+  std::vector<pb::RateLimitResponse::Code> codes;
+  for (int i = 0; i < 4; ++i)
+    codes.push_back(decide(service, one("ip", long_ip)).response.overall_code());
+  // 3 per second: the fourth is over, as for any value.
+  EXPECT_THAT(codes, ElementsAre(OK, OK, OK, OVER));
+  ASSERT_EQ(store.keys.size(), 4u);
+  EXPECT_EQ(store.keys[0].size(), std::string("rls|%sha256:").size() + 32) << store.keys[0];
+  EXPECT_TRUE(store.keys[0].starts_with("rls|%sha256:")) << store.keys[0].substr(0, 40);
+  for (const std::string& k : store.keys) EXPECT_EQ(k, store.keys[0]);
+  // Another long value: another counter. A short one keeps its readable key.
+  EXPECT_EQ(decide(service, one("ip", long_ip + "8")).response.overall_code(), OK);
+  EXPECT_NE(store.keys.back(), store.keys[0]);
+  EXPECT_EQ(decide(service, one("ip", "10.0.0.7")).response.overall_code(), OK);
+  EXPECT_EQ(store.keys.back(), "rls|1:d2:ip=8:10.0.0.7");
 }
 
 }  // namespace

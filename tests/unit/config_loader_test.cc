@@ -54,6 +54,7 @@ TEST(ConfigLoader, EveryDefaultAppliesToAnEmptyMapping) {
   EXPECT_TRUE(c.store.redis.time_source_redis);
   EXPECT_TRUE(c.store.redis.deny_cache);
   EXPECT_TRUE(c.client_ip.trusted_proxies.empty());
+  EXPECT_EQ(c.client_ip.header, ClientIpConfig::Header::kXForwardedFor);
   EXPECT_EQ(c.client_ip.ipv6_prefix, 64);
   EXPECT_TRUE(c.headers.legacy);
   EXPECT_FALSE(c.headers.draft);
@@ -167,6 +168,7 @@ store:
     time_source: local
     deny_cache: false
 client_ip:
+  header: forwarded
   trusted_proxies: [10.0.0.0/8, "2001:db8::/32", 127.0.0.1]
   ipv6_prefix: 56
 headers: [draft]
@@ -211,6 +213,7 @@ logging:
   EXPECT_EQ(c.client_ip.trusted_proxies[1].prefix_length, 32);
   EXPECT_EQ(c.client_ip.trusted_proxies[2].prefix_length, 128);
   EXPECT_EQ(c.client_ip.ipv6_prefix, 56);
+  EXPECT_EQ(c.client_ip.header, ClientIpConfig::Header::kForwarded);
   EXPECT_FALSE(c.headers.legacy);
   EXPECT_TRUE(c.headers.draft);
   EXPECT_TRUE(c.case_insensitive_paths);
@@ -688,6 +691,45 @@ upstream: https://api.example.com
             Errors{"t.yaml:2:3: upstream: `url` is required"});
 }
 
+// A GET route matches HEAD requests too and the first match wins: a HEAD
+// route after the GET route of its path could never match.
+TEST(ConfigLoader, AHeadRouteAfterTheGetRouteOfItsPathIsAnError) {
+  EXPECT_EQ(errors_of(R"(routes:
+  - match: GET /files/{id}
+    limits: [{capacity: 1, refill_rate: 1/s}]
+  - match: HEAD /files/{name}/
+    limits: [{capacity: 1, refill_rate: 1/s}]
+)"),
+            Errors{"t.yaml:4:12: routes[1].match: route \"HEAD /files/{name}/\" is never matched: "
+                   "the GET route routes[0] (line 2) takes HEAD requests of its path; list this "
+                   "route before it"});
+  // Listed first, it takes the HEAD requests; on another path, no question.
+  EXPECT_TRUE(errors_of(R"(routes:
+  - match: HEAD /files/{id}
+    limits: [{capacity: 1, refill_rate: 1/s}]
+  - match: GET /files/{id}
+    limits: [{capacity: 1, refill_rate: 1/s}]
+  - match: HEAD /other
+    limits: [{capacity: 1, refill_rate: 1/s}]
+)")
+                  .empty());
+}
+
+TEST(ConfigLoader, ClientIpHeaderIsOneOfThree) {
+  for (const auto& [text, header] :
+       {std::pair{"x-forwarded-for", ClientIpConfig::Header::kXForwardedFor},
+        std::pair{"x-real-ip", ClientIpConfig::Header::kXRealIp},
+        std::pair{"forwarded", ClientIpConfig::Header::kForwarded}}) {
+    const LoadResult r =
+        load_config_string(std::string("client_ip: {header: ") + text + "}\n", "t.yaml");
+    ASSERT_TRUE(r.config.has_value()) << text;
+    EXPECT_EQ(r.config->client_ip.header, header) << text;
+  }
+  EXPECT_EQ(errors_of("client_ip: {header: x-forwarded-host}\n"),
+            Errors{"t.yaml:1:21: client_ip.header: must be one of x-forwarded-for, x-real-ip, "
+                   "forwarded, got \"x-forwarded-host\"; did you mean `x-forwarded-for`?"});
+}
+
 TEST(ConfigLoader, StoreErrors) {
   EXPECT_EQ(errors_of(R"(store:
   backend: redsi
@@ -784,7 +826,7 @@ unknown: 1
               "1000/h, 5/d or 10/2s, got \"1/q\" (unknown unit \"q\"; use ms, s, m, h, d or w)",
               "t.yaml:9:1: unknown: unknown key (known keys: listen, tls, grpc_tls, admin, "
               "admin_token_file, "
-              "admin_token_all, admin_hosts, decision_api, grpc, rls, "
+              "admin_token_all, admin_hosts, admin_read_only, decision_api, grpc, rls, "
               "upstream, store, client_ip, access, headers, case_insensitive_paths, paths, "
               "auth_deny_status, deny, jwt, policies, plans, consumers, default, routes, server, "
               "logging, watch_config)"}));
@@ -852,13 +894,25 @@ TEST(ConfigLoader, AnAdminPortReachableFromOtherHostsNeedsAToken) {
   EXPECT_EQ(errors_of("admin: 0.0.0.0:9090\n"),
             Errors{"t.yaml:1:8: admin: an admin port on \"0.0.0.0\" is reachable from other hosts "
                    "and can reload the config and reset limits: set `admin_token_file` (a bearer "
-                   "token for it), or bind it to 127.0.0.1"});
+                   "token for it), `admin_read_only: true` (no POST, PUT or DELETE), or bind it "
+                   "to 127.0.0.1"});
   EXPECT_EQ(errors_of("admin: \"[::]:9090\"\n").size(), 1u);
   EXPECT_EQ(errors_of("admin: admin.internal:9090\n").size(), 1u);
+  EXPECT_EQ(errors_of("admin: 0.0.0.0:9090\nadmin_read_only: false\n").size(), 1u);
   // Loopback in any spelling needs none.
   valid("admin: 127.0.0.2:9090\n");
   valid("admin: \"[::1]:9090\"\n");
   valid("admin: localhost:9090\n");
+}
+
+TEST(ConfigLoader, AReadOnlyAdminPortMayListenBeyondLoopbackWithoutAToken) {
+  EXPECT_FALSE(valid("{}").admin_access.read_only);
+  const Config c = valid("admin: 0.0.0.0:9090\nadmin_read_only: true\n");
+  EXPECT_TRUE(c.admin_access.read_only);
+  EXPECT_EQ(c.admin.text(), "0.0.0.0:9090");
+  EXPECT_TRUE(c.admin_access.token.empty());
+  EXPECT_EQ(errors_of("admin_read_only: yes please\n"),
+            Errors{"t.yaml:1:18: admin_read_only: must be true or false, got \"yes please\""});
 }
 
 TEST(ConfigLoader, TokenFileErrors) {
@@ -900,6 +954,46 @@ TEST(ConfigLoader, HeldRequestsAndTlsHandshakesHaveBounds) {
                     "got \"0\"",
                     "t.yaml:1:43: server.max_tls_handshakes: must be a whole number from 1 to "
                     "1000000, got \"0\""}));
+}
+
+// A Kubernetes Secret mounted as a file: the URL with its password.
+TEST(ConfigLoader, RedisUrlFileIsReadAsTheUrl) {
+  const TempFile url("rediss://sluice:s%40cret@redis.internal:6380/2\n");
+  const Config c = valid("store:\n  backend: redis\n  redis:\n    url_file: " + url.path() + "\n");
+  const RedisConfig& r = c.store.redis;
+  EXPECT_EQ(r.url_file, url.path());
+  ASSERT_EQ(r.addresses.size(), 1u);
+  EXPECT_EQ(r.addresses[0].text(), "redis.internal:6380");
+  EXPECT_EQ(r.username, "sluice");
+  EXPECT_EQ(r.password, "s@cret");
+  EXPECT_EQ(r.database, 2);
+  EXPECT_TRUE(r.tls.enabled);
+  EXPECT_TRUE(valid("{}").store.redis.url_file.empty());
+}
+
+TEST(ConfigLoader, RedisUrlFileErrorsNeverShowThePassword) {
+  const TempFile url("redis://sluice:hunter2@redis.internal:port\n");
+  const std::vector<std::string> errors =
+      errors_of("store:\n  redis:\n    url_file: " + url.path() + "\n");
+  EXPECT_EQ(errors,
+            Errors{"t.yaml:3:15: store.redis.url_file: the Redis URL in " + url.path() +
+                   " must be a Redis URL like redis://127.0.0.1:6379/0 or "
+                   "redis://user:password@host:6379, got \"redis://***@redis.internal:port\" "
+                   "(the port must be 1 to 65535)"});
+  EXPECT_EQ(errors_of("store:\n  redis:\n    url_file: /nonexistent/redis-url\n"),
+            Errors{"t.yaml:3:15: store.redis.url_file: cannot open the Redis URL file "
+                   "/nonexistent/redis-url: No such file or directory"});
+  const TempFile two_lines("redis://a:6379\nredis://b:6379\n");
+  EXPECT_EQ(errors_of("store:\n  redis:\n    url_file: " + two_lines.path() + "\n"),
+            Errors{"t.yaml:3:15: store.redis.url_file: the Redis URL file " + two_lines.path() +
+                   " must hold one Redis URL of visible ASCII characters (no spaces, no lines "
+                   "after it)"});
+  const TempFile good("redis://10.0.0.1:6379\n");
+  EXPECT_EQ(errors_of("store:\n  redis:\n    url: redis://10.0.0.1:6379\n    url_file: " +
+                      good.path() + "\n    password: pw\n"),
+            (Errors{"t.yaml:4:15: store.redis.url_file: set either `url` or `url_file`, not both",
+                    "t.yaml:5:15: store.redis.password: set either `url_file` or `password`, not "
+                    "both"}));
 }
 
 // ---- jwt: the keys `jwt:CLAIM` client keys are verified with ------------

@@ -4,6 +4,7 @@
 #include "policy/config_yaml.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -66,6 +67,7 @@ admin: "127.0.0.1:9090"
 admin_token_all: false
 admin_hosts:
   []
+admin_read_only: false
 store:
   backend: memory
   max_keys: 1000000
@@ -80,6 +82,7 @@ store:
     deny_cache: true
     mode: exact
 client_ip:
+  header: x-forwarded-for
   trusted_proxies:
     []
   ipv6_prefix: 64
@@ -144,6 +147,23 @@ store:
 // A %-escape can put bytes that are not UTF-8 in the password; YAML text
 // cannot hold them (yaml-cpp wrote U+FFFD), so the URL carries them. Found by
 // fuzz/config.cc.
+// The password stays in its file: to_yaml names the file.
+TEST(ConfigYaml, ARedisUrlFileIsWrittenAsTheFile) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("sluice-yaml-test-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "redis-url") << "rediss://user:hunter2@redis.internal:6380/1\n";
+  const std::string name = (dir / "sluice.yaml").string();
+  const Config c = valid("store:\n  backend: redis\n  redis:\n    url_file: redis-url\n", name);
+  EXPECT_EQ(c.store.redis.password, "hunter2");
+  const std::string yaml = to_yaml(c);
+  EXPECT_NE(yaml.find("url_file: \"" + (dir / "redis-url").string() + "\""), std::string::npos)
+      << yaml;
+  EXPECT_EQ(yaml.find("hunter2"), std::string::npos) << yaml;
+  expect_round_trip(c, name);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(ConfigYaml, APasswordThatIsNotUtf8GoesInAUrl) {
   const Config c = valid(R"(
 store:
@@ -274,6 +294,16 @@ TEST(ConfigYaml, AccessListsRoundTrip) {
   ASSERT_EQ(c.access.deny.size(), 1u);
   EXPECT_EQ(c.access.deny[0].text, "203.0.113.0/24");
   expect_round_trip(c, "t.yaml");
+}
+
+TEST(ConfigYaml, ClientIpHeaderRoundTrips) {
+  for (const char* header : {"x-forwarded-for", "x-real-ip", "forwarded"}) {
+    const Config c = valid(std::string("client_ip: {header: ") + header +
+                           ", trusted_proxies: [127.0.0.1/32]}\n");
+    EXPECT_NE(to_yaml(c).find(std::string("\n  header: ") + header + "\n"), std::string::npos)
+        << to_yaml(c);
+    expect_round_trip(c, "t.yaml");
+  }
 }
 
 TEST(ConfigYaml, CountStatusAndBlockRoundTrip) {

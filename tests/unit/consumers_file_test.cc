@@ -177,6 +177,16 @@ TEST(ConsumersFile, WithConsumerEditsOneLineAndKeepsTheRest) {
   EXPECT_EQ(with_consumer("\"x:y\": free\n", "x:y", "pro"), "\"x:y\": pro\n");
 }
 
+TEST(ConsumersFile, WithConsumersMakesABatchOfEditsInOnePass) {
+  const std::string text = "# tiers\na: free   # trial\nb: pro\nb: free\n";
+  const ConsumerEdit edits[] = {{"c", "pro"},  {"a", "pro"},        {"b", std::nullopt},
+                                {"d", "free"}, {"c", std::nullopt}, {"a", "free"},
+                                {"e", "pro"}};
+  // The last edit of an id wins; a removed id loses every line it had.
+  EXPECT_EQ(with_consumers(text, edits), "# tiers\na: free\nd: free\ne: pro\n");
+  EXPECT_EQ(with_consumers(text, {}), text);
+}
+
 TEST(ConsumersFile, ConsumerLinesReadBackAsTheirId) {
   for (const std::string id : {"plain", "a:b", "#hash", "q\"uote", "back\\slash", "-dash", "*"}) {
     const ConsumerTable t = table_of(consumer_line(id, "pro") + "\n");

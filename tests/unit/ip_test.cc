@@ -25,6 +25,13 @@ ClientIpConfig trusting(std::initializer_list<std::string_view> blocks) {
   return config;
 }
 
+// Forwarded, believed from loopback and 10.0.0.0/8.
+ClientIpConfig forwarded_from_proxies() {
+  ClientIpConfig config = trusting({"127.0.0.1", "10.0.0.0/8"});
+  config.header = ClientIpConfig::Header::kForwarded;
+  return config;
+}
+
 // --- parsing ---
 
 TEST(ParseIp, Ipv4) {
@@ -149,82 +156,152 @@ TEST(ParseCidr, RejectsGarbage) {
 TEST(ClientIp, ForwardedForIgnoredFromAnUntrustedPeer) {
   const ClientIpConfig config = trusting({"127.0.0.1/32"});
   const IpAddress peer = ip("203.0.113.9");
-  EXPECT_EQ(client_ip(config, peer, "198.51.100.1", ""), peer);
-  EXPECT_EQ(client_ip(config, peer, "", "198.51.100.1"), peer);
+  EXPECT_EQ(client_ip(config, peer, "198.51.100.1"), peer);
 }
 
 TEST(ClientIp, ForwardedForHonouredFromATrustedPeer) {
   const ClientIpConfig config = trusting({"127.0.0.1/32"});
-  EXPECT_EQ(client_ip(config, ip("127.0.0.1"), "198.51.100.1", ""), ip("198.51.100.1"));
+  EXPECT_EQ(client_ip(config, ip("127.0.0.1"), "198.51.100.1"), ip("198.51.100.1"));
 }
 
 TEST(ClientIp, NoProxiesTrustedByDefault) {
-  const ClientIpConfig config;
-  EXPECT_EQ(client_ip(config, ip("127.0.0.1"), "198.51.100.1", "198.51.100.2"), ip("127.0.0.1"));
+  ClientIpConfig config;
+  EXPECT_EQ(client_ip(config, ip("127.0.0.1"), "198.51.100.1"), ip("127.0.0.1"));
+  config.header = ClientIpConfig::Header::kXRealIp;
+  EXPECT_EQ(client_ip(config, ip("127.0.0.1"), "198.51.100.2"), ip("127.0.0.1"));
+  config.header = ClientIpConfig::Header::kForwarded;
+  EXPECT_EQ(client_ip(config, ip("127.0.0.1"), "for=198.51.100.3"), ip("127.0.0.1"));
 }
 
 TEST(ClientIp, RightmostUntrustedAddressAcrossSeveralProxies) {
   // client -> 10.0.0.5 (edge proxy) -> 10.0.0.6 (inner proxy) -> peer 10.0.0.7
   const ClientIpConfig config = trusting({"10.0.0.0/24"});
-  EXPECT_EQ(client_ip(config, ip("10.0.0.7"), "198.51.100.1, 10.0.0.5, 10.0.0.6", ""),
+  EXPECT_EQ(client_ip(config, ip("10.0.0.7"), "198.51.100.1, 10.0.0.5, 10.0.0.6"),
             ip("198.51.100.1"));
 }
 
 TEST(ClientIp, SpoofedLeftmostEntriesAreIgnored) {
   // The client wrote "1.1.1.1, 2.2.2.2" itself; our proxy appended its real address.
   const ClientIpConfig config = trusting({"10.0.0.0/8"});
-  EXPECT_EQ(client_ip(config, ip("10.0.0.1"), "1.1.1.1, 2.2.2.2, 198.51.100.7", ""),
+  EXPECT_EQ(client_ip(config, ip("10.0.0.1"), "1.1.1.1, 2.2.2.2, 198.51.100.7"),
             ip("198.51.100.7"));
   // The same spoofed list from a client talking to us directly: the peer counts.
-  EXPECT_EQ(client_ip(config, ip("198.51.100.7"), "1.1.1.1, 10.0.0.1", ""), ip("198.51.100.7"));
+  EXPECT_EQ(client_ip(config, ip("198.51.100.7"), "1.1.1.1, 10.0.0.1"), ip("198.51.100.7"));
 }
 
 TEST(ClientIp, GarbageStopsTheWalkAtTheAddressToItsRight) {
   const ClientIpConfig config = trusting({"10.0.0.0/8"});
   // "garbage" sits left of a trusted proxy: that proxy's address stands.
-  EXPECT_EQ(client_ip(config, ip("10.0.0.1"), "198.51.100.1, garbage, 10.0.0.2", ""),
-            ip("10.0.0.2"));
+  EXPECT_EQ(client_ip(config, ip("10.0.0.1"), "198.51.100.1, garbage, 10.0.0.2"), ip("10.0.0.2"));
   // Garbage right next to the peer: the peer stands.
-  EXPECT_EQ(client_ip(config, ip("10.0.0.1"), "198.51.100.1, unknown", ""), ip("10.0.0.1"));
-  EXPECT_EQ(client_ip(config, ip("10.0.0.1"), std::string("1.2.3.4\0", 8), ""), ip("10.0.0.1"));
+  EXPECT_EQ(client_ip(config, ip("10.0.0.1"), "198.51.100.1, unknown"), ip("10.0.0.1"));
+  EXPECT_EQ(client_ip(config, ip("10.0.0.1"), std::string("1.2.3.4\0", 8)), ip("10.0.0.1"));
 }
 
 TEST(ClientIp, EveryHopTrustedGivesTheLeftmost) {
   const ClientIpConfig config = trusting({"10.0.0.0/8"});
-  EXPECT_EQ(client_ip(config, ip("10.0.0.1"), "10.0.0.3, 10.0.0.2", ""), ip("10.0.0.3"));
+  EXPECT_EQ(client_ip(config, ip("10.0.0.1"), "10.0.0.3, 10.0.0.2"), ip("10.0.0.3"));
 }
 
 TEST(ClientIp, EntriesWithPortsEmptyElementsAndSpaces) {
   const ClientIpConfig config = trusting({"127.0.0.1"});
   const IpAddress peer = ip("127.0.0.1");
-  EXPECT_EQ(client_ip(config, peer, "198.51.100.1:4711", ""), ip("198.51.100.1"));
-  EXPECT_EQ(client_ip(config, peer, "[2001:db8::7]:4711", ""), ip("2001:db8::7"));
-  EXPECT_EQ(client_ip(config, peer, "[2001:db8::7]", ""), ip("2001:db8::7"));
-  EXPECT_EQ(client_ip(config, peer, "\t198.51.100.1 ,, ,", ""), ip("198.51.100.1"));
-  EXPECT_EQ(client_ip(config, peer, "2001:db8::7", ""), ip("2001:db8::7"));
+  EXPECT_EQ(client_ip(config, peer, "198.51.100.1:4711"), ip("198.51.100.1"));
+  EXPECT_EQ(client_ip(config, peer, "[2001:db8::7]:4711"), ip("2001:db8::7"));
+  EXPECT_EQ(client_ip(config, peer, "[2001:db8::7]"), ip("2001:db8::7"));
+  EXPECT_EQ(client_ip(config, peer, "\t198.51.100.1 ,, ,"), ip("198.51.100.1"));
+  EXPECT_EQ(client_ip(config, peer, "2001:db8::7"), ip("2001:db8::7"));
+  EXPECT_EQ(client_ip(config, peer, ""), peer);
+  EXPECT_EQ(client_ip(config, peer, " , "), peer);
 }
 
-TEST(ClientIp, RealIpOnlyWhenForwardedForIsAbsent) {
-  const ClientIpConfig config = trusting({"127.0.0.1"});
+TEST(ClientIp, RealIpIsTheOneAddressItHolds) {
+  ClientIpConfig config = trusting({"127.0.0.1"});
+  config.header = ClientIpConfig::Header::kXRealIp;
   const IpAddress peer = ip("127.0.0.1");
-  EXPECT_EQ(client_ip(config, peer, "", "198.51.100.3"), ip("198.51.100.3"));
-  EXPECT_EQ(client_ip(config, peer, "198.51.100.1", "198.51.100.3"), ip("198.51.100.1"));
-  EXPECT_EQ(client_ip(config, peer, "", " 198.51.100.3 "), ip("198.51.100.3"));
-  EXPECT_EQ(client_ip(config, peer, "", "garbage"), peer);
+  EXPECT_EQ(client_ip(config, peer, "198.51.100.3"), ip("198.51.100.3"));
+  EXPECT_EQ(client_ip(config, peer, " 198.51.100.3 "), ip("198.51.100.3"));
+  EXPECT_EQ(client_ip(config, peer, "2001:db8::3"), ip("2001:db8::3"));
+  // A list (two fields joined, or one client's own list) names no one address.
+  EXPECT_EQ(client_ip(config, peer, "198.51.100.3, 198.51.100.4"), peer);
+  EXPECT_EQ(client_ip(config, peer, "garbage"), peer);
+  EXPECT_EQ(client_ip(config, peer, ""), peer);
+}
+
+// RFC 7239's examples and what a proxy may write.
+TEST(ClientIp, ForwardedWalksTheForOfEachElement) {
+  const ClientIpConfig config = forwarded_from_proxies();
+  const IpAddress peer = ip("127.0.0.1");
+  EXPECT_EQ(client_ip(config, peer, "for=192.0.2.60;proto=http;by=203.0.113.43"), ip("192.0.2.60"));
+  EXPECT_EQ(client_ip(config, peer, R"(For="[2001:db8:cafe::17]:4711")"), ip("2001:db8:cafe::17"));
+  EXPECT_EQ(client_ip(config, peer, "for=192.0.2.43, for=198.51.100.17"), ip("198.51.100.17"));
+  EXPECT_EQ(client_ip(config, peer, "for=198.51.100.17, for=10.0.0.2;by=10.0.0.3, for=10.0.0.4"),
+            ip("198.51.100.17"));
+  EXPECT_EQ(client_ip(config, peer, R"(proto=https;for="198.51.100.17:_p1";host="a,b")"),
+            ip("198.51.100.17"));
+  // Every hop trusted: the leftmost.
+  EXPECT_EQ(client_ip(config, peer, "for=10.0.0.9, for=10.0.0.8"), ip("10.0.0.9"));
+}
+
+// unknown and obfuscated nodes, elements without for=, and syntax errors name
+// nobody: the walk stops at the address to their right.
+TEST(ClientIp, ForwardedEntriesThatNameNoAddressStopTheWalk) {
+  const ClientIpConfig config = forwarded_from_proxies();
+  const IpAddress peer = ip("127.0.0.1");
+  for (const std::string_view last :
+       {"for=unknown", "for=_hidden", "for=\"_hidden:_port\"", "proto=https", "for=2001:db8::1",
+        "for=\"2001:db8::1\"", "for=\"[2001:db8::1]:123456\"", "for=192.0.2.1:x",
+        "for=192.0.2.1;for=192.0.2.2", "for=\"192.0.2.1", "for=", "=192.0.2.1", "for=192.0.2.1 x",
+        "for=192.0.2.1\\"}) {
+    EXPECT_EQ(client_ip(config, peer, "for=198.51.100.1, " + std::string(last)), peer) << last;
+    EXPECT_EQ(client_ip(config, peer, "for=198.51.100.1, " + std::string(last) + ", for=10.0.0.2"),
+              ip("10.0.0.2"))
+        << last;
+  }
+}
+
+// Whatever a client writes on the left (an unterminated quote, a comma in a
+// quoted string), the elements the proxies appended are read as written.
+TEST(ClientIp, ForwardedTextOnTheLeftCannotChangeTheElementsOnTheRight) {
+  const ClientIpConfig config = forwarded_from_proxies();
+  const IpAddress peer = ip("127.0.0.1");
+  for (const std::string_view forged :
+       {"for=\"", "for=\"9.9.9.9, for=", "\"", "for=\"\\\"", "for=9.9.9.9;by=\",",
+        "for=\"[2001:db8::1]\", for=9.9.9.9"}) {
+    EXPECT_EQ(client_ip(config, peer, std::string(forged) + ", for=198.51.100.7;by=10.0.0.1"),
+              ip("198.51.100.7"))
+        << forged;
+  }
+  // A comma and an escaped quote inside quoted values are not separators.
+  EXPECT_EQ(client_ip(config, peer, R"(for=198.51.100.7;x="a,\"b,", for=10.0.0.1;y=",")"),
+            ip("198.51.100.7"));
 }
 
 TEST(ClientIp, MappedPeerMatchesAnIpv4TrustedBlock) {
   const ClientIpConfig config = trusting({"127.0.0.0/8"});
-  EXPECT_EQ(client_ip(config, ip("::ffff:127.0.0.1"), "198.51.100.1", ""), ip("198.51.100.1"));
+  EXPECT_EQ(client_ip(config, ip("::ffff:127.0.0.1"), "198.51.100.1"), ip("198.51.100.1"));
 }
 
 TEST(ClientIp, LongHostileHeaderIsHandled) {
-  const ClientIpConfig config = trusting({"127.0.0.1"});
+  ClientIpConfig config = trusting({"127.0.0.1"});
   std::string xff;
   for (int i = 0; i < 10000; ++i) xff += "127.0.0.1, ";
   xff += "198.51.100.1";
-  EXPECT_EQ(client_ip(config, ip("127.0.0.1"), xff, ""), ip("198.51.100.1"));
-  EXPECT_EQ(client_ip(config, ip("127.0.0.1"), std::string(100000, ','), ""), ip("127.0.0.1"));
+  EXPECT_EQ(client_ip(config, ip("127.0.0.1"), xff), ip("198.51.100.1"));
+  EXPECT_EQ(client_ip(config, ip("127.0.0.1"), std::string(100000, ',')), ip("127.0.0.1"));
+  config.header = ClientIpConfig::Header::kForwarded;
+  std::string forwarded;
+  for (int i = 0; i < 10000; ++i) forwarded += "for=127.0.0.1, ";
+  forwarded += "for=198.51.100.1";
+  EXPECT_EQ(client_ip(config, ip("127.0.0.1"), forwarded), ip("198.51.100.1"));
+  EXPECT_EQ(client_ip(config, ip("127.0.0.1"), std::string(100000, '"')), ip("127.0.0.1"));
+  EXPECT_EQ(client_ip(config, ip("127.0.0.1"), std::string(100000, '\\') + "\""), ip("127.0.0.1"));
+}
+
+TEST(ClientIp, HeaderNamesAreTheConfigsWords) {
+  EXPECT_EQ(client_ip_header_name(ClientIpConfig::Header::kXForwardedFor), "x-forwarded-for");
+  EXPECT_EQ(client_ip_header_name(ClientIpConfig::Header::kXRealIp), "x-real-ip");
+  EXPECT_EQ(client_ip_header_name(ClientIpConfig::Header::kForwarded), "forwarded");
 }
 
 // --- client_key_text ---

@@ -313,6 +313,24 @@ TEST(PlansPlan, CheckByConsumer) {
   EXPECT_TRUE(Policy(Config{}).plan_consumer("key-a", "").limits.empty());
 }
 
+TEST(PlansPlan, LongConsumerIdsAndUnknownKeysAreStoredBounded) {
+  const std::string long_id = "key-" + std::string(600, 'x');
+  const ConsumersDir d(long_id + ": pro\n");
+  const Policy p = policy_with(d, "free");
+  const OneHeader header("x-api-key", long_id);
+  // The gateway and /v1/check spend one bounded key.
+  const Keys gateway = keys_of(p.plan(get("/api/orders", &header)));
+  EXPECT_EQ(keys_of(p.plan_consumer(long_id, "")), gateway);
+  ASSERT_EQ(gateway.size(), 2u);
+  EXPECT_EQ(gateway[0].size(), std::string("plan:pro#0|h:x-api-key=%sha256:").size() + 32);
+  EXPECT_TRUE(gateway[0].starts_with("plan:pro#0|h:x-api-key=%sha256:")) << gateway[0];
+  // An unknown consumer counted under a long /v1/check "key".
+  const Keys unknown = keys_of(p.plan_consumer("stranger", std::string(10'000, 'k')));
+  ASSERT_EQ(unknown.size(), 1u);
+  EXPECT_EQ(unknown[0].size(), std::string("plan:free#0|%sha256:").size() + 32);
+  EXPECT_EQ(unknown, keys_of(p.plan_consumer("stranger2", std::string(10'000, 'k'))));
+}
+
 TEST(PlansPlan, FreeAndProQuotasWithTheRealDecider) {
   const ConsumersDir d("key-a: pro\nkey-b: free\n");
   const Policy p = policy_with(d, "free");

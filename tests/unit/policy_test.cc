@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <openssl/evp.h>
 
 #include <algorithm>
 #include <chrono>
@@ -113,10 +114,30 @@ TEST(PolicyMatch, DotDotSegmentsOfPatternsInAnySpelling) {
 
 TEST(PolicyMatch, MethodIsCaseSensitive) {
   Config config;
-  config.routes = {route("GET", "/a")};
+  config.routes = {route("GET", "/a"), route("POST", "/a")};
   const Policy policy(config);
   EXPECT_EQ(policy.match("get", "/a"), nullptr);
-  EXPECT_EQ(policy.match("HEAD", "/a"), nullptr);
+  EXPECT_EQ(policy.match("post", "/a"), nullptr);
+  EXPECT_EQ(policy.match("head", "/a"), nullptr);
+}
+
+// Every framework runs a GET handler for HEAD: a HEAD request is limited as
+// the GET of its path, unless a HEAD route comes first (first match wins).
+TEST(PolicyMatch, HeadMatchesTheGetRouteOfItsPathUnlessAHeadRouteComesFirst) {
+  Config config;
+  config.routes = {route("GET", "/a"),       route("HEAD", "/b"),     route("GET", "/b"),
+                   route("*", "/c"),         route("GET", "/d/{id}"), route("POST", "/e"),
+                   route("GET", "/static/*")};
+  const Policy policy(config);
+  EXPECT_EQ(name_of(policy.match("HEAD", "/a")), "GET /a");
+  EXPECT_EQ(name_of(policy.match("HEAD", "/b")), "HEAD /b");
+  EXPECT_EQ(name_of(policy.match("GET", "/b")), "GET /b");
+  EXPECT_EQ(name_of(policy.match("HEAD", "/c")), "* /c");
+  EXPECT_EQ(name_of(policy.match("HEAD", "/d/7")), "GET /d/{id}");
+  EXPECT_EQ(name_of(policy.match("HEAD", "/static/x/y")), "GET /static/*");
+  EXPECT_EQ(policy.match("HEAD", "/e"), nullptr);  // only GET stands for HEAD
+  EXPECT_EQ(policy.match("POST", "/a"), nullptr);  // and GET for nothing else
+  EXPECT_EQ(policy.match("GET", "/e"), nullptr);
 }
 
 TEST(PolicyMatch, StarMethodMatchesAnyMethod) {
@@ -257,6 +278,20 @@ TEST(PolicyPlan, PathVariantsShareOneStoreKey) {
     EXPECT_EQ(p.limits[0].store_key, canonical.limits[0].store_key) << variant;
     EXPECT_EQ(p.normalized_path, "/api/search");
   }
+}
+
+// HEAD and GET of one path spend one budget: alternating them cannot double it.
+TEST(PolicyPlan, HeadAndGetOfOnePathShareTheirStoreKeys) {
+  Config config;
+  config.routes = {route("GET", "/api/items/{id}", {bucket(3, 1)})};
+  const Policy policy(config);
+  const Plan get = policy.plan(request("GET", "/api/items/7"));
+  const Plan head = policy.plan(request("HEAD", "/api/items/7?x=1"));
+  ASSERT_EQ(get.limits.size(), 1u);
+  ASSERT_EQ(head.limits.size(), 1u);
+  EXPECT_EQ(head.route, get.route);
+  EXPECT_EQ(head.limits[0].store_key, "route:GET /api/items/{id}#0|ip:192.0.2.1");
+  EXPECT_EQ(head.limits[0].store_key, get.limits[0].store_key);
 }
 
 TEST(PolicyPlan, NoRouteNoLimits) {
@@ -519,15 +554,26 @@ TEST(PolicyAccess, AllowedClientsAreNotLimitedAndDeniedOnesAreMarked) {
   EXPECT_EQ(other.limits.size(), 1u);
 }
 
-TEST(PolicyClientIp, ForwardedForIgnoredFromAnUntrustedPeer) {
+// One route, GET /a, behind a proxy on 127.0.0.1.
+Config behind_loopback_proxy() {
   Config config;
   config.client_ip.trusted_proxies = {parse_cidr("127.0.0.1/32").value()};
   config.routes = {route("GET", "/a")};
-  const Policy policy(config);
+  return config;
+}
+
+// plan() of GET /a from `peer` with `fields`.
+Plan plan_from(const Policy& policy, std::string_view peer,
+               const std::vector<std::pair<std::string, std::string>>& fields) {
   FakeHeaders headers;
-  headers.add("X-Forwarded-For", "198.51.100.1");
-  headers.add("X-Real-IP", "198.51.100.2");
-  const Plan p = policy.plan(request("GET", "/a", &headers, "203.0.113.5"));
+  for (const auto& [name, value] : fields) headers.add(name, value);
+  return policy.plan(request("GET", "/a", &headers, peer));
+}
+
+TEST(PolicyClientIp, ForwardedForIgnoredFromAnUntrustedPeer) {
+  const Policy policy(behind_loopback_proxy());
+  const Plan p = plan_from(policy, "203.0.113.5",
+                           {{"X-Forwarded-For", "198.51.100.1"}, {"X-Real-IP", "198.51.100.2"}});
   EXPECT_EQ(p.client, ip("203.0.113.5"));
   EXPECT_EQ(p.client_key, "ip:203.0.113.5");
 }
@@ -545,15 +591,20 @@ TEST(PolicyClientIp, ForwardedForHonouredFromATrustedPeer) {
   EXPECT_EQ(p.client_key, "ip:198.51.100.1");
 }
 
-TEST(PolicyClientIp, RealIpFromATrustedPeerWithoutForwardedFor) {
-  Config config;
-  config.client_ip.trusted_proxies = {parse_cidr("127.0.0.1/32").value()};
-  config.routes = {route("GET", "/a")};
+// The address comes from the one configured header (X-Forwarded-For by
+// default), never from whichever a request carries.
+TEST(PolicyClientIp, OnlyTheConfiguredHeaderNamesTheClient) {
+  Config config = behind_loopback_proxy();
+  config.access.deny = {parse_cidr("203.0.113.7/32").value()};
   const Policy policy(config);
-  FakeHeaders headers;
-  headers.add("X-Real-IP", "2001:db8:5:6::1");
-  EXPECT_EQ(policy.plan(request("GET", "/a", &headers, "127.0.0.1")).client_key,
-            "ip:2001:db8:5:6::/64");
+  const Plan p = plan_from(policy, "127.0.0.1",
+                           {{"X-Real-IP", "198.51.100.3"}, {"Forwarded", "for=198.51.100.4"}});
+  EXPECT_EQ(p.client, ip("127.0.0.1"));
+  EXPECT_EQ(p.client_key, "ip:127.0.0.1");
+  // A denied client behind the proxy stays denied whatever else it sends.
+  EXPECT_TRUE(
+      plan_from(policy, "127.0.0.1", {{"X-Forwarded-For", "203.0.113.7"}, {"X-Real-IP", "9.9.9.9"}})
+          .access_denied);
 }
 
 // --- store keys and named policies ---
@@ -621,6 +672,109 @@ TEST(PolicyNamed, FindPolicyAndPlanPolicy) {
   EXPECT_EQ(p.limits[0].limit, policy.find_policy_limit("login"));
   EXPECT_TRUE(policy.plan_policy("nope", "user:42").limits.empty());
   EXPECT_EQ(Policy::policy_store_key("login", "ip:192.0.2.1"), "policy:login|ip:192.0.2.1");
+}
+
+// --- what a client sends never sizes what the store keeps ---
+
+// "%sha256:" and the first 128 bits of SHA-256 in hex, computed here rather
+// than by the code under test.
+std::string digest_of(std::string_view value) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  EXPECT_EQ(EVP_Digest(value.data(), value.size(), md, &length, EVP_sha256(), nullptr), 1);
+  std::string out = "%sha256:";
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (int i = 0; i < 16; ++i) {
+    out += kHex[md[i] >> 4];
+    out += kHex[md[i] & 0xf];
+  }
+  return out;
+}
+
+TEST(PolicyKeyBound, ValuesLongerThan256BytesAreStoredAsTheirDigest) {
+  Config config;
+  config.routes = {
+      route("GET", "/h", {bucket(3, 1)}, key_spec({header_part("x-api-key")}, "header:x-api-key")),
+      route("GET", "/c", {bucket(3, 1)},
+            key_spec({part(KeyPart::Kind::kCookie, "sid")}, "cookie:sid")),
+      route("GET", "/q", {bucket(3, 1)},
+            key_spec({part(KeyPart::Kind::kQuery, "k"), kIpPart}, "query:k+ip"))};
+  const Policy policy(config);
+  const auto key_for = [&](std::string_view target, const std::string& header_value) {
+    FakeHeaders headers;
+    headers.add("X-Api-Key", header_value);
+    headers.add("Cookie", "sid=" + header_value);
+    return policy.plan(request("GET", target, &headers)).limits.at(0).store_key;
+  };
+  // The attack: a fresh 15 KB key per request.
+  const std::string long_a = std::string(15'000, 'k') + "a";
+  const std::string long_b = std::string(15'000, 'k') + "b";
+  EXPECT_EQ(key_for("/h", long_a), "route:GET /h#0|h:x-api-key=" + digest_of(long_a));
+  EXPECT_EQ(key_for("/c", long_a), "route:GET /c#0|c:sid=" + digest_of(long_a));
+  EXPECT_EQ(key_for("/q?k=" + long_a, ""),
+            "route:GET /q#0|q:k=" + digest_of(long_a) + "+ip:192.0.2.1");
+  // One long value is one key; two are two.
+  EXPECT_EQ(key_for("/h", long_a), key_for("/h", long_a));
+  EXPECT_NE(key_for("/h", long_a), key_for("/h", long_b));
+  // 256 bytes are kept as they came, 257 are not.
+  const std::string exactly(256, 'x');
+  EXPECT_EQ(key_for("/h", exactly), "route:GET /h#0|h:x-api-key=" + exactly);
+  EXPECT_EQ(key_for("/h", exactly + "x"), "route:GET /h#0|h:x-api-key=" + digest_of(exactly + "x"));
+  // The bound is on the value as stored: 100 bytes that escape to 300.
+  const std::string wide(100, '\xff');
+  std::string escaped;
+  for (int i = 0; i < 100; ++i) escaped += "%FF";
+  EXPECT_EQ(key_for("/h", wide), "route:GET /h#0|h:x-api-key=" + digest_of(escaped));
+}
+
+TEST(PolicyKeyBound, JwtClaimsAreBoundedToo) {
+  Config config;
+  config.jwt = JwtSettings{};
+  config.jwt->secret_file = "/etc/sluice/jwt.secret";
+  config.jwt->secret = "k";
+  config.routes = {
+      route("GET", "/a", {bucket(10, 1)}, key_spec({part(KeyPart::Kind::kJwt, "sub")}, "jwt:sub"))};
+  const Policy policy(config);
+  const std::string sub(1'000, 's');
+  FakeHeaders headers;
+  headers.add("Authorization",
+              "Bearer " + test::hs256_token("k", R"({"sub":")" + sub + R"(","exp":1700000100})"));
+  RequestInfo info = request("GET", "/a", &headers);
+  info.now = std::chrono::seconds(1'700'000'000);
+  EXPECT_EQ(policy.plan(info).client_key, "j:sub=" + digest_of(sub));
+}
+
+TEST(PolicyKeyBound, ACheckKeyIsBoundedAndNoKeySentSpellsADigest) {
+  const Policy policy(login_config());
+  const std::string long_key(10'000, 'u');
+  const Plan p = policy.plan_policy("login", long_key);
+  ASSERT_EQ(p.limits.size(), 1u);
+  EXPECT_EQ(p.limits[0].store_key, "policy:login|" + digest_of(long_key));
+  EXPECT_EQ(p.client_key, digest_of(long_key));
+  // /admin/reset {"policy","key"} finds the same state.
+  EXPECT_EQ(Policy::policy_store_key("login", long_key), p.limits[0].store_key);
+  // A key that looks like a digest is hashed in turn: it cannot name the
+  // state of the long key.
+  const std::string spelled = digest_of(long_key);
+  EXPECT_EQ(policy.plan_policy("login", spelled).limits[0].store_key,
+            "policy:login|" + digest_of(spelled));
+  EXPECT_EQ(policy.plan_policy("login", "user:42").limits[0].store_key, "policy:login|user:42");
+}
+
+TEST(PolicyKeyBound, AdminResetOfALongValueNamesTheStateItsRequestsCharged) {
+  Config config;
+  config.routes = {
+      route("GET", "/h", {bucket(3, 1)}, key_spec({header_part("x-api-key")}, "header:x-api-key"))};
+  const Policy policy(config);
+  const std::string long_value(5'000, 'v');
+  FakeHeaders headers;
+  headers.add("X-Api-Key", long_value);
+  const std::string charged = policy.plan(request("GET", "/h", &headers)).client_key;
+  // The value as the client sent it, the client key as Sluice forms it, or
+  // the key with its digest (as an unredacted log shows it).
+  EXPECT_EQ(policy.client_key_of(config.routes[0], long_value), charged);
+  EXPECT_EQ(policy.client_key_of(config.routes[0], "h:x-api-key=" + long_value), charged);
+  EXPECT_EQ(policy.client_key_of(config.routes[0], charged), charged);
 }
 
 TEST(PolicyCopy, ACopyMatchesIntoItsOwnConfig) {

@@ -29,5 +29,15 @@ TEST(RedactKey, IpGlobalAndScopesAreKept) {
   EXPECT_EQ(redact_key("j:sub=s3cret+ip:192.0.2.1"), "j:sub=~76e4a7b30b55+ip:192.0.2.1");
 }
 
+TEST(RedactKey, ADigestStoredForALongValueIsRedactedLikeAnyValue) {
+  // A value above 256 bytes is stored as its digest (policy/key_bound.h);
+  // a log shows the redaction of that, never the digest itself.
+  const std::string digest = "%sha256:00112233445566778899aabbccddeeff";
+  const std::string shown = redact_key("route:GET /a|h:x-api-key=" + digest + "+ip:192.0.2.1");
+  EXPECT_EQ(shown, "route:GET /a|" + redact_key("h:x-api-key=" + digest) + "+ip:192.0.2.1");
+  EXPECT_EQ(shown.find("sha256"), std::string::npos) << shown;
+  EXPECT_EQ(redact_key("h:x-api-key=" + digest).size(), std::string("h:x-api-key=~").size() + 12);
+}
+
 }  // namespace
 }  // namespace sluice::policy

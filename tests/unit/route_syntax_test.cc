@@ -91,6 +91,17 @@ TEST(RouteSyntax, RouteMatchErrors) {
   EXPECT_EQ(error_of(parse_route_match("GET /a b")), like + "\"GET /a b\"");
 }
 
+// Methods are case-sensitive: a request's must be a token without
+// lower-case letters to be routed at all.
+TEST(RouteSyntax, RequestMethodsAreUpperCaseTokens) {
+  for (const std::string_view method : {"GET", "HEAD", "POST", "PROPFIND", "M-SEARCH", "X_1"}) {
+    EXPECT_TRUE(is_request_method(method)) << method;
+  }
+  for (const std::string_view method : {"", "get", "post", "PoSt", "Get", "GET ", "G/T", "GÉT"}) {
+    EXPECT_FALSE(is_request_method(method)) << method;
+  }
+}
+
 TEST(RouteSyntax, PatternShapeIgnoresParameterNames) {
   EXPECT_EQ(pattern_shape("/users/{id}/posts/{post}", false), "/users/{}/posts/{}");
   EXPECT_EQ(pattern_shape("/Users/{ID}", true), "/users/{}");
