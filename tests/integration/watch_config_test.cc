@@ -1,9 +1,9 @@
 // watch_config: true through the real binary: a change on disk of the config
 // or of a file it names reloads as SIGHUP does (edited in place, renamed
 // over, a Kubernetes ConfigMap's `..data` swap, the consumers file); a
-// broken or missing file keeps the running config and is logged once;
-// the watch follows the files the config in force names. Every wait is on
-// a metric or a log line.
+// broken, missing or unreadable file keeps the running config and is
+// logged once; the watch follows the files the config in force names.
+// Every wait is on a metric or a log line.
 #include <sys/stat.h>
 
 #include <csignal>
@@ -193,6 +193,37 @@ TEST(WatchConfig, AFileThatDisappearsKeepsTheRunningConfigUntilItIsBack) {
   EXPECT_NE(server->log().find("cannot open the consumers file"), std::string::npos)
       << server->log();
   EXPECT_EQ(server->get("/api", api_key("key-a")).header("X-RateLimit-Limit"), "1");
+
+  write_by_rename(file, "key-a: pro\n");
+  ASSERT_TRUE(server->wait_for_metric(kWatchReloaded, 1)) << server->log();
+  EXPECT_EQ(server->get("/api", api_key("key-a")).header("X-RateLimit-Limit"), "3");
+  EXPECT_EQ(server->metric(kReloadFailures), 1);
+}
+
+// Unreadable, not missing: the path now names itself (a symlink loop, put
+// there by a rename), so opening it fails even for root, whom permissions
+// do not stop.
+TEST(WatchConfig, AFileThatBecomesUnreadableKeepsTheRunningConfigAndIsLoggedOnce) {
+  auto server =
+      start_watching(consumers_config("consumers.yaml"), {{"consumers.yaml", "key-a: free\n"}});
+  ASSERT_NE(server, nullptr);
+  const std::string file = server->dir() + "/consumers.yaml";
+  fs::create_symlink("consumers.yaml", file + ".loop");
+  fs::rename(file + ".loop", file);
+  ASSERT_TRUE(server->wait_for_metric(kWatchRefused, 1)) << server->log();
+  const std::string error =
+      "cannot open the consumers file " + file + ": Too many levels of symbolic links";
+  EXPECT_EQ(occurrences(server->log(), error), 1u) << server->log();
+  EXPECT_EQ(server->get("/api", api_key("key-a")).header("X-RateLimit-Limit"), "1");
+
+  // Replaced by another such loop: still nothing to read, nothing tried or
+  // logged again.
+  const long long unchanged = server->metric(kWatchUnchanged);
+  fs::create_symlink("consumers.yaml", file + ".loop");
+  fs::rename(file + ".loop", file);
+  ASSERT_TRUE(server->wait_for_metric(kWatchUnchanged, unchanged + 1)) << server->log();
+  EXPECT_EQ(server->metric(kWatchRefused), 1);
+  EXPECT_EQ(occurrences(server->log(), error), 1u) << server->log();
 
   write_by_rename(file, "key-a: pro\n");
   ASSERT_TRUE(server->wait_for_metric(kWatchReloaded, 1)) << server->log();
