@@ -102,16 +102,26 @@ bool set_log_format(const std::string& format) {
   return json || format == "text";
 }
 
-spdlog::logger& access_logger() {
+void log_access(std::span<const LogField> fields) {
+  // The logger writes the line as given: the time is part of it, so a line
+  // is whole in one format even while a reload switches it.
   static std::shared_ptr<spdlog::logger> logger = [] {
     std::shared_ptr<spdlog::logger> l = spdlog::get("access");
     if (!l) l = spdlog::stdout_logger_mt("access");
-    l->set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %v");
+    l->set_pattern("%v");
     l->set_level(spdlog::level::info);
     l->flush_on(spdlog::level::info);
     return l;
   }();
-  return *logger;
+  thread_local spdlog::pattern_formatter time_format(kTimePattern, spdlog::pattern_time_type::local,
+                                                     "");
+  const spdlog::details::log_msg now(spdlog::source_loc{}, "access", spdlog::level::info,
+                                     spdlog::string_view_t());
+  spdlog::memory_buf_t time;
+  time_format.format(now, time);
+  const std::string line = access_line(std::string_view(time.data(), time.size()), fields,
+                                       json_format.load(std::memory_order_relaxed));
+  logger->log(spdlog::level::info, spdlog::string_view_t(line.data(), line.size()));
 }
 
 std::string access_line(std::string_view time, std::span<const LogField> fields, bool json) {

@@ -41,9 +41,10 @@ struct LogField {
   Kind kind = Kind::kText;  // a number is written bare in JSON
 };
 
-// The access logger (stdout, one line per request, logfmt after an RFC 3339
-// time with its zone). Created on first call.
-spdlog::logger& access_logger();
+// Writes one access log line (stdout) of `fields` in the current format:
+// access_line() at the time now. The one place that knows the fields is
+// the caller's list (http::Session::log_access).
+void log_access(std::span<const LogField> fields);
 
 // An access log line of `fields` at `time` (RFC 3339), without its newline:
 //   2024-05-01T10:00:00.123+02:00 client=192.0.2.1 method=GET ...

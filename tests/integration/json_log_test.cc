@@ -88,6 +88,57 @@ TEST(JsonLog, EveryServerLogLineIsOneObject) {
       << server->log();
 }
 
+TEST(JsonLog, EveryAccessLogLineIsOneObjectWithItsFields) {
+  auto server = SluiceProcess::start(kYaml + "logging: {format: json, access_log: true}\n");
+  ASSERT_NE(server, nullptr);
+  EXPECT_EQ(count_allowed(*server, "GET", "/a?q=1", 2), 1);  // allowed, then denied
+  EXPECT_EQ(server->get("/elsewhere").status, 200);          // no route: no limit
+  const std::string access = server->wait_for_access_log({"\"status\":429", "/elsewhere"});
+  const std::vector<json::object> lines = json_lines(access);
+  ASSERT_EQ(lines.size(), 3u) << access;
+  const std::vector<std::string> names = {"time",   "level",  "msg",   "client",      "peer",
+                                          "method", "path",   "route", "key",         "decision",
+                                          "limit",  "status", "bytes", "upstream_ms", "ms"};
+  for (const json::object& line : lines) {
+    std::vector<std::string> keys;
+    for (const auto& member : line) keys.emplace_back(member.key());
+    EXPECT_EQ(keys, names) << json::serialize(line);
+    EXPECT_EQ(line.at("level").as_string(), "info");
+    EXPECT_EQ(line.at("msg").as_string(), "access");
+    EXPECT_EQ(line.at("client").as_string(), "127.0.0.1");
+    EXPECT_EQ(line.at("peer").as_string(), "127.0.0.1");
+    EXPECT_EQ(line.at("method").as_string(), "GET");
+    EXPECT_TRUE(line.at("upstream_ms").is_null());  // decision-only: nothing proxied
+    EXPECT_TRUE(line.at("ms").is_double()) << json::serialize(line);
+  }
+  // The line of /elsewhere (another connection) may come before the
+  // denial's: a line is written once its response is sent.
+  auto by_decision = [&](std::string_view decision) -> const json::object& {
+    for (const json::object& line : lines) {
+      if (line.at("decision").as_string() == decision) return line;
+    }
+    ADD_FAILURE() << "no line with decision " << decision << ":\n" << access;
+    return lines[0];
+  };
+  const json::object& allowed = by_decision("allowed");
+  EXPECT_EQ(allowed.at("path").as_string(), "/a");  // without the query
+  EXPECT_EQ(allowed.at("route").as_string(), "GET /a");
+  EXPECT_EQ(allowed.at("key").as_string(), "ip:127.0.0.1");
+  EXPECT_EQ(allowed.at("decision").as_string(), "allowed");
+  EXPECT_TRUE(allowed.at("limit").is_null());  // only a denial names its limit
+  EXPECT_EQ(allowed.at("status").as_int64(), 200);
+  EXPECT_EQ(allowed.at("bytes").as_int64(), 16);  // {"allowed":true}
+  const json::object& denied = by_decision("denied");
+  EXPECT_EQ(denied.at("limit").as_string(), "GET /a");  // the route's one inline limit
+  EXPECT_EQ(denied.at("status").as_int64(), 429);
+  EXPECT_EQ(denied.at("bytes").as_int64(), static_cast<int64_t>(kRateLimitedBody.size()));
+  const json::object& unlimited = by_decision("none");
+  EXPECT_EQ(unlimited.at("path").as_string(), "/elsewhere");
+  EXPECT_TRUE(unlimited.at("limit").is_null());
+  EXPECT_EQ(unlimited.at("route").as_string(), "none");
+  EXPECT_TRUE(unlimited.at("key").is_null());  // the text line's `-`
+}
+
 TEST(JsonLog, TextStaysTheDefault) {
   auto server = SluiceProcess::start(kYaml + "logging: {access_log: true}\n");
   ASSERT_NE(server, nullptr);
@@ -101,13 +152,25 @@ TEST(JsonLog, TextStaysTheDefault) {
   EXPECT_NE(server->log().find(" info denied: route \"GET /a\" key \"route:GET /a|ip:127.0.0.1\""),
             std::string::npos)
       << server->log();
+  const std::string access = server->wait_for_access_log({"status=429"});
+  const std::vector<std::string> lines = lines_of(access);
+  ASSERT_EQ(lines.size(), 2u) << access;
+  const std::regex allowed(
+      R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d client=127\.0\.0\.1 peer=127\.0\.0\.1 )"
+      R"(method=GET path=/a route="GET /a" key=ip:127\.0\.0\.1 decision=allowed limit=- )"
+      R"(status=200 bytes=16 upstream_ms=- ms=\d+\.\d{3})");
+  EXPECT_TRUE(std::regex_match(lines[0], allowed)) << lines[0];
+  EXPECT_NE(lines[1].find(" decision=denied limit=\"GET /a\" status=429 "), std::string::npos)
+      << lines[1];
 }
 
 TEST(JsonLog, AReloadSwitchesTheFormatForTheNextLine) {
-  auto server = SluiceProcess::start(kYaml);
+  auto server = SluiceProcess::start(kYaml + "logging: {access_log: true}\n");
   ASSERT_NE(server, nullptr);
+  EXPECT_EQ(server->get("/a").status, 200);
+  server->wait_for_access_log({"status=200"});
   const size_t text_lines = lines_of(server->log()).size();
-  server->rewrite_config(kYaml + "logging: {format: json}\n");
+  server->rewrite_config(kYaml + "logging: {format: json, access_log: true}\n");
   server->send_signal(SIGHUP);
   ASSERT_TRUE(server->wait_for_log("generation 2")) << server->log();
   const std::vector<std::string> lines = lines_of(server->log());
@@ -126,6 +189,13 @@ TEST(JsonLog, AReloadSwitchesTheFormatForTheNextLine) {
       << server->log();
   EXPECT_TRUE(lines[text_lines].find(" info SIGHUP: reloading") != std::string::npos)
       << server->log();
+  // The access log too: the line before the reload is text, the next JSON.
+  EXPECT_EQ(server->get("/a").status, 429);
+  const std::vector<std::string> access = lines_of(server->wait_for_access_log({"\"status\":429"}));
+  ASSERT_EQ(access.size(), 2u);
+  EXPECT_NE(access[0].find(" decision=allowed limit=- status=200 "), std::string::npos)
+      << access[0];
+  EXPECT_EQ(json::parse(access[1]).at("decision").as_string(), "denied") << access[1];
 }
 
 // gRPC's own lines (its debug lines at startup, routed through the server
