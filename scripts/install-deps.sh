@@ -42,8 +42,8 @@ if [ "$profile" = all ]; then
     libgtest-dev libgmock-dev clang-format
     # fuzz targets (make fuzz): clang with libFuzzer and the sanitizer runtimes
     clang-14 libclang-rt-14-dev
-    # Redis store tests
-    redis-server redis-tools
+    # Redis store tests (redis-sentinel: the Sentinel failover tests)
+    redis-server redis-tools redis-sentinel
     # nginx integration test and gateway benchmark
     nginx wrk
     # the soak (bench/soak, make soak): its logging upstream and clients
