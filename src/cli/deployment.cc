@@ -57,6 +57,7 @@ Deployment load_deployment(const std::string& config_path, const policy::ConfigO
                            const StoreCheck& store_check) {
   Deployment d;
   policy::LoadResult loaded = policy::load_config_file(config_path, overrides);
+  d.files = std::move(loaded.files);
   if (!loaded.config) {
     d.errors = std::move(loaded.errors);
     return d;

@@ -30,6 +30,9 @@ struct Deployment {
   // How many of `errors` are in the RLS descriptor files, and their folder.
   size_t descriptor_errors = 0;
   std::string descriptor_dir;
+  // The config file and every file and folder it names, the descriptor
+  // folder included (policy::LoadResult::files): what watch_config watches.
+  std::vector<std::string> files;
 
   bool ok() const { return errors.empty(); }
 };

@@ -51,10 +51,11 @@ Signals: SIGHUP (or POST /admin/reload) reloads FILE with the files it
 names (TLS certificate, consumers file, JWT keys, token files, deny body) and
 the RLS descriptor files together (if one is bad, all are refused and the old
 ones stay; a setting read only at startup, such as the store, waits for a
-restart, and the log says so). SIGTERM or SIGINT stops accepting, finishes
-requests in flight (up to server.shutdown_grace) and exits 0; a second
-SIGTERM or SIGINT during that drain stops at once, cutting the requests
-still in flight.
+restart, and the log says so); with `watch_config: true` a change of these
+files on disk reloads them the same way. SIGTERM or SIGINT stops accepting,
+finishes requests in flight (up to server.shutdown_grace) and exits 0; a
+second SIGTERM or SIGINT during that drain stops at once, cutting the
+requests still in flight.
 
 Exit codes: 0 after a graceful shutdown, 1 when FILE or a descriptor file is
 invalid or a port cannot be bound, 2 on bad usage, 128 + the signal's number
@@ -97,8 +98,9 @@ int run_serve(std::span<const std::string_view> args) {
     return 1;
   }
   const policy::Config& config = *deployment.config;
-  if (!observe::setup_logging(config.logging.level)) {
-    spdlog::warn("unknown logging.level \"{}\", using info", config.logging.level);
+  if (!observe::setup_logging(config.logging.level, config.logging.format)) {
+    spdlog::warn("unknown logging.level \"{}\" or format \"{}\", using info, text",
+                 config.logging.level, config.logging.format);
   }
   for (const config::ConfigError& w : deployment.warnings) spdlog::warn("RLS: {}", w.text());
   // A change to the consumers file cut by a kill left its temporary file.
@@ -136,8 +138,10 @@ int run_serve(std::span<const std::string_view> args) {
       });
       for (const config::ConfigError& w : next.warnings) spdlog::warn("reload: RLS: {}", w.text());
       if (next.ok()) rls.stage(next);
-      return http::LoadedConfig{std::move(next.config), std::move(next.errors)};
+      return http::LoadedConfig{std::move(next.config), std::move(next.errors),
+                                std::move(next.files)};
     };
+    options.watched_files = deployment.files;
     options.store_hooks = made->hooks;
     if (made->hooks.attach) {
       options.store_hooks.attach = [attach = made->hooks.attach,

@@ -10,8 +10,12 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <limits>
+#include <utility>
 #include <vector>
+
+#include "util/fnv1a.h"
 
 namespace sluice::config {
 
@@ -21,6 +25,36 @@ std::string joined(std::initializer_list<std::string_view> parts) {
   std::string out;
   for (std::string_view p : parts) out.append(p);
   return out;
+}
+
+// Folds the bytes of the regular file at `path`, then their count, into
+// `h` (the count keeps one file's end from reading as the next one's name);
+// false when it cannot be read.
+bool hash_file(const std::string& path, uint64_t* h) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return false;
+  }
+  char buf[8192];
+  uint64_t bytes = 0;
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      ::close(fd);
+      return false;
+    }
+    if (n == 0) break;
+    *h = util::fnv1a64(std::string_view(buf, static_cast<size_t>(n)), *h);
+    bytes += static_cast<uint64_t>(n);
+  }
+  ::close(fd);
+  const std::string count = std::to_string(bytes);
+  *h = util::fnv1a64(std::string_view(count.c_str(), count.size() + 1), *h);
+  return true;
 }
 
 }  // namespace
@@ -89,6 +123,39 @@ std::string relative_to_file(const std::string& from, const std::string& path) {
     out += parts[i];
   }
   return out.empty() ? std::string(".") : out;
+}
+
+std::optional<uint64_t> content_fingerprint(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (ec) return std::nullopt;
+  uint64_t h = util::kFnv1a64Basis;
+  if (fs::is_regular_file(status)) {
+    if (!hash_file(path, &h)) return std::nullopt;
+    return h;
+  }
+  if (!fs::is_directory(status)) return std::nullopt;
+  std::vector<std::string> files;
+  fs::recursive_directory_iterator it(path, ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    std::error_code entry_ec;
+    const std::string name = it->path().filename().string();
+    if (!name.empty() && name[0] == '.') {
+      if (it->is_directory(entry_ec)) it.disable_recursion_pending();
+      continue;
+    }
+    if (it->is_regular_file(entry_ec)) files.push_back(it->path().string());
+  }
+  if (ec) return std::nullopt;
+  std::sort(files.begin(), files.end());
+  for (const std::string& file : files) {
+    const std::string_view relative = std::string_view(file).substr(path.size());
+    h = util::fnv1a64(std::string_view(relative.data(), relative.size() + 1), h);
+    // An unreadable file is a state of its own: readable again is a change.
+    if (!hash_file(file, &h)) h = util::fnv1a64("\x01", h);
+  }
+  return h;
 }
 
 namespace {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,5 +36,13 @@ std::vector<std::string> remove_stray_temporaries(const std::string& path);
 // is, a relative one joined to that folder; "." and ".." segments resolved,
 // a trailing slash dropped. (No std::filesystem: this must not touch the disk.)
 std::string relative_to_file(const std::string& from, const std::string& path);
+
+// A hash of what `path` holds, to tell whether it changed: a file's content
+// (through symlinks), or a folder's files by relative name and content,
+// recursively, leaving out names that start with '.' as the RLS descriptor
+// loader does (a Kubernetes ConfigMap's `..data` and the timestamped
+// folders behind it). nullopt when it cannot be read (missing, no
+// permission). Reads in small blocks: memory does not grow with the size.
+std::optional<uint64_t> content_fingerprint(const std::string& path);
 
 }  // namespace sluice::config

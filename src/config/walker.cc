@@ -365,7 +365,11 @@ std::optional<std::string> Walker::path(const Item& item, std::string_view what)
     error(item, "must not be empty");
     return std::nullopt;
   }
-  return relative_to_file(file_, *text);
+  std::string resolved = relative_to_file(file_, *text);
+  if (std::find(named_paths_.begin(), named_paths_.end(), resolved) == named_paths_.end()) {
+    named_paths_.push_back(resolved);
+  }
+  return resolved;
 }
 
 std::optional<Secret> Walker::secret_file(const Item& item, std::string_view what) {

@@ -139,9 +139,15 @@ class Walker {
   // names the secret in messages ("the token file ...").
   std::optional<Secret> secret_file(const Item& item, std::string_view what = "token");
 
+  // Every path path() and secret_file() resolved, once each, in the order
+  // they were asked for: the files and folders this file names (what
+  // `watch_config` watches).
+  const std::vector<std::string>& named_paths() const { return named_paths_; }
+
  private:
   std::string file_;
   Diagnostics& diagnostics_;
+  std::vector<std::string> named_paths_;
 };
 
 }  // namespace sluice::config

@@ -319,6 +319,7 @@ void FrontDoor::note_access(Session& session, const policy::Plan& plan, const Ro
     note.decision = verdict.allowed                    ? "allowed"
                     : metrics.shadow_denied != nullptr ? "shadow_denied"
                                                        : "denied";
+    if (!verdict.allowed && verdict.reported != nullptr) note.limit = verdict.reported->name;
   }
 }
 

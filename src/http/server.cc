@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <exception>
@@ -304,6 +305,14 @@ Server::Server(policy::Config config, std::shared_ptr<Store> store, ServerOption
       r.counter("sluice_config_reloads_total", reloads_help, {{"result", "success"}});
   m.reload_failure =
       r.counter("sluice_config_reloads_total", reloads_help, {{"result", "failure"}});
+  const char* watch_help =
+      "Checks of the watched config files after a change on disk (watch_config), by result: "
+      "reloaded or refused (also counted in sluice_config_reloads_total), unchanged.";
+  const char* watch_checks = "sluice_config_watch_checks_total";
+  watch_reloaded_ = r.counter(watch_checks, watch_help, {{"result", "reloaded"}});
+  watch_refused_ = r.counter(watch_checks, watch_help, {{"result", "refused"}});
+  watch_unchanged_ = r.counter(watch_checks, watch_help, {{"result", "unchanged"}});
+  watched_files_ = options_.watched_files;
   const char* rejected_help = "Requests refused before any decision, by reason.";
   const char* rejected = "sluice_http_rejected_total";
   m.rejected_bad_request = r.counter(rejected, rejected_help, {{"reason", "bad_request"}});
@@ -458,6 +467,7 @@ int Server::run() {
   for (auto& l : decision_listeners_) l->start();
   admin_listener_->start();
   log_startup();
+  follow_watch(context_.state.load()->policy.config().watch_config);
   for (;;) {
     try {
       control_.run();
@@ -527,6 +537,42 @@ void Server::log_startup() const {
   }
 }
 
+void Server::follow_watch(bool enabled) {
+  if (!enabled || shutting_down_) {
+    if (watch_) {
+      spdlog::info("watch_config is off: changes on disk wait for SIGHUP");
+      // Destroyed once the current handler returns: this may run inside
+      // the watch's own check.
+      asio::post(control_, [gone = std::move(watch_)] {});
+    }
+    return;
+  }
+  const bool started = !watch_;
+  if (started) {
+    watch_ = std::make_unique<ConfigWatch>(
+        control_, options_.watch_debounce,
+        [this](const std::vector<std::string>& changed) { on_watch_check(changed); });
+  }
+  watch_->watch(watched_files_);
+  if (started) {
+    spdlog::info("watch_config: watching {} file(s) and folder(s) in {} folder(s)",
+                 watched_files_.size(), watch_->folder_count());
+  }
+}
+
+void Server::on_watch_check(const std::vector<std::string>& changed) {
+  if (changed.empty()) {
+    watch_unchanged_->add();
+    return;
+  }
+  std::string names;
+  for (const std::string& path : changed) names += cat({names.empty() ? "" : ", ", path});
+  spdlog::info("watch_config: {} changed on disk; reloading", names);
+  const ReloadOutcome outcome = reload();
+  admin_handler_.note_reload(outcome);
+  (outcome.ok ? watch_reloaded_ : watch_refused_)->add();
+}
+
 void Server::do_signal_wait() {
   signals_.async_wait([this](boost::system::error_code ec, int signal) {
     if (ec) return;
@@ -567,12 +613,25 @@ ReloadOutcome Server::reload() {
       policy::LoadResult result = policy::load_config_file(options_.config_path);
       loaded.config = std::move(result.config);
       loaded.errors = std::move(result.errors);
+      loaded.files = std::move(result.files);
     }
   } catch (const std::exception& e) {
     loaded.config.reset();
     loaded.errors.emplace_back(options_.config_path, 0, 0, e.what());
   }
+  // A refused config keeps the files in force watched and adds the ones it
+  // named (the file to fix may be one of them); one in force replaces them.
+  const bool watching = context_.state.load()->policy.config().watch_config;
+  auto watch_refused_files = [&] {
+    for (const std::string& f : loaded.files) {
+      if (std::find(watched_files_.begin(), watched_files_.end(), f) == watched_files_.end()) {
+        watched_files_.push_back(f);
+      }
+    }
+    follow_watch(watching);
+  };
   if (!loaded.config) {
+    watch_refused_files();
     for (const config::ConfigError& e : loaded.errors) {
       outcome.errors.push_back(e.text());
       spdlog::error("reload: {}", e.text());
@@ -616,15 +675,19 @@ ReloadOutcome Server::reload() {
     context_.metrics.reload_failure->add();
     outcome.generation = generation_;
     spdlog::error("reload refused; generation {} stays in force", generation_);
+    watch_refused_files();
     return outcome;
   }
   ++generation_;
   context_.state.store(next);
   if (options_.companion != nullptr) options_.companion->commit_reload();
+  watched_files_ = std::move(loaded.files);
+  follow_watch(next->policy.config().watch_config);
   if (!observe::set_log_level(next->policy.config().logging.level)) {
     spdlog::warn("reload: unknown logging.level \"{}\", using info",
                  next->policy.config().logging.level);
   }
+  observe::set_log_format(next->policy.config().logging.format);
   context_.metrics.reload_success->add();
   const policy::Config& c = next->policy.config();
   spdlog::info("reloaded {}: generation {}, {} route(s){}, {} named polic{}", c.source, generation_,
@@ -647,6 +710,7 @@ void Server::begin_shutdown(const char* why) {
   for (auto& l : front_listeners_) l->stop();
   for (auto& l : decision_listeners_) l->stop();
   if (admin_listener_) admin_listener_->stop();
+  watch_.reset();
   if (options_.companion != nullptr) options_.companion->begin_shutdown(grace);
   collect_timer_.cancel();
   context_.draining.store(true);

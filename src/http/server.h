@@ -12,7 +12,8 @@
 // touch only their own io_context's data, and the config is one
 // atomic<shared_ptr<const State>> swapped by reloads.
 //
-// Signals: SIGHUP reloads; SIGTERM and SIGINT stop accepting, let requests in
+// Signals: SIGHUP reloads (so does a change on disk, with `watch_config`:
+// http/config_watch.h); SIGTERM and SIGINT stop accepting, let requests in
 // flight finish (up to server.shutdown_grace), then run() returns 0.
 //
 // Thread-safety: construct, start() and run() from one thread; reload() and
@@ -35,6 +36,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "http/admin.h"
+#include "http/config_watch.h"
 #include "http/context.h"
 #include "http/forwarder.h"
 #include "http/front_door.h"
@@ -77,6 +79,9 @@ class Companion {
 struct LoadedConfig {
   std::optional<policy::Config> config;
   std::vector<config::ConfigError> errors;
+  // The config file and the files and folders it names
+  // (policy::LoadResult::files), also when refused: what watch_config watches.
+  std::vector<std::string> files;
 };
 
 // What a store that runs its I/O on the workers' event loops (Redis) needs
@@ -107,6 +112,11 @@ struct ServerOptions {
   std::chrono::milliseconds collect_interval{1000};
   // Reloaded and stopped with the server; must outlive it. May be null.
   Companion* companion = nullptr;
+  // The files the startup load read (LoadedConfig::files), watched when the
+  // config has watch_config; and how long the files must be quiet before a
+  // change on disk is checked (one burst of writes, one reload).
+  std::vector<std::string> watched_files;
+  std::chrono::milliseconds watch_debounce{200};
 };
 
 class Server {
@@ -131,6 +141,11 @@ class Server {
   class Listener;
 
   void log_startup() const;
+  // Watches what watched_files_ names while `enabled` (the config in
+  // force's watch_config), stops watching otherwise.
+  void follow_watch(bool enabled);
+  // A ConfigWatch check: reload when a watched file changed.
+  void on_watch_check(const std::vector<std::string>& changed);
   void do_signal_wait();
   void schedule_collect();
   void on_drain_tick();
@@ -158,6 +173,14 @@ class Server {
   // graceful one.
   int cut_by_signal_ = 0;
   uint64_t generation_ = 1;
+  // watch_config: the files of the config in force, and of refused loads
+  // since (so fixing the file a refused config named is seen too).
+  std::vector<std::string> watched_files_;
+  std::unique_ptr<ConfigWatch> watch_;
+  // sluice_config_watch_checks_total{result}: reloaded, refused, unchanged.
+  observe::Counter* watch_reloaded_ = nullptr;
+  observe::Counter* watch_refused_ = nullptr;
+  observe::Counter* watch_unchanged_ = nullptr;
 };
 
 }  // namespace sluice::http

@@ -630,17 +630,31 @@ void Session::log_access(unsigned status, size_t body_bytes) {
   const std::string_view path =
       policy::target_path(std::string_view(req.target().data(), req.target().size()));
   const AccessNote& note = access_note_;
-  std::string upstream = "-";
-  if (note.upstream)
-    upstream = fmt::format("{:.3f}", static_cast<double>(note.upstream->count()) / 1000.0);
-  observe::access_logger().info(
-      "client={} peer={} method={} path={} route={} key={} decision={} status={} bytes={} "
-      "upstream_ms={} ms={:.3f}",
-      note.client ? note.client->text() : peer_text_, peer_text_,
-      observe::logfmt_value(std::string_view(method.data(), method.size())),
-      observe::logfmt_value(path), observe::logfmt_value(note.route),
-      observe::logfmt_value(note.key), note.decision, status, body_bytes, upstream,
-      static_cast<double>(elapsed.count()) / 1000.0);
+  const std::string client = note.client ? note.client->text() : peer_text_;
+  const std::string status_text = std::to_string(status);
+  const std::string bytes_text = std::to_string(body_bytes);
+  const std::string upstream_ms =
+      note.upstream ? fmt::format("{:.3f}", static_cast<double>(note.upstream->count()) / 1000.0)
+                    : std::string();
+  const std::string ms = fmt::format("{:.3f}", static_cast<double>(elapsed.count()) / 1000.0);
+  using Field = observe::LogField;
+  constexpr Field::Kind kNumber = Field::Kind::kNumber;
+  // The fields of the line, in its order, as text (logfmt) or JSON members.
+  const Field fields[] = {
+      {"client", client},
+      {"peer", peer_text_},
+      {"method", std::string_view(method.data(), method.size())},
+      {"path", path},
+      {"route", note.route},
+      {"key", note.key},
+      {"decision", note.decision},
+      {"limit", note.limit},
+      {"status", status_text, kNumber},
+      {"bytes", bytes_text, kNumber},
+      {"upstream_ms", upstream_ms, kNumber},
+      {"ms", ms, kNumber},
+  };
+  observe::log_access(fields);
 }
 
 void Session::resume(bool keep_alive) {
@@ -657,6 +671,7 @@ void Session::finish_request(bool keep_alive) {
     access_note_.route.clear();
     access_note_.key.clear();
     access_note_.decision = "-";
+    access_note_.limit.clear();
     access_note_.upstream.reset();
   }
   header_parser_.reset();

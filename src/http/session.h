@@ -181,6 +181,7 @@ class Session : public std::enable_shared_from_this<Session> {
     std::string route;                // the route (or policy) name
     std::string key;                  // the client key, redacted per logging.redact_keys
     std::string_view decision = "-";  // allowed, denied, error, none (no limit), - (not decided)
+    std::string limit;                // on a denial: the name of the limit that denied
     std::optional<std::chrono::microseconds> upstream;  // proxied: until the response header
   };
   AccessNote& access_note() { return access_note_; }

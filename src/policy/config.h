@@ -243,7 +243,8 @@ struct DenyResponse {
 };
 
 struct LoggingConfig {
-  std::string level = "info";  // trace debug info warn error
+  std::string level = "info";   // trace debug info warn error
+  std::string format = "text";  // text | json: every line one JSON object
   bool access_log = false;
   bool redact_keys = true;  // header-derived key values hashed in logs, stats, dashboard
   double denial_log_per_second =
@@ -356,6 +357,8 @@ struct Config {
   std::vector<Route> routes;                 // first match wins
   ServerLimits server;
   LoggingConfig logging;
+  // Reload when the config file or a file it names changes on disk.
+  bool watch_config = false;
   friend bool operator==(const Config&, const Config&) = default;
 };
 

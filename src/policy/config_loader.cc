@@ -66,7 +66,8 @@ const Keys kTopKeys = {"listen",
                        "default",
                        "routes",
                        "server",
-                       "logging"};
+                       "logging",
+                       "watch_config"};
 // A limit block of the server config: config::kLimitKeys (written out: a
 // namespace-scope copy of another file's vector would depend on the order
 // of static initialisation) and count_status.
@@ -106,7 +107,7 @@ const Keys kRouteKeys = {"match", "name", "key", "limits", "shadow", "delay"};
 const Keys kServerKeys = {"max_connections",  "max_held",       "max_tls_handshakes",
                           "max_header_bytes", "max_body_bytes", "header_timeout",
                           "idle_timeout",     "threads",        "shutdown_grace"};
-const Keys kLoggingKeys = {"level", "access_log", "redact_keys", "denial_log_per_second"};
+const Keys kLoggingKeys = {"level", "format", "access_log", "redact_keys", "denial_log_per_second"};
 
 Result<Upstream> parse_upstream(std::string_view text) {
   Result<config::HttpUrl> url = config::parse_http_url(text);
@@ -142,6 +143,10 @@ class Loader {
     diagnostics_.errors.insert(diagnostics_.errors.end(), consumers_file_errors_.begin(),
                                consumers_file_errors_.end());
     result.errors = std::move(diagnostics_.errors);
+    result.files.push_back(config_.source);
+    for (const std::string& p : walker_.named_paths()) {
+      if (p != config_.source) result.files.push_back(p);
+    }
     if (result.errors.empty()) result.config = std::move(config_);
     return result;
   }
@@ -259,6 +264,9 @@ class Loader {
     if (const Item* r = m->get("routes")) routes(*r);
     plans_need_consumers(*m);
     if (const Item* l = m->get("logging")) logging(*l);
+    if (const Item* w = m->get("watch_config")) {
+      if (auto b = walker_.boolean(*w)) config_.watch_config = *b;
+    }
     // Only the gateway sees the upstream's status.
     if (!config_.upstream) {
       for (const Item& c : count_status_items_) {
@@ -1409,6 +1417,10 @@ class Loader {
       const Keys levels = {"trace", "debug", "info", "warn", "error"};
       if (auto c = walker_.choice(*l, levels)) config_.logging.level = std::string(levels[*c]);
     }
+    if (const Item* f = m->get("format")) {
+      const Keys formats = {"text", "json"};
+      if (auto c = walker_.choice(*f, formats)) config_.logging.format = std::string(formats[*c]);
+    }
     if (const Item* a = m->get("access_log")) {
       if (auto b = walker_.boolean(*a)) config_.logging.access_log = *b;
     }
@@ -1459,6 +1471,7 @@ LoadResult load_config_file(const std::string& path, const ConfigOverrides& over
   if (!text) {
     LoadResult result;
     result.errors.push_back(ConfigError{path, 0, 0, error});
+    result.files.push_back(path);
     return result;
   }
   return load_config_string(*text, path, overrides);

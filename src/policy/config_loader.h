@@ -21,6 +21,10 @@ using ConfigError = config::ConfigError;
 struct LoadResult {
   std::optional<Config> config;  // set iff errors is empty
   std::vector<ConfigError> errors;
+  // The config file, then every file and folder it names (consumers file,
+  // token files, TLS files, JWT keys, deny body, RLS descriptor folder),
+  // once each; also when the config is refused, as far as it was read.
+  std::vector<std::string> files;
 };
 
 // Values given on the command line (`sluice serve --listen ...`) in place of

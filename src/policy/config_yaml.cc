@@ -439,6 +439,7 @@ void server(YAML::Emitter& out, const ServerLimits& s) {
 void logging(YAML::Emitter& out, const LoggingConfig& l) {
   out << YAML::Key << "logging" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "level" << YAML::Value << l.level;
+  out << YAML::Key << "format" << YAML::Value << l.format;
   out << YAML::Key << "access_log" << YAML::Value << l.access_log;
   out << YAML::Key << "redact_keys" << YAML::Value << l.redact_keys;
   out << YAML::Key << "denial_log_per_second" << YAML::Value
@@ -479,6 +480,7 @@ std::string to_yaml(const Config& c) {
   routes(out, c);
   server(out, c.server);
   logging(out, c.logging);
+  out << YAML::Key << "watch_config" << YAML::Value << c.watch_config;
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }

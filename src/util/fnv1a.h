@@ -9,8 +9,10 @@
 
 namespace sluice::util {
 
-constexpr uint64_t fnv1a64(std::string_view s) {
-  uint64_t h = 0xcbf29ce484222325ULL;
+inline constexpr uint64_t kFnv1a64Basis = 0xcbf29ce484222325ULL;
+
+// `h`: the hash of what came before, to hash a text given in parts.
+constexpr uint64_t fnv1a64(std::string_view s, uint64_t h = kFnv1a64Basis) {
   for (const char c : s) {
     h ^= static_cast<unsigned char>(c);
     h *= 0x100000001b3ULL;

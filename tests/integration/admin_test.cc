@@ -165,16 +165,15 @@ routes:
   const std::string hashed = "h:x-api-key=~c07a2bb3b2af";
   const std::vector<std::string> lines = {
       " client=127.0.0.1 peer=127.0.0.1 method=GET path=/a route=\"GET /a\" key=ip:127.0.0.1 "
-      "decision=allowed status=200 bytes=16 upstream_ms=- ms=",
+      "decision=allowed limit=- status=200 bytes=16 upstream_ms=- ms=",
       " client=127.0.0.1 peer=127.0.0.1 method=GET path=/a route=\"GET /a\" key=ip:127.0.0.1 "
-      "decision=denied "
-      "status=429 bytes=107 upstream_ms=- ms=",
+      "decision=denied limit=\"GET /a\" status=429 bytes=107 upstream_ms=- ms=",
       " client=127.0.0.1 peer=127.0.0.1 method=GET path=/k route=\"GET /k\" key=\"" + hashed +
-          "\" decision=allowed status=200 ",
+          "\" decision=allowed limit=- status=200 ",
       " client=127.0.0.1 peer=127.0.0.1 method=GET path=/k route=\"GET /k\" key=\"" + hashed +
-          "\" decision=denied status=429 ",
+          "\" decision=denied limit=\"GET /k\" status=429 ",
       " client=127.0.0.1 peer=127.0.0.1 method=GET path=/nowhere route=none key=- decision=none "
-      "status=200 "};
+      "limit=- status=200 "};
   const std::string log = server->wait_for_access_log(lines);
   for (const std::string& line : lines) EXPECT_NE(log.find(line), std::string::npos) << line << log;
   EXPECT_EQ(log.find("s3cr3t"), std::string::npos) << log;
@@ -213,10 +212,11 @@ routes:
   const std::string key = "key=\"q:api_key=~5871ac2ac2e8\"";
   const std::vector<std::string> lines = {
       " client=198.51.100.7 peer=127.0.0.1 method=GET path=/q route=\"GET /q\" " + key +
-          " decision=allowed status=200 ",
+          " decision=allowed limit=- status=200 ",
       " client=127.0.0.1 peer=127.0.0.1 method=GET path=/q route=\"GET /q\" " + key +
-          " decision=denied status=429 ",
-      " client=203.0.113.9 peer=127.0.0.1 method=GET path=/q route=- key=- decision=- status=403 "};
+          " decision=denied limit=\"GET /q\" status=429 ",
+      " client=203.0.113.9 peer=127.0.0.1 method=GET path=/q route=- key=- decision=- limit=- "
+      "status=403 "};
   const std::string log = server->wait_for_access_log(lines);
   for (const std::string& line : lines) EXPECT_NE(log.find(line), std::string::npos) << line << log;
   EXPECT_EQ(log.find("SECRET"), std::string::npos) << log;
@@ -234,7 +234,8 @@ routes:
   ASSERT_NE(server, nullptr);
   EXPECT_EQ(server->get("/k", {{"X-Api-Key", "v4lue"}}).status, 200);
   EXPECT_EQ(server->get("/k", {{"X-Api-Key", "v4lue"}}).status, 429);
-  const std::string line = " key=\"h:x-api-key=v4lue\" decision=denied status=429 ";
+  const std::string line =
+      " key=\"h:x-api-key=v4lue\" decision=denied limit=\"GET /k\" status=429 ";
   EXPECT_NE(server->wait_for_access_log({line}).find(line), std::string::npos);
   EXPECT_NE(server->admin_get("/admin/stats").body.find("h:x-api-key=v4lue"), std::string::npos);
 }

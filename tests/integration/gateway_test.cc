@@ -151,7 +151,8 @@ routes:
       "shadow: route \"GET /api/search\" would deny key \"ip:127.0.0.1\" (limit \"GET "
       "/api/search\"); let through"))
       << server->log();
-  const std::string shadowed = "key=ip:127.0.0.1 decision=shadow_denied status=200";
+  const std::string shadowed =
+      "key=ip:127.0.0.1 decision=shadow_denied limit=\"GET /api/search\" status=200";
   const std::string log = server->wait_for_access_log({shadowed});
   EXPECT_NE(log.find(shadowed), std::string::npos) << log;
 }
@@ -234,12 +235,12 @@ TEST(Gateway, TheAccessLogHasTheUpstreamTimeOfProxiedRequests) {
   for (int i = 0; i < 4; ++i) c->request("GET", "/api/hello");
   const std::regex proxied(
       R"( client=127\.0\.0\.1 peer=127\.0\.0\.1 method=GET path=/api/hello route="GET /api/hello" )"
-      R"(key=ip:127\.0\.0\.1 decision=allowed status=200 bytes=7 upstream_ms=\d+\.\d{3} )"
+      R"(key=ip:127\.0\.0\.1 decision=allowed limit=- status=200 bytes=7 upstream_ms=\d+\.\d{3} )"
       R"(ms=\d+\.\d{3}\n)");
   const std::string denied =
       " client=127.0.0.1 peer=127.0.0.1 method=GET path=/api/hello route=\"GET /api/hello\" "
       "key=ip:127.0.0.1 "
-      "decision=denied status=429 bytes=107 upstream_ms=- ms=";
+      "decision=denied limit=\"GET /api/hello\" status=429 bytes=107 upstream_ms=- ms=";
   // Lines are written once their responses are sent: wait for the fourth.
   const std::string log = server->wait_for_access_log({denied});
   EXPECT_NE(log.find(denied), std::string::npos) << log;

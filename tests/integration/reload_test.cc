@@ -2,47 +2,11 @@
 // one is refused and the old config stays; unchanged limits keep their state.
 #include <csignal>
 
+#include "reload_configs.h"
 #include "test_support.h"
 
 namespace sluice::test {
 namespace {
-
-const std::string kBefore = R"(
-headers: [legacy]
-policies:
-  login: {capacity: 3, refill_rate: 1/h}
-routes:
-  - match: GET /a
-    limits: [{capacity: 2, refill_rate: 1/h}]
-  - match: GET /b
-    limits: [{capacity: 3, refill_rate: 1/h}]
-)";
-
-// /a unchanged, /b's limit changed, a new route /c.
-const std::string kAfter = R"(
-headers: [legacy]
-policies:
-  login: {capacity: 3, refill_rate: 1/h}
-routes:
-  - match: GET /a
-    limits: [{capacity: 2, refill_rate: 1/h}]
-  - match: GET /b
-    limits: [{capacity: 5, refill_rate: 1/h}]
-  - match: GET /c
-    limits: [{capacity: 1, refill_rate: 1/h}]
-)";
-
-const std::string kBroken = R"(
-headers: [legacy]
-routes:
-  - match: GET /a
-    limits: [{capacity: 0, refill_rate: 1/h}]
-  - match: GET /b
-    limits: [{capacity: 5, refil_rate: 1/h}]
-)";
-
-const std::string kReloadFailures = R"(sluice_config_reloads_total{result="failure"})";
-const std::string kReloadSuccesses = R"(sluice_config_reloads_total{result="success"})";
 
 TEST(Reload, AdminReloadSwapsTheConfigAndKeepsUnchangedLimitsState) {
   auto server = SluiceProcess::start(kBefore);

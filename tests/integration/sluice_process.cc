@@ -1,6 +1,5 @@
 #include "sluice_process.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -11,6 +10,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -85,15 +85,8 @@ std::string make_temp_dir() {
 
 void remove_dir(const std::string& dir) {
   if (dir.empty()) return;
-  if (DIR* d = ::opendir(dir.c_str())) {
-    while (dirent* e = ::readdir(d)) {
-      const std::string name = e->d_name;
-      if (name == "." || name == "..") continue;
-      ::unlink((dir + "/" + name).c_str());
-    }
-    ::closedir(d);
-  }
-  ::rmdir(dir.c_str());
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
 }
 
 std::unique_ptr<SluiceProcess> SluiceProcess::start(const std::string& yaml,
@@ -114,6 +107,21 @@ std::unique_ptr<SluiceProcess> SluiceProcess::start(const std::string& yaml,
   p->header_ = "listen: " + host_text + "\nadmin: 127.0.0.1:0\n";
   for (const auto& [name, content] : files) write_file(p->dir_ + "/" + name, content);
   write_file(p->config_path_, p->header_ + yaml);
+  return launch(std::move(p));
+}
+
+std::unique_ptr<SluiceProcess> SluiceProcess::start_prepared(const std::string& dir,
+                                                             const std::string& config_path) {
+  std::unique_ptr<SluiceProcess> p(new SluiceProcess());
+  p->dir_ = dir;
+  p->config_path_ = config_path;
+  p->log_path_ = p->dir_ + "/stderr.log";
+  p->host_ = "127.0.0.1";
+  p->header_ = kListenLines;
+  return launch(std::move(p));
+}
+
+std::unique_ptr<SluiceProcess> SluiceProcess::launch(std::unique_ptr<SluiceProcess> p) {
   p->pid_ = spawn(p->config_path_, p->dir_ + "/stdout.log", p->log_path_);
   if (p->pid_ < 0) {
     ADD_FAILURE() << "cannot start " << SLUICE_BINARY;

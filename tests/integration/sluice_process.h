@@ -28,6 +28,13 @@ class SluiceProcess {
   static std::unique_ptr<SluiceProcess> start(const std::string& yaml,
                                               const std::string& listen_host = "127.0.0.1",
                                               const Files& files = {});
+  // Runs `sluice serve --config <config_path>` on files the test laid out
+  // itself in `dir` (from make_temp_dir(); symlinks, folders), which the
+  // process then owns and removes. The config says `listen:` and `admin:`
+  // itself, with port 0 (kListenLines).
+  static std::unique_ptr<SluiceProcess> start_prepared(const std::string& dir,
+                                                       const std::string& config_path);
+  static constexpr const char* kListenLines = "listen: 127.0.0.1:0\nadmin: 127.0.0.1:0\n";
   ~SluiceProcess();
 
   const std::string& host() const { return host_; }
@@ -37,6 +44,8 @@ class SluiceProcess {
   uint16_t decision_port() const { return decision_port_; }
   pid_t pid() const { return pid_; }
   const std::string& config_path() const { return config_path_; }
+  // The temporary folder of the config, the logs and the test's files.
+  const std::string& dir() const { return dir_; }
 
   // Requests on the listen port (one connection each) and the admin port.
   HttpResponse get(const std::string& target,
@@ -91,6 +100,8 @@ class SluiceProcess {
 
  private:
   SluiceProcess() = default;
+  // Spawns the process on its config and waits until it serves.
+  static std::unique_ptr<SluiceProcess> launch(std::unique_ptr<SluiceProcess> p);
   std::string dir_;
   std::string config_path_;
   std::string log_path_;
@@ -103,7 +114,7 @@ class SluiceProcess {
   uint16_t decision_port_ = 0;
 };
 
-// A temporary directory, removed with its files on destruction.
+// A temporary directory, and its removal with everything in it.
 std::string make_temp_dir();
 void remove_dir(const std::string& dir);
 

@@ -112,8 +112,9 @@ TEST(WebSocket, FramesGoBothWaysThroughTheGatewayAndTheHandshakeIsCharged) {
   EXPECT_EQ(denied.response.body(), kRateLimitedBody);
   // Each tunnel is logged once it ends, as a 101.
   const std::string log = server->wait_for_access_log({"status=101", "status=429"});
-  EXPECT_NE(log.find("path=/ws route=\"GET /ws\" key=ip:127.0.0.1 decision=allowed status=101"),
-            std::string::npos)
+  EXPECT_NE(
+      log.find("path=/ws route=\"GET /ws\" key=ip:127.0.0.1 decision=allowed limit=- status=101"),
+      std::string::npos)
       << log;
 }
 

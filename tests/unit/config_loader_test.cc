@@ -72,6 +72,7 @@ TEST(ConfigLoader, EveryDefaultAppliesToAnEmptyMapping) {
   EXPECT_EQ(c.logging.level, "info");
   EXPECT_FALSE(c.logging.access_log);
   EXPECT_EQ(c.logging.denial_log_per_second, 1.0);
+  EXPECT_FALSE(c.watch_config);
 }
 
 TEST(ConfigLoader, AnInlineLimitDefaultsToTokenBucketKeyedByIp) {
@@ -340,6 +341,41 @@ TEST(ConfigLoader, DenyErrors) {
             Errors{"t.yaml:1:8: deny.stauts: unknown key; did you mean `status`?"});
 }
 
+TEST(ConfigLoader, LoggingFormatIsTextOrJson) {
+  EXPECT_EQ(valid("{}").logging.format, "text");
+  EXPECT_EQ(valid("logging: {format: json}\n").logging.format, "json");
+  EXPECT_EQ(errors_of("logging:\n  format: jsn\n"),
+            Errors{"t.yaml:2:11: logging.format: must be one of text, json, got \"jsn\"; did "
+                   "you mean `json`?"});
+}
+
+TEST(ConfigLoader, WatchConfigIsABoolean) {
+  EXPECT_TRUE(valid("watch_config: true\n").watch_config);
+  EXPECT_EQ(errors_of("watch_config: yes\n"),
+            Errors{"t.yaml:1:15: watch_config: must be true or false, got \"yes\""});
+  EXPECT_EQ(errors_of("watch_confg: true\n"),
+            Errors{"t.yaml:1:1: watch_confg: unknown key; did you mean `watch_config`?"});
+}
+
+// What watch_config watches: the config file, then each file and folder it
+// names, once each; also when the config is refused, so
+// that the file to fix is watched.
+TEST(ConfigLoader, TheFilesAConfigNamesAreListedEvenWhenItIsRefused) {
+  const LoadResult r = load_config_string(R"(
+admin_token_file: token
+deny: {body_file: /nonexistent/deny.json}
+decision_api: {token_file: token}
+grpc: 127.0.0.1:0
+rls: {config_dir: ratelimit}
+)",
+                                          "/etc/sluice/sluice.yaml");
+  EXPECT_FALSE(r.config.has_value());
+  EXPECT_EQ(r.files, (std::vector<std::string>{"/etc/sluice/sluice.yaml", "/etc/sluice/token",
+                                               "/etc/sluice/ratelimit", "/nonexistent/deny.json"}));
+  const LoadResult missing = load_config_file("/nonexistent/sluice.yaml");
+  EXPECT_EQ(missing.files, std::vector<std::string>{"/nonexistent/sluice.yaml"});
+}
+
 // `sluice validate` given an envoyproxy/ratelimit file says where it belongs.
 TEST(ConfigLoader, AnEnvoyDescriptorFileSaysWhereSuchFilesGo) {
   EXPECT_EQ(errors_of("domain: edge\ndescriptors:\n  - key: remote_address\n"),
@@ -423,8 +459,8 @@ TEST(ConfigLoader, UnknownKeySuggestsTheClosestKnownKey) {
 
 TEST(ConfigLoader, UnknownKeyWithoutACloseOneListsTheKnownKeys) {
   EXPECT_EQ(errors_of("logging:\n  colour: true\n"),
-            Errors{"t.yaml:2:3: logging.colour: unknown key (known keys: level, access_log, "
-                   "redact_keys, denial_log_per_second)"});
+            Errors{"t.yaml:2:3: logging.colour: unknown key (known keys: level, format, "
+                   "access_log, redact_keys, denial_log_per_second)"});
   EXPECT_EQ(errors_of("routs: []\n"),
             Errors{"t.yaml:1:1: routs: unknown key; did you mean `routes`?"});
 }
@@ -793,7 +829,7 @@ unknown: 1
               "admin_token_all, admin_hosts, admin_read_only, decision_api, grpc, rls, "
               "upstream, store, client_ip, access, headers, case_insensitive_paths, paths, "
               "auth_deny_status, deny, jwt, policies, plans, consumers, default, routes, server, "
-              "logging)"}));
+              "logging, watch_config)"}));
 }
 
 TEST(ConfigLoader, ErrorTextWithoutAPositionHasNoLineAndColumn) {

@@ -119,9 +119,11 @@ server:
   shutdown_grace: 10s
 logging:
   level: info
+  format: text
   access_log: false
   redact_keys: true
   denial_log_per_second: 1
+watch_config: false
 )");
   expect_round_trip(c, "t.yaml");
 }
