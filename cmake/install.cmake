@@ -1,7 +1,8 @@
 # What `cmake --install` puts under the prefix (GNUInstallDirs paths):
 #
 #   include/sluice/*.h                      the public API (redis_store.h with the Redis store)
-#   lib/<multiarch>/libsluice_core.a        Sluice::core, sluice-core.pc
+#   lib/<multiarch>/libsluice_store.a       Sluice::core, sluice-core.pc: the two archives
+#   lib/<multiarch>/libsluice_core.a        of the library (src/store, src/core)
 #   lib/<multiarch>/libsluice_redis.a       Sluice::redis, sluice-redis.pc (SLUICE_BUILD_REDIS)
 #   lib/<multiarch>/libsluice_config_values.a   what libsluice_redis links privately
 #   lib/<multiarch>/cmake/Sluice/           find_package(Sluice [COMPONENTS redis])
@@ -30,8 +31,13 @@ install(FILES ${SLUICE_PUBLIC_HEADERS} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/s
 # ---------------------------------------------------------------- Sluice::core
 # Two export sets, so that a program using only the memory store never needs
 # the Redis store's dependencies (SluiceConfig.cmake loads the second on request).
-set_target_properties(sluice_core PROPERTIES EXPORT_NAME core)
-install(TARGETS sluice_core EXPORT SluiceCoreTargets
+# Sluice::core is what a program links (sluice_library: the memory store and
+# limiter of libsluice_store.a on the algorithms of libsluice_core.a); the
+# archives' own targets, Sluice::store and Sluice::algorithms, come with it.
+set_target_properties(sluice_library PROPERTIES EXPORT_NAME core)
+set_target_properties(sluice_store PROPERTIES EXPORT_NAME store)
+set_target_properties(sluice_core PROPERTIES EXPORT_NAME algorithms)
+install(TARGETS sluice_library sluice_store sluice_core EXPORT SluiceCoreTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev)
 install(EXPORT SluiceCoreTargets NAMESPACE Sluice:: DESTINATION ${SLUICE_CMAKE_DIR} COMPONENT dev)
 
@@ -39,7 +45,7 @@ install(EXPORT SluiceCoreTargets NAMESPACE Sluice:: DESTINATION ${SLUICE_CMAKE_D
 if(SLUICE_BUILD_REDIS)
   set_target_properties(sluice_redis PROPERTIES EXPORT_NAME redis)
   # A static library's private dependencies are still linked by its users:
-  # libsluice_config_values.a (address parsing) is installed with it, as
+  # libsluice_config_values.a (address parsing, TLS files) is installed with it, as
   # Sluice::config_values, an implementation detail nobody links by hand.
   set_target_properties(sluice_config_values PROPERTIES EXPORT_NAME config_values)
   install(TARGETS sluice_redis sluice_config_values EXPORT SluiceRedisTargets

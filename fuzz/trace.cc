@@ -1,4 +1,4 @@
-// The simulator's trace reader (src/cli/trace.h): CSV `time_ms,key,cost`.
+// The simulator's trace reader (src/simulate/trace.h): CSV `time_ms,key,cost`.
 //
 // Asserts: a trace either parses or gets an error message of at most
 // kMaxTraceErrors lines plus a count; a parsed trace is sorted by time, each
@@ -7,13 +7,13 @@
 // more than 10 through in any window, and no algorithm more than 2 x 10.
 #include <algorithm>
 
-#include "cli/simulation.h"
-#include "cli/trace.h"
 #include "fuzz_check.h"
+#include "simulate/simulation.h"
+#include "simulate/trace.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace sluice;
-  using namespace sluice::cli;
+  using namespace sluice::simulate;
   const Result<Traffic> traffic = parse_trace(fuzz::text_of(data, size), "fuzz.csv");
   if (!traffic.ok()) {
     const std::string& message = traffic.error().message;

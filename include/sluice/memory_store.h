@@ -50,9 +50,13 @@ class MemoryStore final : public Store {
   Status refund(std::span<const RefundRequest> requests, Nanos now) override;
   Result<bool> reset(const Limit& limit, std::string_view key) override;
   size_t size() const override;
+  std::string_view backend() const override { return "memory"; }
+  // collect_expired(now).
+  void maintain(Nanos now) override;
 
-  // Drops every state that is back to full at `now`. Called periodically by
-  // the server; the store also does this incrementally while inserting.
+  // Drops every state that is back to full at `now`, and returns how many.
+  // A server calls it periodically (through maintain()); the store also does
+  // this incrementally while inserting.
   size_t collect_expired(Nanos now);
 
   // Bytes allocated for states (slot tables plus the heap blocks of logs

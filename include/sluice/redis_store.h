@@ -350,6 +350,9 @@ class RedisStore final : public Store {
   // The same count as of the last health check (every health_interval),
   // without waiting; 0 until one has answered.
   size_t observed_size() const override;
+  std::string_view backend() const override { return "redis"; }
+  // maintain() is Store's, a no-op: the internal thread keeps the store up
+  // (health checks, cached mode's syncs), and Redis expires its keys itself.
 
   // Blocks until ready() or `timeout` passes; returns ready().
   bool wait_ready(std::chrono::milliseconds timeout) const;

@@ -1,5 +1,6 @@
 // Store: where limit state lives. One interface for the embedded memory store
-// and (later) Redis.
+// and Redis; a server asks it what it is (backend()) and gives it its upkeep
+// (maintain()) through this interface alone.
 //
 // Thread-safety: every Store implementation may be called from any number of
 // threads at once.
@@ -108,6 +109,20 @@ class Store {
   // size() as last observed, without waiting on anything remote: for
   // metrics and dashboards polled often. The memory store counts in place.
   virtual size_t observed_size() const { return size(); }
+
+  // What kind of store this is, for a server to report (/admin/stats
+  // `store.backend`): "memory", "redis". The text lives as long as the
+  // program. A store of the embedding program's own that does not say is
+  // "other".
+  virtual std::string_view backend() const { return "other"; }
+
+  // The store's periodic upkeep: a server calls it every second or so, from
+  // one thread, with the time it decides with. Decisions never depend on it
+  // (a state past its expiry already counts as full), only memory does: the
+  // memory store drops the states that are full again (collect_expired). The
+  // default does nothing, for a store whose upkeep runs on its own (the
+  // Redis store's: its internal thread) or that has none.
+  virtual void maintain(Nanos now) { (void)now; }
 };
 
 // True if every decision allowed.

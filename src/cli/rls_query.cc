@@ -12,7 +12,7 @@
 
 #include "cli/args.h"
 #include "config/files.h"
-#include "config/values.h"
+#include "config/values/values.h"
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 #include "rls/units.h"
 

@@ -9,13 +9,13 @@
 #include <string>
 
 #include "cli/args.h"
-#include "cli/simulate_report.h"
-#include "cli/simulation.h"
-#include "cli/simulation_queue.h"
-#include "cli/slow_upstream.h"
-#include "cli/time_text.h"
-#include "cli/trace.h"
-#include "config/values.h"
+#include "config/values/values.h"
+#include "simulate/simulate_report.h"
+#include "simulate/simulation.h"
+#include "simulate/simulation_queue.h"
+#include "simulate/slow_upstream.h"
+#include "simulate/time_text.h"
+#include "simulate/trace.h"
 
 namespace sluice::cli {
 namespace {
@@ -79,9 +79,9 @@ Exit status: 0 done, 1 the trace cannot be read or has bad lines, 2 bad usage.
 struct Options {
   std::optional<std::string> scenario;
   std::optional<std::string> trace;
-  SimLimit limit;
+  simulate::SimLimit limit;
   std::optional<Nanos> delay;
-  ReportFormat format = ReportFormat::kTable;
+  simulate::ReportFormat format = simulate::ReportFormat::kTable;
   bool help = false;
 };
 
@@ -107,9 +107,9 @@ std::optional<UsageError> parse_options(std::span<const std::string_view> args, 
       bool digits = !v.empty() && v.size() <= 9;
       for (char c : v) digits = digits && c >= '0' && c <= '9';
       if (digits) n = std::stoull(v);
-      if (!digits || n < 1 || n > kMaxSimLimit) {
+      if (!digits || n < 1 || n > simulate::kMaxSimLimit) {
         return UsageError{"--limit must be a whole number from 1 to " +
-                          std::to_string(kMaxSimLimit) + ", got '" + v + "'"};
+                          std::to_string(simulate::kMaxSimLimit) + ", got '" + v + "'"};
       }
       o->limit.limit = n;
     } else if (name == "--window") {
@@ -121,7 +121,7 @@ std::optional<UsageError> parse_options(std::span<const std::string_view> args, 
       if (!d.ok()) return UsageError{"--delay " + d.error().message};
       o->delay = *d;
     } else {
-      const std::optional<ReportFormat> f = parse_report_format(v);
+      const std::optional<simulate::ReportFormat> f = simulate::parse_report_format(v);
       if (!f) return UsageError{"--format must be table, csv or json, got '" + v + "'"};
       o->format = *f;
     }
@@ -167,25 +167,27 @@ int run_simulate(std::span<const std::string_view> args, std::ostream& out, std:
     return 0;
   }
   // The limit first: a window the algorithms refuse is a usage error.
-  if (Result<std::vector<Limit>> limits = simulation_limits(options.limit); !limits.ok()) {
+  if (Result<std::vector<Limit>> limits = simulate::simulation_limits(options.limit);
+      !limits.ok()) {
     return usage_error(err, "the limit " + std::to_string(options.limit.limit) + " per " +
-                                format_duration(options.limit.window) +
+                                simulate::format_duration(options.limit.window) +
                                 " is refused: " + limits.error().message);
   }
 
-  if (options.scenario == kSlowUpstreamScenario) {
-    Result<SlowUpstream> scenario = make_slow_upstream(options.limit);
+  if (options.scenario == simulate::kSlowUpstreamScenario) {
+    Result<simulate::SlowUpstream> scenario = simulate::make_slow_upstream(options.limit);
     if (!scenario.ok()) return usage_error(err, scenario.error().message);
-    Result<std::vector<InFlightResult>> in_flight = replay_in_flight(*scenario, options.limit);
+    Result<std::vector<simulate::InFlightResult>> in_flight =
+        simulate::replay_in_flight(*scenario, options.limit);
     if (!in_flight.ok()) {
       err << in_flight.error().message << "\n";
       return 1;
     }
-    out << format_in_flight_report(options.format, *scenario, options.limit, *in_flight);
+    out << simulate::format_in_flight_report(options.format, *scenario, options.limit, *in_flight);
     return out.good() ? 0 : 1;
   }
 
-  std::optional<Traffic> traffic;
+  std::optional<simulate::Traffic> traffic;
   if (options.trace) {
     std::string problem;
     const std::optional<std::string> text = read_file(*options.trace, &problem);
@@ -193,34 +195,37 @@ int run_simulate(std::span<const std::string_view> args, std::ostream& out, std:
       err << "sluice simulate: cannot read " << *options.trace << ": " << problem << "\n";
       return 1;
     }
-    Result<Traffic> parsed = parse_trace(*text, *options.trace);
+    Result<simulate::Traffic> parsed = simulate::parse_trace(*text, *options.trace);
     if (!parsed.ok()) {
       err << parsed.error().message << "\n";
       return 1;
     }
     traffic = std::move(parsed).value();
   } else {
-    Result<Traffic> made =
-        make_scenario(options.scenario.value_or("boundary-burst"), options.limit);
+    Result<simulate::Traffic> made =
+        simulate::make_scenario(options.scenario.value_or("boundary-burst"), options.limit);
     if (!made.ok()) return usage_error(err, made.error().message);
     traffic = std::move(made).value();
   }
 
   if (options.delay) {
-    Result<std::vector<QueuedTurn>> turns = replay_queued(*traffic, options.limit, *options.delay);
+    Result<std::vector<simulate::QueuedTurn>> turns =
+        simulate::replay_queued(*traffic, options.limit, *options.delay);
     if (!turns.ok()) {
       err << turns.error().message << "\n";
       return 1;
     }
-    out << format_queued_report(options.format, *traffic, options.limit, *options.delay, *turns);
+    out << simulate::format_queued_report(options.format, *traffic, options.limit, *options.delay,
+                                          *turns);
     return out.good() ? 0 : 1;
   }
-  Result<std::vector<AlgorithmResult>> results = replay(*traffic, options.limit);
+  Result<std::vector<simulate::AlgorithmResult>> results =
+      simulate::replay(*traffic, options.limit);
   if (!results.ok()) {
     err << results.error().message << "\n";
     return 1;
   }
-  out << format_report(options.format, *traffic, options.limit, *results);
+  out << simulate::format_report(options.format, *traffic, options.limit, *results);
   return out.good() ? 0 : 1;
 }
 

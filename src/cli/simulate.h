@@ -1,6 +1,6 @@
 // `sluice simulate`: replays traffic against all five algorithms on a
 // simulated clock and reports what each allowed. Argument parsing and output
-// only; the engine is cli/simulation.h.
+// only; the engine is src/simulate/ (simulate/simulation.h).
 #pragma once
 
 #include <ostream>

@@ -1,6 +1,6 @@
 // Walking a YAML config document: the one walker of every config file
 // Sluice reads. It checks the structure (mappings with known, unique, plain
-// keys; lists; scalars), parses values with the grammar of config/values.h,
+// keys; lists; scalars), parses values with the grammar of config/values/values.h,
 // and reports every problem it finds (not only the first) as a ConfigError
 // at the value's line and column, prefixed by its YAML path:
 //
@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "config/error.h"
-#include "config/values.h"
+#include "config/values/values.h"
 
 namespace sluice::config {
 
@@ -105,7 +105,7 @@ class Walker {
   std::optional<std::vector<Item>> sequence(const Item& item, std::string_view what);
   std::optional<std::string> scalar(const Item& item, std::string_view what);
 
-  // A scalar parsed by one of config/values.h's functions (or any function
+  // A scalar parsed by one of config/values/values.h's functions (or any function
   // returning Result<T> whose message completes "<path>: ").
   template <class T, class Parse>
   std::optional<T> parsed(const Item& item, std::string_view what, Parse parse) {

@@ -12,8 +12,6 @@
 #include "http/admin_consumers.h"
 #include "http/dashboard.h"
 #include "policy/policy.h"
-#include "sluice/memory_store.h"
-#include "sluice/redis_store.h"
 #include "sluice/version.h"
 
 namespace sluice::http {
@@ -59,12 +57,6 @@ std::string string_field(const boost::json::object& o, std::string_view name, bo
   return *present ? std::string(v->get_string().data(), v->get_string().size()) : std::string();
 }
 
-std::string store_backend_name(const Store& store) {
-  if (dynamic_cast<const MemoryStore*>(&store) != nullptr) return "memory";
-  if (dynamic_cast<const RedisStore*>(&store) != nullptr) return "redis";
-  return "other";
-}
-
 uint64_t counter_value(const observe::Counter* c) {
   return c == nullptr ? 0 : c->value();
 }
@@ -91,8 +83,7 @@ AdminHandler::AdminHandler(ServerContext& context, ReloadFunction reload,
       reload_(std::move(reload)),
       rls_config_(std::move(rls_config)),
       companion_not_ready_(std::move(companion_not_ready)),
-      started_(std::chrono::steady_clock::now()),
-      store_backend_(store_backend_name(context.store)) {}
+      started_(std::chrono::steady_clock::now()) {}
 
 void AdminHandler::note_reload(const ReloadOutcome& outcome) {
   const auto now = std::chrono::system_clock::now().time_since_epoch();
@@ -268,7 +259,7 @@ Response AdminHandler::stats() const {
       {"{\"generation\":", std::to_string(state->generation),
        ",\"uptime_seconds\":", std::to_string(uptime.count()), ",\"keys_held\":",
        std::to_string(context_.store.observed_size()), ",\"version\":", quoted_json(kVersion),
-       ",\"store\":{\"backend\":", quoted_json(store_backend_),
+       ",\"store\":{\"backend\":", quoted_json(context_.store.backend()),
        ",\"ready\":", context_.store.ready() ? "true" : "false", "},\"reloads\":{\"succeeded\":",
        std::to_string(counter_value(context_.metrics.reload_success)), ",\"failed\":",
        std::to_string(counter_value(context_.metrics.reload_failure)), ",\"last\":"});

@@ -89,7 +89,6 @@ class AdminHandler final : public RequestHandler {
   RlsConfigFunction rls_config_;
   NotReadyFunction companion_not_ready_;
   std::chrono::steady_clock::time_point started_;
-  std::string store_backend_;              // "memory" | "redis": the store this process serves from
   std::optional<LastReload> last_reload_;  // control thread only
   // Last: its destructor finishes the writes queued, whose answers post to
   // the control thread's io_context (which outlives this handler).

@@ -292,7 +292,7 @@ Server::Server(policy::Config config, std::shared_ptr<Store> store, ServerOption
             return options_.companion != nullptr ? options_.companion->not_ready() : std::nullopt;
           }),
       signals_(control_),
-      collect_timer_(control_),
+      maintain_timer_(control_),
       drain_timer_(control_) {
   observe::Registry& r = context_.registry;
   ServerMetrics& m = context_.metrics;
@@ -443,7 +443,7 @@ int Server::run() {
   signals_.add(SIGTERM);
   signals_.add(SIGHUP);
   do_signal_wait();
-  schedule_collect();
+  schedule_maintain();
   std::latch attached(static_cast<std::ptrdiff_t>(workers_.size()));
   for (auto& w : workers_) {
     Worker* worker = w.get();
@@ -592,14 +592,12 @@ void Server::do_signal_wait() {
   });
 }
 
-void Server::schedule_collect() {
-  collect_timer_.expires_after(options_.collect_interval);
-  collect_timer_.async_wait([this](boost::system::error_code ec) {
+void Server::schedule_maintain() {
+  maintain_timer_.expires_after(options_.maintain_interval);
+  maintain_timer_.async_wait([this](boost::system::error_code ec) {
     if (ec) return;
-    if (auto* memory = dynamic_cast<MemoryStore*>(store_.get())) {
-      memory->collect_expired(context_.clock.now());
-    }
-    schedule_collect();
+    store_->maintain(context_.clock.now());
+    schedule_maintain();
   });
 }
 
@@ -712,7 +710,7 @@ void Server::begin_shutdown(const char* why) {
   if (admin_listener_) admin_listener_->stop();
   watch_.reset();
   if (options_.companion != nullptr) options_.companion->begin_shutdown(grace);
-  collect_timer_.cancel();
+  maintain_timer_.cancel();
   context_.draining.store(true);
   for (auto& w : workers_) {
     Worker* worker = w.get();

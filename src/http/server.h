@@ -43,7 +43,6 @@
 #include "http/session.h"
 #include "observe/metrics.h"
 #include "policy/config.h"
-#include "sluice/memory_store.h"
 #include "sluice/result.h"
 #include "sluice/store.h"
 
@@ -108,8 +107,9 @@ struct ServerOptions {
   StoreHooks store_hooks;
   // Builds each worker's gateway proxy; unset: allowed gateway requests get 502.
   ForwarderFactory make_forwarder;
-  // How often idle keys are dropped from the memory store.
-  std::chrono::milliseconds collect_interval{1000};
+  // How often the control thread calls Store::maintain (the memory store
+  // drops the states that are full again).
+  std::chrono::milliseconds maintain_interval{1000};
   // Reloaded and stopped with the server; must outlive it. May be null.
   Companion* companion = nullptr;
   // The files the startup load read (LoadedConfig::files), watched when the
@@ -147,7 +147,7 @@ class Server {
   // A ConfigWatch check: reload when a watched file changed.
   void on_watch_check(const std::vector<std::string>& changed);
   void do_signal_wait();
-  void schedule_collect();
+  void schedule_maintain();
   void on_drain_tick();
 
   ServerOptions options_;
@@ -164,7 +164,7 @@ class Server {
   std::unique_ptr<Listener> admin_listener_;                   // on the control thread
   size_t max_connections_ = 0;  // server.max_connections, or derived from the fd limit
   boost::asio::signal_set signals_;
-  boost::asio::steady_timer collect_timer_;
+  boost::asio::steady_timer maintain_timer_;
   boost::asio::steady_timer drain_timer_;
   std::chrono::steady_clock::time_point drain_deadline_;
   bool shutting_down_ = false;

@@ -16,7 +16,7 @@
 namespace sluice::http {
 
 // Throws std::runtime_error (with OpenSSL's reason) if OpenSSL refuses the
-// certificate or key; the loader has checked them (config/tls_files.h), so
+// certificate or key; the loader has checked them (config/values/tls_files.h), so
 // that is a config that changed under it, not a user's mistake.
 std::shared_ptr<boost::asio::ssl::context> make_tls_context(const policy::TlsSettings& tls);
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "config/error.h"
-#include "config/values.h"
+#include "config/values/values.h"
 #include "policy/consumer_table.h"
 #include "policy/jwt.h"
 #include "policy/path.h"
@@ -319,7 +319,7 @@ struct AdminAccess {
 };
 
 // `tls:`: TLS on `listen` (and on `grpc` with grpc_tls). The files are read
-// (and checked: config/tls_files.h) at load, so a reload swaps them as one
+// (and checked: config/values/tls_files.h) at load, so a reload swaps them as one
 // with the rest of the config.
 struct TlsSettings {
   std::string cert_file;  // resolved paths

@@ -11,8 +11,8 @@
 
 #include "config/files.h"
 #include "config/limit_block.h"
-#include "config/tls_files.h"
-#include "config/values.h"
+#include "config/values/tls_files.h"
+#include "config/values/values.h"
 #include "config/walker.h"
 #include "core/step.h"
 #include "policy/consumers_file.h"

@@ -6,7 +6,7 @@
 #include <set>
 
 #include "config/files.h"
-#include "config/values.h"
+#include "config/values/values.h"
 #include "config/walker.h"
 
 namespace sluice::policy {

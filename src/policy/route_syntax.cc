@@ -4,7 +4,7 @@
 #include <set>
 #include <vector>
 
-#include "config/values.h"
+#include "config/values/values.h"
 #include "util/ascii.h"
 
 namespace sluice::policy {

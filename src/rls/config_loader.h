@@ -38,7 +38,7 @@
 //
 // Files are walked with the server config's walker (config/walker.h): every
 // error is reported, not only the first, as "file:line:col: path: message",
-// and Sluice's extension keys use its grammar (config/values.h) and limit
+// and Sluice's extension keys use its grammar (config/values/values.h) and limit
 // block (config/limit_block.h). What is Envoy's stays here: YAML 1.1 scalars
 // (rls/yaml11.h), units, and envoyproxy/ratelimit's own messages.
 // Thread-safety: the functions share no state; call them from any thread.

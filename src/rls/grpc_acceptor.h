@@ -29,7 +29,7 @@
 #include <string>
 #include <thread>
 
-#include "config/values.h"
+#include "config/values/values.h"
 #include "observe/denial_log.h"
 #include "rls/handed_sockets.h"
 #include "sluice/result.h"

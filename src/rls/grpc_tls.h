@@ -24,7 +24,7 @@ namespace sluice::rls {
 
 class GrpcTlsIdentity {
  public:
-  // The pair, checked by the config loader (config/tls_files.h).
+  // The pair, checked by the config loader (config/values/tls_files.h).
   GrpcTlsIdentity(std::string cert_pem, std::string key_pem);
 
   void set(std::string cert_pem, std::string key_pem);

@@ -1,5 +1,5 @@
 // Time units of the Envoy RLS API. (Durations and rates of Sluice's
-// extension keys follow the one grammar of config/values.h.)
+// extension keys follow the one grammar of config/values/values.h.)
 //
 // Unit lengths are those of envoyproxy/ratelimit: a MONTH is 30 days, a YEAR
 // 365 days and a WEEK 7 days, and windows are aligned to the Unix epoch

@@ -759,6 +759,10 @@ size_t MemoryStore::size() const {
   return total;
 }
 
+void MemoryStore::maintain(Nanos now) {
+  collect_expired(now);
+}
+
 size_t MemoryStore::collect_expired(Nanos now) {
   size_t dropped = 0;
   for (size_t i = 0; i < shard_count_; ++i) {

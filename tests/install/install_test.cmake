@@ -57,6 +57,7 @@ foreach(h ${headers})
 endforeach()
 list(APPEND expected
   ${LIBDIR}/libsluice_core.a
+  ${LIBDIR}/libsluice_store.a
   ${LIBDIR}/cmake/Sluice/SluiceConfig.cmake
   ${LIBDIR}/cmake/Sluice/SluiceConfigVersion.cmake
   ${LIBDIR}/cmake/Sluice/SluiceCoreTargets.cmake

@@ -8,7 +8,9 @@
 
 #include <atomic>
 #include <latch>
+#include <span>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -132,6 +134,47 @@ TEST_P(EveryAlgorithmInMemory, AnIdleKeyAnswersLikeANewOne) {
 
 INSTANTIATE_TEST_SUITE_P(AllAlgorithms, EveryAlgorithmInMemory, testing::rate_algorithms(),
                          testing::algorithm_test_name);
+
+// A server holds the store as a Store: it reads the backend's name from it
+// and gives it its upkeep through maintain(), which collects what is full.
+TEST(MemoryStore, ThroughTheStoreInterfaceItIsNamedAndMaintainCollects) {
+  MemoryStore memory;
+  Store& store = memory;
+  EXPECT_EQ(store.backend(), "memory");
+  const Limit fast = must(Limit::token_bucket(10, 10, 1s));
+  const Limit slow = must(Limit::token_bucket(10, 1, 1h));
+  ASSERT_TRUE(acquire(memory, fast, "k", kNoon).allowed);
+  ASSERT_TRUE(acquire(memory, slow, "k", kNoon).allowed);
+  store.maintain(kNoon);
+  EXPECT_EQ(store.size(), 2u);
+  store.maintain(kNoon + 2s);
+  EXPECT_EQ(store.size(), 1u);
+  EXPECT_EQ(acquire(memory, slow, "k", kNoon + 2s), allowed(10, 8, 2h - 2s));
+}
+
+// A store of the embedding program's own that says nothing is "other", and
+// its upkeep is nothing: maintain() leaves every state where it was.
+TEST(MemoryStore, AStoreThatDoesNotSayIsOtherAndKeepsItsStatesOnMaintain) {
+  class Wrapped final : public Store {
+   public:
+    Status acquire(std::span<const AcquireRequest> requests, Nanos now,
+                   std::span<Decision> out) override {
+      return inner.acquire(requests, now, out);
+    }
+    Result<bool> reset(const Limit& limit, std::string_view key) override {
+      return inner.reset(limit, key);
+    }
+    size_t size() const override { return inner.size(); }
+    MemoryStore inner;
+  };
+  Wrapped wrapped;
+  Store& store = wrapped;
+  EXPECT_EQ(store.backend(), "other");
+  const Limit fast = must(Limit::token_bucket(10, 10, 1s));
+  ASSERT_TRUE(acquire(wrapped.inner, fast, "k", kNoon).allowed);
+  store.maintain(kNoon + 1h);
+  EXPECT_EQ(store.size(), 1u);
+}
 
 TEST(MemoryStore, CollectExpiredKeepsKeysThatStillHoldSomething) {
   MemoryStore store;

@@ -1,6 +1,6 @@
-// The one grammar of values (src/config/values.h): durations, rates, sizes,
+// The one grammar of values (src/config/values/values.h): durations, rates, sizes,
 // addresses, URLs, "did you mean", as every config file reads them.
-#include "config/values.h"
+#include "config/values/values.h"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 
 #include <charconv>
 
-#include "config/values.h"
+#include "config/values/values.h"
 
 namespace sluice::redis {
 namespace {

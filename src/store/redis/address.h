@@ -1,6 +1,6 @@
 // Redis addresses: "host:port", "[v6]:port" or
 // "redis[s]://[[user]:password@]host[:port][/database]", in the one grammar of
-// config/values.h (parse_redis_url), as the server config reads them.
+// config/values/values.h (parse_redis_url), as the server config reads them.
 #pragma once
 
 #include <string>

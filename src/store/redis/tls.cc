@@ -3,7 +3,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
-#include "config/tls_files.h"
+#include "config/values/tls_files.h"
 
 namespace sluice::redis {
 

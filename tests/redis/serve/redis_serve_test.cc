@@ -536,6 +536,21 @@ TEST_P(RedisServeFaults, RequestsAnsweredPerOnFailureWhileRedisIsStoppedChargeNo
   EXPECT_EQ(server->metric(R"(sluice_redis_events_total{kind="late_applied"})"), 0);
 }
 
+// /admin/stats names the store the server decides in, and says it is ready.
+TEST(RedisServe, AdminStatsNamesTheRedisStore) {
+  SLUICE_REQUIRE_REDIS();
+  RedisServer redis;
+  ASSERT_TRUE(redis.start());
+  auto server =
+      SluiceProcess::start(redis_yaml({redis.address()}, false, "deny", "2s", kExactPolicy));
+  ASSERT_NE(server, nullptr);
+  ASSERT_TRUE(wait_ready(*server, true, 10s)) << server->log();
+  const HttpResponse stats = server->admin_get("/admin/stats");
+  EXPECT_EQ(stats.status, 200);
+  EXPECT_NE(stats.body.find(R"("store":{"backend":"redis","ready":true},)"), std::string::npos)
+      << stats.body;
+}
+
 // ---------------------------------------------------------------- deny cache
 
 std::string deny_cache_yaml(const RedisServer& redis, bool deny_cache) {

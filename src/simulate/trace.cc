@@ -1,13 +1,13 @@
-#include "cli/trace.h"
+#include "simulate/trace.h"
 
 #include <cstdint>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
-#include "cli/time_text.h"
+#include "simulate/time_text.h"
 
-namespace sluice::cli {
+namespace sluice::simulate {
 namespace {
 
 // Times up to about the year 2255: time_ms * 1e6 must fit signed 64-bit nanoseconds.
@@ -153,4 +153,4 @@ Result<Traffic> parse_trace(std::string_view text, std::string_view source) {
   return traffic;
 }
 
-}  // namespace sluice::cli
+}  // namespace sluice::simulate

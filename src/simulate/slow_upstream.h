@@ -18,11 +18,11 @@
 #include <string>
 #include <vector>
 
-#include "cli/simulate_report.h"
-#include "cli/simulation.h"
+#include "simulate/simulate_report.h"
+#include "simulate/simulation.h"
 #include "sluice/result.h"
 
-namespace sluice::cli {
+namespace sluice::simulate {
 
 struct SlowUpstream {
   Traffic traffic;
@@ -49,4 +49,4 @@ std::string format_in_flight_report(ReportFormat format, const SlowUpstream& sce
                                     const SimLimit& limit,
                                     const std::vector<InFlightResult>& results);
 
-}  // namespace sluice::cli
+}  // namespace sluice::simulate

@@ -1,10 +1,10 @@
-#include "cli/simulation_queue.h"
+#include "simulate/simulation_queue.h"
 
 #include <string>
 
 #include "sluice/memory_store.h"
 
-namespace sluice::cli {
+namespace sluice::simulate {
 
 Result<std::vector<QueuedTurn>> replay_queued(const Traffic& traffic, const SimLimit& limit,
                                               Nanos delay) {
@@ -31,4 +31,4 @@ Result<std::vector<QueuedTurn>> replay_queued(const Traffic& traffic, const SimL
   return turns;
 }
 
-}  // namespace sluice::cli
+}  // namespace sluice::simulate

@@ -16,7 +16,7 @@
 #include "sluice/limit.h"
 #include "sluice/result.h"
 
-namespace sluice::cli {
+namespace sluice::simulate {
 
 struct SimRequest {
   Nanos at;       // since the Unix epoch
@@ -82,4 +82,4 @@ struct AllowedEvent {
 // `events` must be sorted by time. Two pointers, linear time.
 uint64_t max_in_window(std::span<const AllowedEvent> events, Nanos window);
 
-}  // namespace sluice::cli
+}  // namespace sluice::simulate

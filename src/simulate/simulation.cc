@@ -1,12 +1,12 @@
-#include "cli/simulation.h"
+#include "simulate/simulation.h"
 
 #include <algorithm>
 #include <array>
 
-#include "cli/time_text.h"
+#include "simulate/time_text.h"
 #include "sluice/memory_store.h"
 
-namespace sluice::cli {
+namespace sluice::simulate {
 namespace {
 
 using i128 = __int128;
@@ -211,4 +211,4 @@ Result<std::vector<AlgorithmResult>> replay(const Traffic& traffic, const SimLim
   return results;
 }
 
-}  // namespace sluice::cli
+}  // namespace sluice::simulate

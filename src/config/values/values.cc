@@ -1,4 +1,4 @@
-#include "config/values.h"
+#include "config/values/values.h"
 
 #include <arpa/inet.h>
 

@@ -1,14 +1,14 @@
-#include "cli/slow_upstream.h"
+#include "simulate/slow_upstream.h"
 
 #include <algorithm>
 #include <functional>
 #include <queue>
 
-#include "cli/time_text.h"
+#include "simulate/time_text.h"
 #include "sluice/memory_store.h"
 #include "util/json_escape.h"
 
-namespace sluice::cli {
+namespace sluice::simulate {
 namespace {
 
 // 2026-01-01 12:00:00 UTC, as the other scenarios.
@@ -135,4 +135,4 @@ std::string format_in_flight_report(ReportFormat format, const SlowUpstream& sce
   return out;
 }
 
-}  // namespace sluice::cli
+}  // namespace sluice::simulate

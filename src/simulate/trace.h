@@ -11,10 +11,10 @@
 
 #include <string_view>
 
-#include "cli/simulation.h"
+#include "simulate/simulation.h"
 #include "sluice/result.h"
 
-namespace sluice::cli {
+namespace sluice::simulate {
 
 // Parses the whole text of a trace. On error, the message holds one line
 // "source:line: message" per bad line (at most kMaxTraceErrors, then a count).
@@ -22,4 +22,4 @@ Result<Traffic> parse_trace(std::string_view text, std::string_view source);
 
 inline constexpr size_t kMaxTraceErrors = 20;
 
-}  // namespace sluice::cli
+}  // namespace sluice::simulate

@@ -1,14 +1,14 @@
-#include "cli/simulate_report.h"
+#include "simulate/simulate_report.h"
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <vector>
 
-#include "cli/time_text.h"
+#include "simulate/time_text.h"
 #include "util/json_escape.h"
 
-namespace sluice::cli {
+namespace sluice::simulate {
 namespace {
 
 std::string pad_left(const std::string& s, size_t width) {
@@ -264,4 +264,4 @@ std::string format_queued_report(ReportFormat format, const Traffic& traffic, co
   return {};
 }
 
-}  // namespace sluice::cli
+}  // namespace sluice::simulate

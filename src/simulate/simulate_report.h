@@ -8,10 +8,10 @@
 #include <string_view>
 #include <vector>
 
-#include "cli/simulation.h"
-#include "cli/simulation_queue.h"
+#include "simulate/simulation.h"
+#include "simulate/simulation_queue.h"
 
-namespace sluice::cli {
+namespace sluice::simulate {
 
 enum class ReportFormat { kTable, kCsv, kJson };
 
@@ -31,4 +31,4 @@ std::string format_report(ReportFormat format, const Traffic& traffic, const Sim
 std::string format_queued_report(ReportFormat format, const Traffic& traffic, const SimLimit& limit,
                                  Nanos delay, std::span<const QueuedTurn> turns);
 
-}  // namespace sluice::cli
+}  // namespace sluice::simulate

@@ -1,6 +1,6 @@
 // Durations and instants as text, for `sluice simulate`'s reports: "500ms",
 // "1m", "5.714h", and UTC clock times for scenario descriptions. (Durations
-// are read with the one grammar of config/values.h.)
+// are read with the one grammar of config/values/values.h.)
 #pragma once
 
 #include <optional>
@@ -9,7 +9,7 @@
 
 #include "sluice/clock.h"
 
-namespace sluice::cli {
+namespace sluice::simulate {
 
 // The largest unit that divides `d` exactly ("1m", "300ms", "250us"); other
 // durations in the largest unit they reach with three decimals, rounded down
@@ -20,4 +20,4 @@ std::string format_duration(Nanos d);
 // or "11:59:59.250" when it is not a whole second (milliseconds, rounded down).
 std::string format_time_of_day(Nanos t);
 
-}  // namespace sluice::cli
+}  // namespace sluice::simulate

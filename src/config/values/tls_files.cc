@@ -1,4 +1,4 @@
-#include "config/tls_files.h"
+#include "config/values/tls_files.h"
 
 #include <openssl/bio.h>
 #include <openssl/err.h>

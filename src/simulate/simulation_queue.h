@@ -1,16 +1,16 @@
 // `sluice simulate --delay`: a trace replayed against one bucket with a
 // route's `delay` (queueing), to see when each request would be served.
 //
-// Pure computation on simulated time, as cli/simulation.h.
+// Pure computation on simulated time, as simulate/simulation.h.
 #pragma once
 
 #include <vector>
 
-#include "cli/simulation.h"
+#include "simulate/simulation.h"
 #include "sluice/clock.h"
 #include "sluice/result.h"
 
-namespace sluice::cli {
+namespace sluice::simulate {
 
 // What happened to one request of the traffic (same index).
 struct QueuedTurn {
@@ -26,4 +26,4 @@ struct QueuedTurn {
 Result<std::vector<QueuedTurn>> replay_queued(const Traffic& traffic, const SimLimit& limit,
                                               Nanos delay);
 
-}  // namespace sluice::cli
+}  // namespace sluice::simulate

@@ -1,9 +1,9 @@
-#include "cli/time_text.h"
+#include "simulate/time_text.h"
 
 #include <cstdint>
 #include <cstdio>
 
-namespace sluice::cli {
+namespace sluice::simulate {
 namespace {
 
 struct Unit {
@@ -61,4 +61,4 @@ std::string format_time_of_day(Nanos t) {
   return text;
 }
 
-}  // namespace sluice::cli
+}  // namespace sluice::simulate
