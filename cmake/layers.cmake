@@ -2,8 +2,9 @@
 # architecture's dependency rule is written down (docs/ARCHITECTURE.md shows
 # the same map). Dependencies point downwards only:
 #
-#   cli -> http, rls -> render -> policy -> config -> core (with store)
-#   observe (metrics, logs) beside them, on core; util: header-only helpers
+#   cli -> http, rls -> render, observe -> policy -> config -> core (with store)
+#   observe (metrics, logs, the decision observer) sees policy's plans and
+#   verdicts, never the doors; util: header-only helpers
 #
 # sluice_layers(TARGET) gives TARGET an include root that holds links to
 # exactly the folders its layer may include, so an upward include does not
@@ -15,7 +16,7 @@ set(SLUICE_LAYER_core core store util)
 set(SLUICE_LAYER_config_values config core store util)
 set(SLUICE_LAYER_redis store core config util)
 set(SLUICE_LAYER_config config core store util)
-set(SLUICE_LAYER_observe observe core store util)
+set(SLUICE_LAYER_observe observe policy config core store util)
 set(SLUICE_LAYER_policy policy config core store util)
 set(SLUICE_LAYER_render render policy config core store util)
 set(SLUICE_LAYER_http http render policy config observe core store util)
@@ -55,7 +56,12 @@ function(sluice_layers target)
     message(FATAL_ERROR "sluice_layers: no layer '${layer}' for ${target}")
   endif()
   set(root ${CMAKE_BINARY_DIR}/layers/${layer})
-  if(NOT EXISTS ${root})
+  # Made afresh at each configure, so that a build tree configured before
+  # the map changed gets the folders the map gives now.
+  get_property(made GLOBAL PROPERTY SLUICE_LAYER_ROOT_MADE_${layer})
+  if(NOT made)
+    set_property(GLOBAL PROPERTY SLUICE_LAYER_ROOT_MADE_${layer} TRUE)
+    file(REMOVE_RECURSE ${root})  # removes the links, never what they point to
     file(MAKE_DIRECTORY ${root})
     foreach(folder ${SLUICE_LAYER_${layer}})
       file(CREATE_LINK ${PROJECT_SOURCE_DIR}/src/${folder} ${root}/${folder} SYMBOLIC)
