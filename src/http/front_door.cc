@@ -101,37 +101,39 @@ Reply json_error_reply(HttpStatus status, const std::string& body) {
   return reply;
 }
 
-void respond_access_denied(Session& session) {
-  static const std::string kBody =
+// A request the plan refuses is answered without a decision: 400 BAD_PATH,
+// 403 ACCESS_DENIED or 401 UNKNOWN_CONSUMER (policy::Refusal says when).
+void respond_refusal(Session& session, policy::Refusal refusal) {
+  static const std::string kBadPath =
+      error_body("BAD_PATH",
+                 "the path holds an encoded slash or backslash (%2F, %5C), a backslash, %00 or "
+                 "bytes that are not UTF-8, which servers read differently; send the path with "
+                 "plain '/' separators");
+  static const std::string kAccessDenied =
       error_body("ACCESS_DENIED", "this client address is in the server's deny list");
-  session.context().metrics.rejected_access_denied->add();
-  session.respond(json_error_reply(HttpStatus::forbidden, kBody));
-}
-
-// The route lists `plan` (or /v1/check names a consumer), the consumer is
-// unknown and `consumers.unknown` is reject.
-void respond_unknown_consumer(Session& session) {
-  static const std::string kBody =
+  static const std::string kUnknownConsumer =
       error_body("UNKNOWN_CONSUMER",
                  "this route is for known consumers only: send a consumer id that is "
                  "on a plan");
-  session.context().metrics.rejected_unknown_consumer->add();
-  session.respond(json_error_reply(HttpStatus::unauthorized, kBody));
+  ServerMetrics& metrics = session.context().metrics;
+  switch (refusal) {
+    case policy::Refusal::kNone:
+      break;
+    case policy::Refusal::kBadPath:
+      metrics.rejected_bad_request->add();
+      return session.respond(json_error_reply(HttpStatus::bad_request, kBadPath));
+    case policy::Refusal::kAccessDenied:
+      metrics.rejected_access_denied->add();
+      return session.respond(json_error_reply(HttpStatus::forbidden, kAccessDenied));
+    case policy::Refusal::kUnknownConsumer:
+      metrics.rejected_unknown_consumer->add();
+      return session.respond(json_error_reply(HttpStatus::unauthorized, kUnknownConsumer));
+  }
 }
 
 // A shadow route's denials are counted and logged, and the request goes on.
 bool shadow_route(const policy::Plan& plan) {
   return plan.route != nullptr && plan.route->shadow;
-}
-
-void respond_bad_path(Session& session) {
-  static const std::string kBody =
-      error_body("BAD_PATH",
-                 "the path holds an encoded slash or backslash (%2F, %5C), a backslash, %00 or "
-                 "bytes that are not UTF-8, which servers read differently; send the path with "
-                 "plain '/' separators");
-  session.context().metrics.rejected_bad_request->add();
-  session.respond(json_error_reply(HttpStatus::bad_request, kBody));
 }
 
 // The access log names the client as the policy resolved it (client_ip),
@@ -342,7 +344,7 @@ void FrontDoor::check_consumer(const std::shared_ptr<Session>& session,
   }
   auto plan =
       std::make_unique<policy::Plan>(state->policy.plan_consumer(request.consumer, request.key));
-  if (plan->consumer_rejected) return respond_unknown_consumer(*session);
+  if (plan->refusal != policy::Refusal::kNone) return respond_refusal(*session, plan->refusal);
   for (const policy::PlannedLimit& planned : plan->limits) {
     const uint64_t size = planned.limit->limit.size();
     if (request.cost > size) {
@@ -463,9 +465,7 @@ void FrontDoor::handle_auth(const std::shared_ptr<Session>& session) {
   info.now = now;
   auto plan = std::make_unique<policy::Plan>(state->policy.plan(info));
   note_client(*session, *plan);
-  if (plan->bad_path) return respond_bad_path(*session);
-  if (plan->access_denied) return respond_access_denied(*session);
-  if (plan->consumer_rejected) return respond_unknown_consumer(*session);
+  if (plan->refusal != policy::Refusal::kNone) return respond_refusal(*session, plan->refusal);
   const policy::Plan& planned = *plan;
   decide(*session, state, planned, state->metrics_for(planned.route), now, 1,
          [this, session, now, plan = std::move(plan)](policy::Verdict verdict) {
@@ -500,9 +500,9 @@ void FrontDoor::handle_gateway(const std::shared_ptr<Session>& session) {
   auto exchange = std::make_shared<GatewayExchange>();
   exchange->plan = state->policy.plan(info);
   note_client(*session, exchange->plan);
-  if (exchange->plan.bad_path) return respond_bad_path(*session);
-  if (exchange->plan.access_denied) return respond_access_denied(*session);
-  if (exchange->plan.consumer_rejected) return respond_unknown_consumer(*session);
+  if (exchange->plan.refusal != policy::Refusal::kNone) {
+    return respond_refusal(*session, exchange->plan.refusal);
+  }
   const policy::Plan& plan = exchange->plan;
   decide(*session, state, plan, state->metrics_for(plan.route), now, 1,
          [this, session, now, exchange = std::move(exchange)](policy::Verdict v) mutable {
