@@ -80,4 +80,9 @@ if(SLUICE_BUILD_SERVER)
   file(GLOB SLUICE_DOCS CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/docs/*.md)
   install(FILES ${PROJECT_SOURCE_DIR}/README.md ${SLUICE_DOCS}
     DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT server)
+  # The Grafana dashboard and Prometheus alert rules (docs/DEPLOY.md, "Monitoring").
+  install(FILES ${PROJECT_SOURCE_DIR}/deploy/grafana/sluice.json
+    DESTINATION ${CMAKE_INSTALL_DATADIR}/sluice/grafana COMPONENT server)
+  install(FILES ${PROJECT_SOURCE_DIR}/deploy/prometheus/alerts.yaml
+    DESTINATION ${CMAKE_INSTALL_DATADIR}/sluice/prometheus COMPONENT server)
 endif()

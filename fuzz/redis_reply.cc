@@ -8,13 +8,17 @@
 // the client reads it: an error reply classified (read_error_reply), an
 // array read (read_script_reply, and read_fast_reply as the fast path's
 // reply to as many calls of a fixed window of 10 per 1,000 us), as
-// Client::deliver does.
+// Client::deliver does; and as a handshake's TIME, a sentinel's answer for
+// the master (read_master_address) and, for a string, a +switch-master
+// message (read_switch_master).
 //
 // Asserts: a redirect names a slot in [0, 16384) and a non-empty node inside
 // the message; a reply read has one flag per call, one answer per applied
-// limit, durations that are not negative and no retry_after when allowed.
+// limit, durations that are not negative and no retry_after when allowed; a
+// TIME after the epoch; a master's address "host:port" with a port.
 #include <hiredis/hiredis.h>
 
+#include <string>
 #include <vector>
 
 #include "fuzz_check.h"
@@ -70,6 +74,25 @@ void check_fast_reply(const redisReply* reply, uint8_t selector, size_t calls) {
   check_answers(answer);
 }
 
+// A node name as the client connects to it: "host:port", port 1 to 65535.
+void check_node(const std::string& node) {
+  const size_t colon = node.rfind(':');
+  FUZZ_CHECK(colon != std::string::npos && colon > 0 && colon + 1 < node.size(),
+             "not host:port: %s", node.c_str());
+  const int port = std::stoi(node.substr(colon + 1));
+  FUZZ_CHECK(port >= 1 && port <= 65'535, "port %d", port);
+}
+
+void check_topology_replies(const redisReply* reply) {
+  int64_t us = 0;
+  if (read_time_reply(reply, &us)) FUZZ_CHECK(us > 0, "TIME %lld", static_cast<long long>(us));
+  std::string node;
+  if (read_master_address(reply, &node) && !node.empty()) check_node(node);
+  if (reply->type == REDIS_REPLY_STRING &&
+      read_switch_master(std::string_view(reply->str, reply->len), "mymaster", &node))
+    check_node(node);
+}
+
 void check_script_reply(const redisReply* reply, uint8_t selector, size_t calls) {
   check_fast_reply(reply, selector, calls);
   const std::vector<CallShape> shapes = shapes_for(selector, calls);
@@ -99,6 +122,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         check_error(r);
       } else {
         check_script_reply(r, data[0], calls);
+        check_topology_replies(r);
       }
       freeReplyObject(reply);
       reply = nullptr;

@@ -42,8 +42,8 @@ if [ "$profile" = all ]; then
     libgtest-dev libgmock-dev clang-format
     # fuzz targets (make fuzz): clang with libFuzzer and the sanitizer runtimes
     clang-14 libclang-rt-14-dev
-    # Redis store tests
-    redis-server redis-tools
+    # Redis store tests (redis-sentinel: the Sentinel failover tests)
+    redis-server redis-tools redis-sentinel
     # nginx integration test and gateway benchmark
     nginx wrk
     # the soak (bench/soak, make soak): its logging upstream and clients
@@ -58,6 +58,8 @@ if [ "$profile" = all ]; then
     # with runc (tests/container/containers.conf), netavark and iptables map
     # its ports; the image carries the CA certificates
     podman runc netavark iptables ca-certificates
+    # deploy/prometheus's alert rules: promtool check rules / test rules
+    prometheus
   )
 fi
 

@@ -181,6 +181,10 @@ struct Worker {
 
   void run(int in_flight) {
     store->attach(io);
+    // This thread's connection opens now, on this loop: calls fail until it is up.
+    const auto connect_by = Clock::now() + std::chrono::seconds(5);
+    while (!store->ready() && Clock::now() < connect_by)
+      io.run_one_for(std::chrono::milliseconds(10));
     started = Clock::now();
     slots.resize(static_cast<size_t>(in_flight));
     for (int s = 0; s < in_flight; ++s) issue(static_cast<size_t>(s));

@@ -37,9 +37,10 @@
 //   - A server gives every worker thread its own io_context (one per core).
 //     Each worker thread calls attach(io) once, on that thread, before its
 //     first acquire_async(). The store then keeps one connection per attached
-//     thread (per Redis node in a cluster), driven by that thread's loop;
-//     everything issued in one loop turn goes out in one write (pipelining),
-//     and `done` runs on that thread.
+//     thread (per master in a cluster), driven by that thread's loop, opened
+//     by attach() and kept open (reconnected in the background with backoff;
+//     ready() is false until every one is up); everything issued in one loop
+//     turn goes out in one write (pipelining), and `done` runs on that thread.
 //   - acquire() (synchronous, for embedding) runs the call on an internal I/O
 //     thread and waits. acquire_async() from a thread that never called
 //     attach() also runs there, and then `done` runs on the internal thread.
@@ -48,22 +49,23 @@
 //     outlive an io_context it was attached to.
 //
 // Failure. A call that Redis does not answer within `timeout` completes with
-// kStoreUnavailable (its late reply is ignored); so does a call made while the
-// connection is down (reconnection runs in the background with backoff; a
-// refused TLS handshake or AUTH counts as down, logged with the reason) or
-// while `max_in_flight` calls already wait on the connection (no unbounded
-// queue). The caller applies its on_failure policy to kStoreUnavailable.
-// A call that Redis receives after its timeout (a paused Redis meeting its
-// backlog) is not applied: each request carries its deadline, converted to the
-// node's clock with a lower bound of the clock offset learnt from the replies
-// to TIME (health checks) and to the script, and the script compares it with
-// Redis TIME. The deadline is never later than the true one; before the first
-// health check has answered there is no bound yet and calls carry no deadline.
-// One case stays: Redis applies a call in time but its reply comes late (Redis
-// stopped between running the script and writing the reply); stats() counts
-// those (late_applied).
-// Errors are counted by kind (stats()) and logged at most once per second per
-// kind through spdlog.
+// kStoreUnavailable (its late reply is ignored); so does, at once, a call made
+// while its connection is not up, connecting included (reconnection runs in
+// the background with backoff; a refused TLS handshake or AUTH counts as
+// down, logged with the reason), so that the timeout never pays for a connect
+// or a handshake; and a call made while `max_in_flight` calls already wait on
+// the connection (no unbounded queue). A call is never sent twice unless
+// Redis said it applied nothing (NOSCRIPT, a cluster redirection, READONLY is
+// not resent): a lost connection fails the calls it carried. The caller applies its on_failure
+// policy to kStoreUnavailable. A call that Redis receives after its timeout (a paused Redis meeting
+// its backlog) is not applied: each request carries its deadline, converted to the node's clock
+// with a lower bound of the clock offset learnt from the replies to TIME (every connection's
+// handshake, the health checks) and to the script, and the script compares it with Redis TIME. The
+// deadline is never later than the true one, and a connection is up only once its TIME has
+// answered, so every call carries one (a new master after a failover included). One case stays:
+// Redis applies a call in time but its reply comes late (Redis stopped between running the script
+// and writing the reply); stats() counts those (late_applied). Errors are counted by kind (stats())
+// and logged at most once per second per kind through spdlog.
 //
 // Limits. Every quantity must stay exact in the doubles of Redis Lua (below
 // 2^53). Window algorithms always fit. token_bucket and gcra need
@@ -146,6 +148,25 @@ struct RedisTlsOptions {
   friend bool operator==(const RedisTlsOptions&, const RedisTlsOptions&) = default;
 };
 
+// Redis Sentinel: the master's address is asked from the sentinels (SENTINEL
+// GET-MASTER-ADDR-BY-NAME, the first that answers, each in turn) at start,
+// after a lost connection to the master, a call that timed out, a READONLY
+// reply (the node is a replica now), a failed health check, and every
+// topology_refresh; and each sentinel's +switch-master message moves the
+// store to the new master at once. Calls made while no master answers fail
+// (kStoreUnavailable) as calls to a Redis that is down do. TLS to the
+// sentinels is the store's `tls`, as to Redis.
+struct RedisSentinelOptions {
+  // The master's name, as the sentinels monitor it; "" = no Sentinel.
+  std::string master;
+  // "host:port" or "redis[s]://[[user]:password@]host[:port]" of each sentinel.
+  std::vector<std::string> addresses;
+  // AUTH to a sentinel whose address carries no credentials ("" = none).
+  std::string username;
+  std::string password;
+  friend bool operator==(const RedisSentinelOptions&, const RedisSentinelOptions&) = default;
+};
+
 enum class RedisMode {
   kExact,   // every decision is a Redis script call (default)
   kCached,  // local decisions, hits sent every sync_interval (see the class comment)
@@ -155,10 +176,16 @@ struct RedisStoreOptions {
   // "host:port" or "redis[s]://[[user]:password@]host[:port][/database]"
   // (rediss: TLS, see `tls`; all addresses alike). With
   // cluster == false the first address is used; with cluster == true these
-  // are the seeds from which the slot map is read.
+  // are the seeds from which the slot map is read. Empty with a sentinel.
   std::vector<std::string> addresses{"127.0.0.1:6379"};
   bool cluster = false;
-  // Per call, from issue to reply, including redirects and retries.
+  // The sentinels that name the master (not with cluster, nor addresses):
+  // the master then takes username, password, database and tls from here.
+  RedisSentinelOptions sentinel;
+  // Per call, from issue to reply, including redirects and retries. A call
+  // never waits for a connection: one made while its node's connection is not
+  // up fails at once (kStoreUnavailable), so this never pays for a connect or
+  // a TLS handshake.
   std::chrono::milliseconds timeout{5};
   // AUTH and SELECT on every connection; an address's URL may override them.
   std::string username;
@@ -221,6 +248,13 @@ struct RedisStoreOptions {
   bool early_fetch = true;
 };
 
+// Connections by state: up (the node answered its handshake), down
+// (connecting, or waiting to reconnect).
+struct RedisConnectionCounts {
+  int64_t up = 0;
+  int64_t down = 0;
+};
+
 // Error counters since the store was created.
 struct RedisStoreStats {
   uint64_t timeouts = 0;            // calls not answered within the timeout
@@ -228,6 +262,7 @@ struct RedisStoreStats {
   uint64_t script_errors = 0;       // error replies to the script, unexpected replies
   uint64_t server_errors = 0;       // LOADING, BUSY, OOM, CLUSTERDOWN, NOAUTH... refusals
   uint64_t overloaded = 0;          // calls refused because max_in_flight were waiting
+  uint64_t out_of_memory = 0;       // calls Redis refused with OOM (maxmemory, nothing to evict)
   uint64_t script_loads = 0;        // NOSCRIPT answered by sending the script again
   uint64_t moved = 0;               // cluster MOVED redirections followed
   uint64_t ask = 0;                 // cluster ASK redirections followed
@@ -239,6 +274,7 @@ struct RedisStoreStats {
   uint64_t late_replies = 0;  // replies to calls that had already timed out (dropped)
   uint64_t late_applied = 0;  // of those, calls Redis applied: charged, though the caller
                               // had the on_failure answer
+  uint64_t master_switches = 0;  // sentinel: times the master the store uses moved
   uint64_t deny_cache_hits = 0;  // requests denied by the deny cache, with no Redis call
   uint64_t syncs = 0;            // cached mode: sync calls Redis answered
   uint64_t sync_failures = 0;    // cached mode: sync calls that failed (hits kept, resent)
@@ -284,9 +320,25 @@ class RedisStore final : public Store {
   Status refund(std::span<const RefundRequest> requests, Nanos now) override;
   void refund_async(std::span<const RefundRequest> requests, Nanos now, Done done) override;
 
-  // True while the internal thread's last health check (TIME of every master)
-  // was answered in time and, in a cluster, the slot map covers every slot.
+  // True while the internal thread's last health check (TIME of every master,
+  // and a write probe) was answered in time, every attached thread's
+  // connections to every master are up, Redis accepts writes
+  // (writes_refused()), and, in a cluster, the slot map covers every slot;
+  // with a sentinel, a master is known. False from create() until then.
   bool ready() const override;
+
+  // Whether Redis refuses writes (it answered OOM: maxmemory reached and
+  // nothing to evict): set by any OOM reply, cleared by the next health
+  // check whose write probe Redis accepts.
+  bool writes_refused() const;
+
+  // The store's connections to Redis nodes (every attached thread's and the
+  // internal thread's), and to the sentinels.
+  RedisConnectionCounts connections() const;
+  RedisConnectionCounts sentinel_connections() const;
+
+  // Sentinel: the master's "host:port" in use ("" until the sentinels named one).
+  std::string master() const;
 
   // DEL of the key's state and lockout (synchronous, through the internal
   // thread); true if either existed.
@@ -301,6 +353,14 @@ class RedisStore final : public Store {
 
   // Blocks until ready() or `timeout` passes; returns ready().
   bool wait_ready(std::chrono::milliseconds timeout) const;
+
+  // Blocks until ready(), or until a connect to Redis failed (refused, timed
+  // out, a refused TLS handshake or AUTH), no node gave a slot map or no
+  // sentinel named the master, after this call began; or until `timeout`
+  // passes. A Redis slow to connect is waited for, an unreachable one is not.
+  // kInvalidArgument when the sentinels answered that they know no master of
+  // that name; otherwise OK, and ready() says whether the store is ready.
+  Status wait_connected(std::chrono::milliseconds timeout) const;
 
   // Cached mode: sends every unsent hit (and fetches the keys not yet
   // fetched) now, in one call, and waits for it. The timer does this every

@@ -95,6 +95,10 @@ EOF
 # DNS; glibc has both built in.
 echo "hosts: files dns" >"$root/etc/nsswitch.conf"
 install -m 0644 "$here/sluice.yaml" "$root/etc/sluice/sluice.yaml"
+# The Grafana dashboard and Prometheus alert rules, where the .deb puts them.
+install -D -m 0644 "$here/../../deploy/grafana/sluice.json" "$root/usr/share/sluice/grafana/sluice.json"
+install -D -m 0644 "$here/../../deploy/prometheus/alerts.yaml" \
+  "$root/usr/share/sluice/prometheus/alerts.yaml"
 
 version=$("$binary" --version | awk '{print $2}')
 cp "$here/Containerfile" "$stage/Containerfile"

@@ -56,7 +56,9 @@ std::string summary(const Deployment& d) {
       plural(c.policies.size(), "policy", "policies") + ", " +
       (c.default_route ? "a default limit" : "no default limit") + ", " +
       (c.store.backend == policy::StoreConfig::Backend::kRedis
-           ? std::string(c.store.redis.cluster ? "redis cluster store" : "redis store") +
+           ? std::string(c.store.redis.cluster                   ? "redis cluster store"
+                         : c.store.redis.sentinel.master.empty() ? "redis store"
+                                                                 : "redis store via sentinel") +
                  (c.store.redis.mode_cached  ? " in cached mode"
                   : c.store.redis.deny_cache ? " with deny cache"
                                              : "")

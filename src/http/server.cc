@@ -7,6 +7,7 @@
 #include <cstring>
 #include <exception>
 #include <functional>
+#include <latch>
 #include <string>
 #include <utility>
 
@@ -17,6 +18,7 @@
 #include "http/drained_reads.h"
 #include "observe/denial_log.h"
 #include "observe/logging.h"
+#include "observe/process_metrics.h"
 #include "policy/config_loader.h"
 #include "policy/connection_limits.h"
 #include "sluice/version.h"
@@ -51,6 +53,8 @@ std::string store_text(const policy::StoreConfig& s) {
   std::string out = s.redis.cluster ? "redis cluster" : "redis";
   if (s.redis.tls.enabled) out += " over TLS";
   for (const policy::HostPort& a : s.redis.addresses) out += cat({" ", a.text()});
+  if (!s.redis.sentinel.master.empty())
+    out += cat({" master '", s.redis.sentinel.master, "' from sentinels"});
   out += cat({" (database ", std::to_string(s.redis.database), ", timeout ",
               std::to_string(s.redis.timeout.count()), " ms, time from ",
               s.redis.time_source_redis ? "redis" : "local clock",
@@ -76,7 +80,7 @@ bool same_store(const policy::StoreConfig& a, const policy::StoreConfig& b) {
          a.redis.timeout == b.redis.timeout &&
          a.redis.time_source_redis == b.redis.time_source_redis && a.redis.tls == b.redis.tls &&
          a.redis.deny_cache == b.redis.deny_cache && a.redis.mode_cached == b.redis.mode_cached &&
-         a.redis.sync_interval == b.redis.sync_interval;
+         a.redis.sync_interval == b.redis.sync_interval && a.redis.sentinel == b.redis.sentinel;
 }
 
 std::string endpoint_text(const tcp::endpoint& e) {
@@ -347,8 +351,11 @@ Server::Server(policy::Config config, std::shared_ptr<Store> store, ServerOption
   r.gauge("sluice_config_generation", "Generation of the config in force (1 = as started).", {},
           [c] { return static_cast<double>(c->state.load()->generation); });
 
-  if (options_.companion != nullptr)
+  observe::register_process_metrics(r);
+  observe::register_build_info(r, kVersion);
+  if (options_.companion != nullptr) {
     options_.companion->register_metrics(r, context_.decision_sinks);
+  }
   if (options_.store_hooks.register_metrics) options_.store_hooks.register_metrics(r);
 
   context_.state.store(
@@ -433,10 +440,12 @@ int Server::run() {
   signals_.add(SIGHUP);
   do_signal_wait();
   schedule_collect();
+  std::latch attached(static_cast<std::ptrdiff_t>(workers_.size()));
   for (auto& w : workers_) {
     Worker* worker = w.get();
-    worker->thread = std::thread([worker, hooks = &options_.store_hooks] {
+    worker->thread = std::thread([worker, hooks = &options_.store_hooks, &attached] {
       if (hooks->attach) hooks->attach(worker->io_context);
+      attached.count_down();
       for (;;) {
         try {
           worker->io_context.run();
@@ -448,6 +457,8 @@ int Server::run() {
       if (hooks->detach) hooks->detach(worker->io_context);
     });
   }
+  attached.wait();
+  if (options_.store_hooks.wait_ready) options_.store_hooks.wait_ready();
   for (auto& l : front_listeners_) l->start();
   for (auto& l : decision_listeners_) l->start();
   admin_listener_->start();

@@ -97,6 +97,9 @@ struct StoreHooks {
   std::function<void(boost::asio::io_context&)> detach;
   // Once, by the Server's constructor: the store's own series (errors by kind).
   std::function<void(observe::Registry&)> register_metrics;
+  // Once, on the control thread, after every worker attached and before the
+  // listeners accept: waits (bounded) for the store's connections.
+  std::function<void()> wait_ready;
 };
 
 struct ServerOptions {

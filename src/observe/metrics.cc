@@ -158,6 +158,12 @@ void Registry::counter_function(std::string_view name, std::string_view help, co
   series_locked(name, help, Type::kCounter, labels).counter_read = std::move(read);
 }
 
+void Registry::counter_function_seconds(std::string_view name, std::string_view help,
+                                        const Labels& labels, std::function<double()> read) {
+  std::lock_guard lock(mutex_);
+  series_locked(name, help, Type::kCounter, labels).counter_seconds = std::move(read);
+}
+
 void Registry::counter_family_function(std::string_view name, std::string_view help,
                                        std::function<SeriesValues()> read) {
   std::lock_guard lock(mutex_);
@@ -190,6 +196,10 @@ std::string Registry::render() const {
     for (const auto& [label_text, series] : family.series) {
       switch (family.type) {
         case Type::kCounter: {
+          if (series.counter_seconds) {
+            append(out, {name, label_text, " ", format_double(series.counter_seconds()), "\n"});
+            break;
+          }
           const uint64_t value = series.counter        ? series.counter->value()
                                  : series.counter_read ? series.counter_read()
                                                        : 0;

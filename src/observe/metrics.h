@@ -89,6 +89,9 @@ class Registry {
   // `read` must be monotonic and callable for the registry's lifetime.
   void counter_function(std::string_view name, std::string_view help, const Labels& labels,
                         std::function<uint64_t()> read);
+  // The same for a counter of fractional units (seconds of CPU).
+  void counter_function_seconds(std::string_view name, std::string_view help, const Labels& labels,
+                                std::function<double()> read);
 
   // A counter family whose series are kept elsewhere and only known at
   // scrape time (label values from requests): `read` lists them, each with
@@ -107,7 +110,8 @@ class Registry {
     std::unique_ptr<Counter> counter;
     std::unique_ptr<Histogram> histogram;
     std::function<double()> gauge;
-    std::function<uint64_t()> counter_read;  // a counter_function series
+    std::function<uint64_t()> counter_read;   // a counter_function series
+    std::function<double()> counter_seconds;  // a counter_function_seconds series
   };
   struct Family {
     std::string help;

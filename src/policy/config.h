@@ -46,12 +46,24 @@ struct RedisTlsConfig {
   friend bool operator==(const RedisTlsConfig&, const RedisTlsConfig&) = default;
 };
 
+// store.redis.sentinel: Redis Sentinel names the master (and follows its
+// failovers); the master's credentials, database and TLS are the redis
+// section's.
+struct RedisSentinelConfig {
+  std::string master;                  // "" = no sentinel
+  std::vector<std::string> addresses;  // as written: host:port or a redis[s]:// URL
+  std::string password_file;           // resolved; "" = none
+  std::string password;                // its content: AUTH to the sentinels
+  friend bool operator==(const RedisSentinelConfig&, const RedisSentinelConfig&) = default;
+};
+
 struct RedisConfig {
-  std::vector<HostPort> addresses{{"127.0.0.1", 6379}};
+  std::vector<HostPort> addresses{{"127.0.0.1", 6379}};  // none with a sentinel
   bool cluster = false;
+  RedisSentinelConfig sentinel;
   Millis timeout{5};
   bool on_failure_allow = true;  // on_failure: allow | deny
-  std::string username;          // from a redis:// URL; "" = the default user
+  std::string username;          // `username`, or a redis:// URL's; "" = the default user
   std::string password;
   int database = 0;
   // url_file, resolved: the URL above (address, user, password, database,

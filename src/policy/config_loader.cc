@@ -87,9 +87,10 @@ const Keys kRlsKeys = {"config_dir",    "response_headers", "dynamic_metadata", 
                        "merge_domains", "near_limit_ratio", "max_connections"};
 const Keys kUpstreamKeys = {"url", "connect_timeout", "timeout", "max_idle_connections"};
 const Keys kStoreKeys = {"backend", "max_keys", "redis"};
-const Keys kRedisKeys = {"addresses",  "url",      "url_file",     "cluster",     "timeout",
-                         "on_failure", "password", "database",     "time_source", "tls",
-                         "deny_cache", "mode",     "sync_interval"};
+const Keys kRedisKeys = {"addresses",   "url",      "url_file",   "cluster",  "timeout",
+                         "on_failure",  "username", "password",   "database", "sentinel",
+                         "time_source", "tls",      "deny_cache", "mode",     "sync_interval"};
+const Keys kRedisSentinelKeys = {"master", "addresses", "password_file"};
 const Keys kRedisTlsKeys = {"ca_file", "cert_file", "key_file", "server_name"};
 const Keys kClientIpKeys = {"header", "trusted_proxies", "ipv6_prefix"};
 const Keys kAccessKeys = {"allow", "deny"};
@@ -453,7 +454,7 @@ class Loader {
     const std::string url_key = url_file != nullptr ? "url_file" : "url";
     bool plain_url = false;  // a redis:// url, read without error
     if (url != nullptr) {
-      for (std::string_view other : {"addresses", "password", "database"}) {
+      for (std::string_view other : {"addresses", "username", "password", "database"}) {
         if (const Item* o = m->get(other))
           walker_.error(*o,
                         "set either `" + url_key + "` or `" + std::string(other) + "`, not both");
@@ -494,6 +495,12 @@ class Loader {
     if (const Item* f = m->get("on_failure")) {
       if (auto c = walker_.choice(*f, {"allow", "deny"})) redis.on_failure_allow = *c == 0;
     }
+    if (const Item* u = m->get("username"); u != nullptr && url == nullptr) {
+      if (auto s = walker_.scalar(*u, "an ACL user name")) {
+        if (s->empty()) walker_.error(*u, "must not be empty (leave it out for the default user)");
+        redis.username = *s;
+      }
+    }
     if (const Item* p = m->get("password"); p != nullptr && url == nullptr) {
       if (auto s = walker_.scalar(*p, "a string")) redis.password = *s;
     }
@@ -519,6 +526,19 @@ class Loader {
       const Item* where = m->get("database") ? m->get("database") : url;
       walker_.error(where ? *where : item, "Redis Cluster has only database 0");
     }
+    if (const Item* sentinel = m->get("sentinel")) {
+      redis_sentinel(*sentinel, &redis, &plain_url);
+      for (std::string_view other : {"addresses", "url", "url_file"}) {
+        if (const Item* o = m->get(other))
+          walker_.error(*o, "with `sentinel` the sentinels name the master: leave out `" +
+                                std::string(other) +
+                                "` (username, password, database and tls are the master's)");
+      }
+      if (redis.cluster)
+        walker_.error(*sentinel,
+                      "`sentinel` and `cluster: true` cannot go together: a Redis Cluster fails "
+                      "over by itself");
+    }
     if (const Item* t = m->get("tls")) redis_tls(*t, plain_url, &redis.tls);
   }
 
@@ -542,6 +562,73 @@ class Loader {
       message.replace(echoed, quoted(text).size(), quoted(shown));
     walker_.error(item, "the Redis URL in " + secret->path + " " + message);
     return std::nullopt;
+  }
+
+  // store.redis.sentinel. A sentinel written rediss:// turns TLS on for the
+  // master and the sentinels alike; one written redis:// then is an error
+  // (`plain_url`, as for a redis:// url beside a tls block). Whether the
+  // sentinels know the master can only be asked of them: at start.
+  void redis_sentinel(const Item& item, RedisConfig* redis, bool* plain_url) {
+    const std::optional<Mapping> m =
+        walker_.mapping(item, &kRedisSentinelKeys, "a mapping with master: and addresses:");
+    if (!m) return;
+    RedisSentinelConfig& sentinel = redis->sentinel;
+    redis->addresses.clear();
+    if (const Item* name = m->get("master")) {
+      if (auto s = walker_.scalar(*name, "the master's name, as the sentinels monitor it")) {
+        const bool printable = std::all_of(s->begin(), s->end(), [](char c) {
+          return static_cast<unsigned char>(c) > 0x20 && static_cast<unsigned char>(c) < 0x7f;
+        });
+        if (s->empty() || !printable) {
+          walker_.error(*name,
+                        "must be the master's name as in `sentinel monitor <name> ...`: visible "
+                        "characters, no spaces");
+        } else {
+          sentinel.master = *s;
+        }
+      }
+    } else {
+      walker_.error(item, "`master` is required: the name the sentinels monitor the master by");
+    }
+    const Item* list = m->get("addresses");
+    if (list == nullptr) {
+      walker_.error(item, "`addresses` is required: the sentinels' host:port (26379 is theirs)");
+    } else if (auto items = walker_.sequence(*list, "a list of host:port addresses")) {
+      if (items->empty()) walker_.error(*list, "must list at least one sentinel");
+      const Item* tls_at = nullptr;    // a rediss:// address
+      const Item* plain_at = nullptr;  // a redis:// address
+      for (const Item& i : *items) {
+        std::optional<std::string> text = walker_.scalar(i, "host:port or a redis:// URL");
+        if (!text) continue;
+        Result<RedisUrl> u = parse_redis_url(*text, /*url_only=*/false);
+        if (!u.ok()) {
+          walker_.error(i, u.error().message);
+          continue;
+        }
+        if (u->database >= 0) {
+          walker_.error(
+              i, "a sentinel has no database: leave out the /" + std::to_string(u->database));
+          continue;
+        }
+        if (u->tls) tls_at = &i;
+        if (!u->tls && text->find("://") != std::string::npos) plain_at = &i;
+        sentinel.addresses.push_back(std::move(*text));
+      }
+      if (tls_at != nullptr && plain_at != nullptr) {
+        walker_.error(*plain_at,
+                      "TLS is all or nothing: this sentinel is redis://, another rediss://");
+      } else if (tls_at != nullptr) {
+        redis->tls.enabled = true;
+      } else if (plain_at != nullptr) {
+        *plain_url = true;
+      }
+    }
+    if (const Item* p = m->get("password_file")) {
+      if (auto secret = walker_.secret_file(*p, "password")) {
+        sentinel.password_file = secret->path;
+        sentinel.password = secret->value;
+      }
+    }
   }
 
   // store.redis.tls. With a redis:// url it is an error, not a warning: the

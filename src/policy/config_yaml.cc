@@ -173,10 +173,39 @@ void upstream(YAML::Emitter& out, const Config& c) {
   out << YAML::EndMap;
 }
 
-// A URL read from url_file is written as that file. A user name can only be
-// written in a redis:// URL (which names one address), and so can a password
-// that is not UTF-8 (only the URL's %-escapes put such bytes in it; YAML text
-// cannot hold them); otherwise the addresses, password and database keys.
+void sentinel(YAML::Emitter& out, const RedisSentinelConfig& s) {
+  out << YAML::Key << "sentinel" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "master" << YAML::Value;
+  quoted(out, s.master);
+  out << YAML::Key << "addresses" << YAML::Value << YAML::BeginSeq;
+  for (const std::string& a : s.addresses) quoted(out, a);
+  out << YAML::EndSeq;
+  if (!s.password_file.empty()) {
+    out << YAML::Key << "password_file" << YAML::Value;
+    quoted(out, s.password_file);
+  }
+  out << YAML::EndMap;
+}
+
+// username, password and database (without a url).
+void credentials(YAML::Emitter& out, const RedisConfig& r) {
+  if (!r.username.empty()) {
+    out << YAML::Key << "username" << YAML::Value;
+    quoted(out, r.username);
+  }
+  if (!r.password.empty()) {
+    out << YAML::Key << "password" << YAML::Value;
+    quoted(out, r.password);
+  }
+  out << YAML::Key << "database" << YAML::Value << r.database;
+}
+
+// A URL read from url_file is written as that file. A password that is not
+// UTF-8 can only be written in a redis:// URL (which
+// names one address; only the URL's %-escapes put such bytes in it, and YAML
+// text cannot hold them), and so is a user name with one address, as it was
+// most likely given; otherwise the addresses (or sentinel), username,
+// password and database keys.
 void redis(YAML::Emitter& out, const RedisConfig& r) {
   out << YAML::Key << "redis" << YAML::Value << YAML::BeginMap;
   const bool needs_url =
@@ -184,6 +213,9 @@ void redis(YAML::Emitter& out, const RedisConfig& r) {
   if (!r.url_file.empty()) {  // the file, not the password it keeps
     out << YAML::Key << "url_file" << YAML::Value;
     quoted(out, r.url_file);
+  } else if (!r.sentinel.master.empty()) {
+    sentinel(out, r.sentinel);
+    credentials(out, r);
   } else if (needs_url && r.addresses.size() == 1) {
     out << YAML::Key << "url" << YAML::Value;
     quoted(out, std::string(r.tls.enabled ? "rediss://" : "redis://") + url_escape(r.username) +
@@ -193,11 +225,7 @@ void redis(YAML::Emitter& out, const RedisConfig& r) {
     out << YAML::Key << "addresses" << YAML::Value << YAML::BeginSeq;
     for (const HostPort& hp : r.addresses) quoted(out, hp.text());
     out << YAML::EndSeq;
-    if (!r.password.empty()) {
-      out << YAML::Key << "password" << YAML::Value;
-      quoted(out, r.password);
-    }
-    out << YAML::Key << "database" << YAML::Value << r.database;
+    credentials(out, r);
   }
   out << YAML::Key << "cluster" << YAML::Value << r.cluster;
   out << YAML::Key << "timeout" << YAML::Value << millis_text(r.timeout);

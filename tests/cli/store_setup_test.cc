@@ -58,6 +58,30 @@ TEST(StoreSetup, AnUnknownTimeSourceIsAnErrorAtItsPosition) {
             "t.yaml:3:18: store.redis.time_source: must be one of redis, local, got \"ntp\"");
 }
 
+TEST(StoreSetup, ASentinelGivesTheStoreNoAddressesButTheSentinelsAndTheMastersCredentials) {
+  const std::filesystem::path password =
+      std::filesystem::temp_directory_path() /
+      ("sluice-store-setup-" + std::to_string(::getpid()) + ".pass");
+  std::ofstream(password) << "sentinel-secret\n";
+  const RedisStoreOptions o = store_options_from_file(
+      "store:\n  backend: redis\n  redis:\n    sentinel:\n      master: mymaster\n"
+      "      addresses: [10.0.0.1:26379, \"redis://watcher:pw@10.0.0.2:26379\"]\n"
+      "      password_file: " +
+      password.string() + "\n    username: alice\n    password: s3cret\n    database: 2\n");
+  std::filesystem::remove(password);
+  EXPECT_TRUE(o.addresses.empty());
+  EXPECT_FALSE(o.cluster);
+  EXPECT_EQ(o.sentinel.master, "mymaster");
+  EXPECT_EQ(o.sentinel.addresses,
+            (std::vector<std::string>{"10.0.0.1:26379", "redis://watcher:pw@10.0.0.2:26379"}));
+  // For the sentinels whose address carries no credentials.
+  EXPECT_EQ(o.sentinel.password, "sentinel-secret");
+  EXPECT_EQ(o.sentinel.username, "");
+  EXPECT_EQ(o.username, "alice");
+  EXPECT_EQ(o.password, "s3cret");
+  EXPECT_EQ(o.database, 2);
+}
+
 TEST(StoreSetup, TheDenyCacheIsOnUnlessTheFileTurnsItOff) {
   EXPECT_TRUE(store_options_from_file("store:\n  backend: redis\n").deny_cache);
   EXPECT_FALSE(

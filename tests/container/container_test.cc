@@ -235,6 +235,10 @@ TEST(ContainerImage, HoldsTheBinaryItsLibrariesAndCertificatesAndNoShell) {
   }
   EXPECT_EQ(image.content("etc/sluice/sluice.yaml"),
             read_file(SLUICE_SOURCE_DIR "/packaging/container/sluice.yaml"));
+  EXPECT_EQ(image.content("usr/share/sluice/grafana/sluice.json"),
+            read_file(SLUICE_SOURCE_DIR "/deploy/grafana/sluice.json"));
+  EXPECT_EQ(image.content("usr/share/sluice/prometheus/alerts.yaml"),
+            read_file(SLUICE_SOURCE_DIR "/deploy/prometheus/alerts.yaml"));
   EXPECT_EQ(image.content("etc/ssl/certs/ca-certificates.crt"),
             read_file("/etc/ssl/certs/ca-certificates.crt"));
   EXPECT_NE(image.content("etc/passwd").find("sluice:x:65532:65532:"), std::string::npos);

@@ -68,12 +68,14 @@ std::vector<std::string> lines_starting(const std::string& text, const std::stri
   return found;
 }
 
-TEST(Package, HoldsTheBinaryTheUnitTheConfigAndTheDocs) {
+TEST(Package, HoldsTheBinaryTheUnitTheConfigTheDocsAndTheMonitoringFiles) {
   std::set<std::string> expected = {
       "usr/bin/sluice",
       "lib/systemd/system/sluice.service",
       "etc/sluice/sluice.yaml",
       "usr/share/doc/sluice/README.md",
+      "usr/share/sluice/grafana/sluice.json",
+      "usr/share/sluice/prometheus/alerts.yaml",
   };
   for (const fs::directory_entry& e : fs::directory_iterator(kSource / "docs")) {
     if (e.path().extension() == ".md") {
@@ -91,6 +93,10 @@ TEST(Package, HoldsTheBinaryTheUnitTheConfigAndTheDocs) {
   EXPECT_EQ(read_file(kRoot / "lib/systemd/system/sluice.service"),
             read_file(kSource / "packaging/sluice.service"));
   EXPECT_EQ(read_file(kRoot / "usr/share/doc/sluice/README.md"), read_file(kSource / "README.md"));
+  EXPECT_EQ(read_file(kRoot / "usr/share/sluice/grafana/sluice.json"),
+            read_file(kSource / "deploy/grafana/sluice.json"));
+  EXPECT_EQ(read_file(kRoot / "usr/share/sluice/prometheus/alerts.yaml"),
+            read_file(kSource / "deploy/prometheus/alerts.yaml"));
 }
 
 TEST(Package, MarksTheConfigAsAConffile) {

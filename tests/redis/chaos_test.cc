@@ -88,19 +88,11 @@ TEST_F(ClusterChaosTest, AKilledMasterIsReplacedByItsReplicaAndFollowedWithinTwo
   ASSERT_LE(victims, keys.size() - 3);
 
   AsyncDriver driver(store_);
-  std::atomic<bool> promoted{false};
-  std::atomic<Clock::rep> promoted_at{0};
+  Promotion promotion;
   // Ends with a round issued after the promotion in which every key was
-  // decided and denied: every key has had its C.
-  Load load(
-      driver, limit, keys, keys.size(),
-      [&](const std::vector<Record>& round) {
-        if (!promoted.load() || round.front().issued.time_since_epoch().count() <= promoted_at)
-          return false;
-        return std::all_of(round.begin(), round.end(),
-                           [](const Record& r) { return r.ok && !r.allowed; });
-      },
-      kLoadTime, kMaxRounds, kMinRound);
+  // decided and denied: every key has had its limit.
+  Load load(driver, limit, keys, keys.size(), promotion.every_key_denied_after(), kLoadTime,
+            kMaxRounds, kMinRound);
 
   // Killed while every key is being charged.
   ASSERT_TRUE(load.wait_rounds(50));
@@ -118,12 +110,9 @@ TEST_F(ClusterChaosTest, AKilledMasterIsReplacedByItsReplicaAndFollowedWithinTwo
   ASSERT_EQ(cluster_.role(static_cast<size_t>(replica)), "slave")
       << "promoted before the test had read the replicated state";
 
-  const bool seen =
-      wait_until([&] { return cluster_.role(static_cast<size_t>(replica)) == "master"; }, 30s);
-  const auto seen_at = Clock::now();
-  promoted_at = seen_at.time_since_epoch().count();
-  promoted = true;
-  load.join();
+  Clock::time_point seen_at;
+  const bool seen = promotion.await(
+      [&] { return cluster_.role(static_cast<size_t>(replica)) == "master"; }, load, &seen_at);
   ASSERT_TRUE(seen) << "the replica was not promoted within 30 s of the kill";
 
   const auto& records = load.records();

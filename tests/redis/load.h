@@ -4,6 +4,7 @@
 // call is recorded with when it was issued and answered.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <string>
@@ -114,6 +115,46 @@ class Load {
   std::atomic<bool> finished_{false};
   std::atomic<bool> completed_{false};
   std::thread thread_;
+};
+
+// The moment a test saw a replica promoted, and the end of a failover test's
+// load that follows from it.
+class Promotion {
+ public:
+  using Clock = Load::Clock;
+
+  // Marks the promotion as seen now; returns when.
+  Clock::time_point seen() {
+    const auto now = Clock::now();
+    at_.store(now.time_since_epoch().count());
+    seen_.store(true);
+    return now;
+  }
+
+  // Waits up to 30 s for `promoted()` to hold, marks it seen (`*seen_at`),
+  // then for `load` to end; false if it never held.
+  template <class Promoted>
+  bool await(Promoted promoted, Load& load, Clock::time_point* seen_at) {
+    const bool held = wait_until(promoted, std::chrono::seconds(30));
+    *seen_at = seen();
+    load.join();
+    return held;
+  }
+
+  // A Load's Done: a round issued after the promotion in which every key was
+  // decided and denied (every key has had its limit).
+  Load::Done every_key_denied_after() const {
+    return [this](const std::vector<Load::Record>& round) {
+      if (!seen_.load() || round.front().issued.time_since_epoch().count() <= at_.load())
+        return false;
+      return std::all_of(round.begin(), round.end(),
+                         [](const Load::Record& r) { return r.ok && !r.allowed; });
+    };
+  }
+
+ private:
+  std::atomic<bool> seen_{false};
+  std::atomic<Clock::rep> at_{0};
 };
 
 }  // namespace sluice::testing

@@ -172,6 +172,8 @@ std::vector<std::string> RedisServer::tls_arguments() const {
     // The bus and replication between nodes over TLS too; a node presents
     // its server certificate as a client of another.
     for (const char* a : {"--tls-cluster", "yes", "--tls-replication", "yes"}) args.push_back(a);
+  } else if (tls_.replication) {
+    for (const char* a : {"--tls-replication", "yes"}) args.push_back(a);
   }
   return args;
 }
@@ -189,21 +191,17 @@ bool RedisServer::start() {
       holders_.clear();
       if (!hold_ports()) return false;
     }
-    std::vector<std::string> args = {"redis-server",
-                                     "--port",
-                                     std::to_string(port_),
-                                     "--bind",
-                                     "127.0.0.1",
-                                     "--save",
-                                     "",
-                                     "--appendonly",
-                                     "no",
-                                     "--dir",
-                                     dir_,
-                                     "--daemonize",
-                                     "no",
-                                     "--protected-mode",
-                                     "no"};
+    std::vector<std::string> args = {"redis-server"};
+    if (!config_.empty()) {
+      // Written once: a sentinel keeps its state in it across restarts.
+      const std::string path = dir_ + "/redis.conf";
+      if (!std::filesystem::exists(path)) std::ofstream(path) << config_;
+      args.push_back(path);
+    }
+    for (std::string a : std::vector<std::string>{
+             "--port", std::to_string(port_), "--bind", "127.0.0.1", "--save", "", "--appendonly",
+             "no", "--dir", dir_, "--daemonize", "no", "--protected-mode", "no"})
+      args.push_back(std::move(a));
     for (const std::string& e : extra_) args.push_back(e);
     for (std::string& t : tls_arguments()) args.push_back(std::move(t));
     pid_ = spawn(args, dir_ + "/redis.log");
@@ -331,6 +329,24 @@ long long RedisServer::script_calls() const {
   return n;
 }
 
+std::string RedisServer::role() const {
+  Reply r = command({"ROLE"});
+  if (!r || r->type != REDIS_REPLY_ARRAY || r->elements == 0 ||
+      r->element[0]->type != REDIS_REPLY_STRING)
+    return "";
+  return std::string(r->element[0]->str, r->element[0]->len);
+}
+
+std::string RedisServer::info(const std::string& section, const std::string& field) const {
+  const std::string text = this->text({"INFO", section});
+  const std::string key = "\r\n" + field + ":";
+  const std::string all = "\r\n" + text;
+  const size_t at = all.find(key);
+  if (at == std::string::npos) return "";
+  const size_t start = at + key.size();
+  return all.substr(start, all.find("\r\n", start) - start);
+}
+
 std::string RedisServer::text(const std::vector<std::string>& args) const {
   Reply r = command(args);
   if (!r) return "";
@@ -451,11 +467,7 @@ int RedisCluster::owner(int slot) const {
 }
 
 std::string RedisCluster::role(size_t i) const {
-  Reply r = nodes_[i]->command({"ROLE"});
-  if (!r || r->type != REDIS_REPLY_ARRAY || r->elements == 0 ||
-      r->element[0]->type != REDIS_REPLY_STRING)
-    return "";
-  return std::string(r->element[0]->str, r->element[0]->len);
+  return nodes_[i]->role();
 }
 
 int RedisCluster::replica_of(size_t master) const {
@@ -470,6 +482,119 @@ int RedisCluster::replica_of(size_t master) const {
     if (r->element[2]->integer == nodes_[master]->port()) return static_cast<int>(i);
   }
   return -1;
+}
+
+RedisSentinelGroup::RedisSentinelGroup(RedisSentinelGroupOptions options) : options_(options) {}
+
+namespace {
+
+// "127.0.0.1:<the port clients use>": the TLS port with TLS.
+std::string client_address(const RedisServer& server, bool tls) {
+  return "127.0.0.1:" + std::to_string(tls ? server.tls_port() : server.port());
+}
+
+// A replica's first sync starts at once, not after the 5 s that diskless
+// replication waits by default for more replicas.
+const std::vector<std::string> kNoSyncDelay = {"--repl-diskless-sync-delay", "0"};
+
+}  // namespace
+
+bool RedisSentinelGroup::start() {
+  const bool tls = options_.certs != nullptr;
+  const RedisTlsServer server_tls{options_.certs, false, true};
+  master_ = std::make_unique<RedisServer>(kNoSyncDelay);
+  // A config file each: the sentinels rewrite theirs on a failover, and the
+  // promoted replica's (CONFIG REWRITE).
+  master_->use_config("# master\n");
+  if (tls) master_->use_tls(server_tls);
+  if (!master_->start()) return false;
+  const int master_port = tls ? master_->tls_port() : master_->port();
+  std::vector<std::string> replica_args = kNoSyncDelay;
+  for (const std::string a : {"--replicaof", "127.0.0.1"}) replica_args.push_back(a);
+  replica_args.push_back(std::to_string(master_port));
+  replica_ = std::make_unique<RedisServer>(replica_args);
+  replica_->use_config("# replica\n");
+  if (tls) replica_->use_tls(server_tls);
+  if (!replica_->start()) return false;
+  for (int i = 0; i < 3; ++i) {
+    sentinels_.push_back(std::make_unique<RedisServer>(std::vector<std::string>{"--sentinel"}));
+    sentinels_.back()->use_config(sentinel_config());
+    if (tls) sentinels_.back()->use_tls(server_tls);
+    if (!sentinels_.back()->start()) return false;
+  }
+  // Sentinels find the replica in the master's INFO and each other by hello
+  // messages (every 2 s).
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < until) {
+    if (watching()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::fprintf(stderr,
+               "the sentinels did not come to know the master, its replica and each other\n");
+  return false;
+}
+
+std::string RedisSentinelGroup::sentinel_config() const {
+  const bool tls = options_.certs != nullptr;
+  const std::string name = kMasterName;
+  return "sentinel monitor " + name + " 127.0.0.1 " +
+         std::to_string(tls ? master_->tls_port() : master_->port()) + " 2\n" +
+         "sentinel down-after-milliseconds " + name + " " +
+         std::to_string(options_.down_after.count()) + "\n" + "sentinel failover-timeout " + name +
+         " " + std::to_string(options_.failover_timeout.count()) + "\n" +
+         "sentinel parallel-syncs " + name + " 1\n";
+}
+
+bool RedisSentinelGroup::watching() const {
+  if (replica_->info("replication", "master_link_status") != "up") return false;
+  for (const auto& s : sentinels_) {
+    Reply r = s->command({"SENTINEL", "MASTER", kMasterName});
+    if (!r || r->type != REDIS_REPLY_ARRAY) return false;
+    std::string slaves;
+    std::string others;
+    std::string flags;
+    for (size_t i = 0; i + 1 < r->elements; i += 2) {
+      const std::string key(r->element[i]->str, r->element[i]->len);
+      const std::string value(r->element[i + 1]->str, r->element[i + 1]->len);
+      if (key == "num-slaves") slaves = value;
+      if (key == "num-other-sentinels") others = value;
+      if (key == "flags") flags = value;
+    }
+    if (slaves != "1" || others != "2" || flags != "master") return false;
+  }
+  return true;
+}
+
+std::vector<std::string> RedisSentinelGroup::sentinel_addresses() const {
+  std::vector<std::string> out;
+  for (const auto& s : sentinels_) out.push_back(client_address(*s, options_.certs != nullptr));
+  return out;
+}
+
+std::string RedisSentinelGroup::master_address() const {
+  return client_address(*master_, options_.certs != nullptr);
+}
+
+std::string RedisSentinelGroup::replica_address() const {
+  return client_address(*replica_, options_.certs != nullptr);
+}
+
+std::string RedisSentinelGroup::named_master(size_t i) const {
+  Reply r = sentinels_[i]->command({"SENTINEL", "GET-MASTER-ADDR-BY-NAME", kMasterName});
+  if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2) return "";
+  return std::string(r->element[0]->str, r->element[0]->len) + ":" +
+         std::string(r->element[1]->str, r->element[1]->len);
+}
+
+bool RedisSentinelGroup::wait_replicated(std::chrono::milliseconds timeout) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < until) {
+    const std::string written = master_->info("replication", "master_repl_offset");
+    if (!written.empty() && replica_->info("replication", "slave_repl_offset") == written)
+      return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
 }
 
 }  // namespace sluice::testing

@@ -13,6 +13,9 @@
 // (tls_port()); its plain port stays, for the test's own inspection (hiredis
 // here has no TLS). A cluster with TLS runs its bus and replication over TLS
 // and announces its TLS ports to TLS clients.
+//
+// A RedisSentinelGroup is a master, its replica and three Redis Sentinels
+// (redis-server --sentinel) watching it, each a RedisServer.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -63,6 +66,9 @@ class TestCerts;
 struct RedisTlsServer {
   const TestCerts* certs = nullptr;  // its certificate and CA; null: no TLS
   bool auth_clients = false;         // --tls-auth-clients: a client certificate is required
+  // --tls-replication yes: a replica syncs over TLS and announces its TLS
+  // port; a sentinel watches over TLS and announces its TLS port.
+  bool replication = false;
 };
 
 class RedisServer {
@@ -88,6 +94,9 @@ class RedisServer {
 
   // Before the first start(): also listen for TLS on tls_port().
   void use_tls(RedisTlsServer tls) { tls_ = tls; }
+  // Before start(): a config file, written in dir() and read first (a
+  // sentinel needs one, and writes its state back to it).
+  void use_config(std::string text) { config_ = std::move(text); }
 
   int port() const { return port_; }
   int tls_port() const { return tls_port_; }
@@ -103,6 +112,11 @@ class RedisServer {
   std::string text(const std::vector<std::string>& args) const;
   // Script calls run so far (EVALSHA and EVAL in INFO commandstats).
   long long script_calls() const;
+  // What it says it is (ROLE): "master", "slave", "sentinel", or "" if it
+  // does not answer.
+  std::string role() const;
+  // The value of `field` in INFO `section`, or "".
+  std::string info(const std::string& section, const std::string& field) const;
   // READONLY, then one command, on one fresh connection: a cluster replica
   // then reads its own copy of a key rather than answering MOVED.
   Reply read_replica(const std::vector<std::string>& args) const;
@@ -120,6 +134,7 @@ class RedisServer {
 
   std::vector<std::string> extra_;
   RedisTlsServer tls_;
+  std::string config_;
   std::string dir_;
   int port_ = 0;
   int tls_port_ = 0;
@@ -169,6 +184,52 @@ class RedisCluster {
   RedisClusterOptions options_;
   RedisTlsServer tls_;
   std::vector<std::unique_ptr<RedisServer>> nodes_;
+};
+
+struct RedisSentinelGroupOptions {
+  // sentinel down-after-milliseconds: how long the master may not answer
+  // before a sentinel thinks it down.
+  std::chrono::milliseconds down_after{1'000};
+  // sentinel failover-timeout.
+  std::chrono::milliseconds failover_timeout{10'000};
+  // TLS for everyone (use_tls()): replication and the sentinels' watch over
+  // TLS ports, which the sentinels name to their clients.
+  const TestCerts* certs = nullptr;
+};
+
+// A master, its replica, and three sentinels that watch it as kMasterName
+// (quorum 2), on free loopback ports.
+class RedisSentinelGroup {
+ public:
+  static constexpr const char* kMasterName = "mymaster";
+
+  explicit RedisSentinelGroup(RedisSentinelGroupOptions options = {});
+  // Returns once every sentinel knows the master, its replica (in sync) and
+  // the two other sentinels: a failover can then happen.
+  bool start();
+  RedisServer& master() { return *master_; }
+  RedisServer& replica() { return *replica_; }
+  RedisServer& sentinel(size_t i) { return *sentinels_[i]; }
+  size_t sentinels() const { return sentinels_.size(); }
+  // "127.0.0.1:<port>" of each sentinel (its TLS port with TLS).
+  std::vector<std::string> sentinel_addresses() const;
+  // "127.0.0.1:<port>" of the master (its TLS port with TLS).
+  std::string master_address() const;
+  std::string replica_address() const;
+  // What sentinel i names as the master ("ip:port"), or "".
+  std::string named_master(size_t i) const;
+  // Returns once the replica's writes have caught up with the master's
+  // (replication offsets equal), or false after `timeout`.
+  bool wait_replicated(std::chrono::milliseconds timeout);
+
+ private:
+  std::string sentinel_config() const;
+  bool watching() const;
+
+  RedisSentinelGroupOptions options_;
+  std::unique_ptr<RedisServer> master_;
+  std::unique_ptr<RedisServer> replica_;
+  std::vector<std::unique_ptr<RedisServer>> sentinels_;
 };
 
 // The count in a Sluice fixed_window counter (RedisStore::redis_window_key())

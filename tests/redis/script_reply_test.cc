@@ -82,6 +82,13 @@ TEST(ScriptReply, RedirectionsNameASlotAndANode) {
   EXPECT_EQ(read_error_reply("ERR Script attempted to access a non local key").kind,
             ErrorReply::Kind::kScript);  // raised after a write: not entry.lua's NOTLOCAL
   EXPECT_EQ(read_error_reply("LOADING Redis is loading").kind, ErrorReply::Kind::kServer);
+  EXPECT_EQ(read_error_reply("OOM command not allowed when used memory > 'maxmemory'. script: "
+                             "bf5f, on @user_script:596.")
+                .kind,
+            ErrorReply::Kind::kOutOfMemory);
+  EXPECT_EQ(read_error_reply("READONLY You can't write against a read only replica.").kind,
+            ErrorReply::Kind::kReadOnly);
+  EXPECT_EQ(read_error_reply("OOMX").kind, ErrorReply::Kind::kScript);
   EXPECT_EQ(read_error_reply("ERR user_script:1: oops").kind, ErrorReply::Kind::kScript);
 }
 
@@ -220,6 +227,54 @@ TEST(ScriptReply, ATimeBeyondWhatNanosecondsHoldIsNotWellFormed) {
   Reader largest;
   ASSERT_EQ(largest.read("*3\r\n:9223372036854775\r\n:19\r\n:1\r\n"), REDIS_OK);
   EXPECT_TRUE(read_script_reply(largest.reply(), one, &answer));
+}
+
+TEST(ScriptReply, TimeIsSecondsAndMicroseconds) {
+  Reader time;
+  ASSERT_EQ(time.read("*2\r\n$10\r\n1780000000\r\n$6\r\n123457\r\n"), REDIS_OK);
+  int64_t us = 0;
+  ASSERT_TRUE(read_time_reply(time.reply(), &us));
+  EXPECT_EQ(us, 1'780'000'000'123'457);
+  for (const char* bad :
+       {"*2\r\n$1\r\n1\r\n$7\r\n1000000\r\n", "*2\r\n:1\r\n:2\r\n", "*1\r\n$1\r\n1\r\n",
+        "*2\r\n$2\r\n-1\r\n$1\r\n0\r\n", "*2\r\n$1\r\n0\r\n$1\r\n0\r\n"}) {
+    Reader reader;
+    ASSERT_EQ(reader.read(bad), REDIS_OK) << bad;
+    EXPECT_FALSE(read_time_reply(reader.reply(), &us)) << bad;
+  }
+}
+
+TEST(ScriptReply, ASentinelNamesTheMasterOrNoMaster) {
+  std::string node = "unchanged";
+  Reader address;
+  ASSERT_EQ(address.read("*2\r\n$8\r\n10.0.0.5\r\n$4\r\n6379\r\n"), REDIS_OK);
+  ASSERT_TRUE(read_master_address(address.reply(), &node));
+  EXPECT_EQ(node, "10.0.0.5:6379");
+  Reader v6;
+  ASSERT_EQ(v6.read("*2\r\n$3\r\n::1\r\n$4\r\n6380\r\n"), REDIS_OK);
+  ASSERT_TRUE(read_master_address(v6.reply(), &node));
+  EXPECT_EQ(node, "[::1]:6380");
+  Reader nil;
+  ASSERT_EQ(nil.read("*-1\r\n"), REDIS_OK);
+  ASSERT_TRUE(read_master_address(nil.reply(), &node));
+  EXPECT_EQ(node, "");  // the sentinel knows no such master
+  for (const char* bad :
+       {"*2\r\n$1\r\nh\r\n$1\r\n0\r\n", "*2\r\n$0\r\n\r\n$2\r\n10\r\n",
+        "*2\r\n$1\r\nh\r\n:6379\r\n", "-ERR no\r\n", "*2\r\n$1\r\nh\r\n$5\r\n70000\r\n"}) {
+    Reader reader;
+    ASSERT_EQ(reader.read(bad), REDIS_OK) << bad;
+    EXPECT_FALSE(read_master_address(reader.reply(), &node)) << bad;
+  }
+}
+
+TEST(ScriptReply, ASwitchMasterMessageOfThisMasterNamesTheNewOne) {
+  std::string node;
+  ASSERT_TRUE(read_switch_master("mymaster 10.0.0.5 6379 10.0.0.6 6380", "mymaster", &node));
+  EXPECT_EQ(node, "10.0.0.6:6380");
+  EXPECT_FALSE(read_switch_master("other 10.0.0.5 6379 10.0.0.6 6380", "mymaster", &node));
+  EXPECT_FALSE(read_switch_master("mymaster 10.0.0.5 6379 10.0.0.6", "mymaster", &node));
+  EXPECT_FALSE(read_switch_master("mymaster 10.0.0.5 6379 10.0.0.6 6380 x", "mymaster", &node));
+  EXPECT_FALSE(read_switch_master("mymaster 10.0.0.5 6379 10.0.0.6 port", "mymaster", &node));
 }
 
 }  // namespace

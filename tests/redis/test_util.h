@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <spdlog/logger.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
+
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -80,14 +84,50 @@ inline Result<Decision> acquire_one(Store& store, const Limit& limit, std::strin
   return d;
 }
 
+// The store's log lines while it lives (spdlog's default logger).
+class LogCapture {
+ public:
+  LogCapture()
+      : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(256)),
+        previous_(spdlog::default_logger()) {
+    spdlog::set_default_logger(std::make_shared<spdlog::logger>("redis_test", sink_));
+  }
+  ~LogCapture() { spdlog::set_default_logger(previous_); }
+
+  // The first line holding `text`, or "".
+  std::string line_with(std::string_view text) const {
+    for (const std::string& line : sink_->last_formatted()) {
+      if (line.find(text) != std::string::npos) return line;
+    }
+    return "";
+  }
+  std::string all() const {
+    std::string out;
+    for (const std::string& line : sink_->last_formatted()) out.append(line);
+    return out;
+  }
+
+ private:
+  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
+  std::shared_ptr<spdlog::logger> previous_;
+};
+
 // An io_context run by its own thread, attached to a store: async calls are
-// made from that thread, as a server worker makes them.
+// made from that thread, as a server worker makes them. The thread's
+// connections open at attach() and a call never waits for them, so the
+// driver waits for them first (as `sluice serve` does before it accepts),
+// unless Redis is found unreachable.
 class AsyncDriver {
  public:
-  explicit AsyncDriver(std::shared_ptr<RedisStore> store)
+  // kLater: the test attaches the thread itself (run([&] { store->attach(io()); })).
+  enum class Attach { kNowAndWait, kLater };
+
+  explicit AsyncDriver(std::shared_ptr<RedisStore> store, Attach attach = Attach::kNowAndWait)
       : store_(std::move(store)), work_(boost::asio::make_work_guard(io_)) {
     thread_ = std::thread([this] { io_.run(); });
+    if (attach == Attach::kLater) return;
     run([this] { store_->attach(io_); });
+    EXPECT_TRUE(store_->wait_connected(10s).ok());
   }
   ~AsyncDriver() {
     run([this] { store_->detach(); });

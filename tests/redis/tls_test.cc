@@ -5,43 +5,11 @@
 // which the caller's on_failure answers), counted and logged with OpenSSL's
 // reason.
 
-#include <spdlog/logger.h>
-#include <spdlog/sinks/ringbuffer_sink.h>
-#include <spdlog/spdlog.h>
-
 #include "test_util.h"
 #include "tls/test_certs.h"
 
 namespace sluice::testing {
 namespace {
-
-// The store's log lines while it lives (spdlog's default logger).
-class LogCapture {
- public:
-  LogCapture()
-      : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(256)),
-        previous_(spdlog::default_logger()) {
-    spdlog::set_default_logger(std::make_shared<spdlog::logger>("tls_test", sink_));
-  }
-  ~LogCapture() { spdlog::set_default_logger(previous_); }
-
-  // The first line holding `text`, or "".
-  std::string line_with(std::string_view text) const {
-    for (const std::string& line : sink_->last_formatted()) {
-      if (line.find(text) != std::string::npos) return line;
-    }
-    return "";
-  }
-  std::string all() const {
-    std::string out;
-    for (const std::string& line : sink_->last_formatted()) out.append(line);
-    return out;
-  }
-
- private:
-  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
-  std::shared_ptr<spdlog::logger> previous_;
-};
 
 std::string tls_url(int port, const std::string& userinfo = "") {
   std::string url = "rediss://";

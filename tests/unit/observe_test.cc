@@ -69,6 +69,19 @@ TEST(Registry, LabelValuesAreEscaped) {
   EXPECT_EQ(render_labels({}), "");
 }
 
+TEST(Registry, ACounterOfSecondsIsReadAtScrapeTimeAndKeepsItsFraction) {
+  Registry registry;
+  double cpu = 0.25;
+  registry.counter_function_seconds("process_cpu_seconds_total", "CPU.", {}, [&] { return cpu; });
+  EXPECT_EQ(registry.render(),
+            "# HELP process_cpu_seconds_total CPU.\n# TYPE process_cpu_seconds_total counter\n"
+            "process_cpu_seconds_total 0.25\n");
+  cpu = 1.5;
+  EXPECT_EQ(registry.render(),
+            "# HELP process_cpu_seconds_total CPU.\n# TYPE process_cpu_seconds_total counter\n"
+            "process_cpu_seconds_total 1.5\n");
+}
+
 TEST(OpenCounterFamily, CountsPerLabelSetAndRendersThemSorted) {
   OpenCounterFamily family("x_total", "X.", {"domain", "result"}, 10);
   Registry registry;

@@ -20,6 +20,8 @@ struct Endpoint {
   std::string username;
   std::string password;
   int database = -1;  // -1: not given
+  // A Redis Sentinel: the handshake is PING (a sentinel has no TIME), never SELECT.
+  bool sentinel = false;
 
   // "host:port" (IPv6 hosts in brackets): the name of a node in the cluster map.
   std::string name() const;

@@ -40,25 +40,6 @@ bool read_states(const redisReply* reply, size_t keys, std::vector<SyncState>* o
   return true;
 }
 
-// Per cluster slot, the smallest number whose decimal text, as a hash tag,
-// puts a key in that slot (every slot has one below 200,000).
-std::vector<uint32_t> make_slot_tags() {
-  constexpr uint32_t kNone = UINT32_MAX;
-  std::vector<uint32_t> tags(16384, kNone);
-  size_t left = tags.size();
-  char text[16] = "{";
-  for (uint32_t n = 0; left > 0 && n < 10'000'000; ++n) {
-    char* end = std::to_chars(text + 1, text + sizeof(text) - 1, n).ptr;
-    *end++ = '}';
-    uint32_t& tag = tags[key_slot(std::string_view(text, static_cast<size_t>(end - text)))];
-    if (tag == kNone) {
-      tag = n;
-      --left;
-    }
-  }
-  return tags;
-}
-
 }  // namespace
 
 // The key the script reads and writes for an item: its state key, or a fixed
@@ -70,7 +51,7 @@ std::string CachedSync::state_key_of(const SyncItem& item) const {
 
 CachedSync::CachedSync(CachedTable& table, Shared& shared)
     : table_(table), shared_(shared), sequence_key_(make_sequence_key(shared.options.key_prefix)) {
-  if (shared_.options.cluster) slot_tags_ = make_slot_tags();
+  if (shared_.options.cluster) slot_tags_ = slot_tags();
 }
 
 void CachedSync::run(Client& client, Done done) {

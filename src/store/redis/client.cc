@@ -92,6 +92,7 @@ Client::~Client() {
   alive_.reset();
   acquire_queue_.timer.cancel();
   command_queue_.timer.cancel();
+  if (watch_timer_) watch_timer_->cancel();
   for (TimeoutQueue* q : {&acquire_queue_, &command_queue_}) {
     for (Call* c : q->calls) {
       if (!c->completed) complete(c, unavailable("the Redis store is shutting down"));
@@ -207,7 +208,7 @@ void Client::on_timer(TimeoutQueue& q) {
       } else {
         // A node that stopped answering without closing its connections
         // (host down, partition): it may have been replaced, as above.
-        if (shared_.options.cluster && shared_.request_refresh) shared_.request_refresh();
+        request_refresh();
         fail(c, ErrorKind::kTimeout,
              "no reply from Redis within " + std::to_string(shared_.options.timeout.count()) +
                  " ms");
@@ -220,15 +221,15 @@ void Client::on_timer(TimeoutQueue& q) {
   arm(q);
 }
 
+void Client::request_refresh() const {
+  if (shared_.follows_topology() && shared_.request_refresh) shared_.request_refresh();
+}
+
 Connection& Client::connection(const std::string& node) {
   auto it = connections_.find(node);
   if (it != connections_.end()) return *it->second;
-  Endpoint endpoint = shared_.endpoint_for(node);
-  // A seed keeps its own settings (a URL's credentials and database).
-  for (const Endpoint& seed : shared_.seeds) {
-    if (seed.name() == node) endpoint = seed;
-  }
-  auto conn = std::make_unique<Connection>(io_, std::move(endpoint), shared_, *this);
+  // A seed or a sentinel keeps its own settings (a URL's credentials and database).
+  auto conn = std::make_unique<Connection>(io_, shared_.endpoint_for(node), shared_, *this);
   Connection& ref = *conn;
   connections_.emplace(node, std::move(conn));
   return ref;
@@ -248,18 +249,88 @@ void Client::patch_map(int slot, std::string_view node) {
   map_ = std::move(map);
 }
 
-Connection& Client::route(int slot, const std::string& node) {
-  if (!node.empty()) return connection(node);
-  if (shared_.options.cluster && slot >= 0) {
-    sync_map();
-    if (map_ != nullptr) {
-      const int16_t n = map_->slot_node[static_cast<size_t>(slot)];
-      if (n >= 0) return connection(map_->nodes[static_cast<size_t>(n)]);
+bool Client::sync_master() {
+  const uint64_t v = shared_.master.version();
+  if (v != master_version_) {
+    master_version_ = v;
+    master_ = shared_.master.get();
+  }
+  return !master_.empty();
+}
+
+Connection* Client::route(int slot, const std::string& node) {
+  if (!node.empty()) return &connection(node);
+  if (shared_.options.cluster) {
+    if (slot >= 0) {
+      sync_map();
+      if (map_ != nullptr) {
+        const int16_t n = map_->slot_node[static_cast<size_t>(slot)];
+        if (n >= 0) return &connection(map_->nodes[static_cast<size_t>(n)]);
+      }
     }
     // No map yet (or the slot is not served): try a seed; MOVED corrects it.
-    return connection(seed_names_[next_seed_++ % seed_names_.size()]);
+    return &connection(seed_names_[next_seed_++ % seed_names_.size()]);
   }
-  return connection(seed_names_.front());
+  if (shared_.sentinel()) return sync_master() ? &connection(master_) : nullptr;
+  return &connection(seed_names_.front());
+}
+
+void Client::list_targets() {
+  targets_.clear();
+  if (shared_.options.cluster) {
+    sync_map();
+    if (map_ == nullptr) return;
+    std::vector<bool> serves(map_->nodes.size(), false);
+    for (const int16_t n : map_->slot_node) {
+      if (n >= 0) serves[static_cast<size_t>(n)] = true;
+    }
+    for (size_t i = 0; i < serves.size(); ++i) {
+      if (serves[i]) targets_.push_back(map_->nodes[i]);
+    }
+  } else if (shared_.sentinel()) {
+    if (sync_master()) targets_.push_back(master_);
+  } else {
+    targets_.push_back(seed_names_.front());
+  }
+}
+
+void Client::keep_connected() {
+  if (closing_) return;
+  list_targets();
+  bool all_up = !targets_.empty();
+  for (const std::string& node : targets_) {
+    Connection& conn = connection(node);
+    conn.ensure_connecting();
+    all_up = all_up && conn.up();
+  }
+  if (shared_.sentinel()) {
+    // A node that was the master: its connection closes once nothing waits
+    // on it (it may come back as a replica, answering READONLY). Shut after
+    // the loop: shutting may call back into this client.
+    std::vector<Connection*> old;
+    for (auto& [name, conn] : connections_) {
+      if (conn->to_sentinel() || name == master_ || conn->in_flight() > 0) continue;
+      const bool batch_open = std::any_of(
+          open_.begin(), open_.end(), [&](const Batch* b) { return b->connection == conn.get(); });
+      if (!batch_open) old.push_back(conn.get());
+    }
+    for (Connection* conn : old) conn->shut();
+  }
+  connected_.store(all_up, std::memory_order_relaxed);
+  if (!watch_timer_) {
+    watch_timer_ = std::make_unique<boost::asio::steady_timer>(io_);
+    arm_watch();
+  }
+}
+
+void Client::arm_watch() {
+  watch_timer_->expires_after(shared_.options.health_interval);
+  watch_timer_->async_wait(
+      [this, alive = std::weak_ptr<bool>(alive_)](const boost::system::error_code& ec) {
+        if (ec || alive.expired()) return;
+        keep_connected();
+        arm_watch();
+      });
 }
 
 // The script's `now` for a call, in microseconds (sent with time_source
@@ -280,12 +351,8 @@ void Client::set_now(Call* c, Nanos now) const {
 int64_t Client::window_now_us(const Call* c, int slot) {
   if (shared_.options.time_source == RedisTimeSource::kLocal) return c->now_us;
   const int64_t steady = ClockOffset::floor_us(std::chrono::steady_clock::now());
-  // Without a cluster the node is the first address: its clock, kept.
-  if (!shared_.options.cluster && seed_clock_ == nullptr)
-    seed_clock_ = &shared_.clock_of(seed_names_.front());
-  const ClockOffset& clock =
-      shared_.options.cluster ? route(slot, std::string()).clock() : *seed_clock_;
-  const int64_t offset = clock.bound_at(steady);
+  Connection* node = route(slot, std::string());
+  const int64_t offset = node != nullptr ? node->clock().bound_at(steady) : ClockOffset::kNone;
   if (offset != ClockOffset::kNone) return steady + offset;
   return std::chrono::duration_cast<std::chrono::microseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -490,14 +557,26 @@ void Client::command(std::string frame, std::string node, int slot,
 // the batches leave at the end of the turn (flush). A node's batch holds
 // calls of every slot it serves (entry.lua).
 void Client::submit(Call* c) {
-  Connection& conn = route(c->slot, c->node);
+  Connection* to = route(c->slot, c->node);
+  if (to == nullptr) {
+    request_refresh();
+    fail(c, ErrorKind::kConnection, "no Redis master known yet (asking the sentinels)");
+    return;
+  }
+  Connection& conn = *to;
   conn.ensure_connecting();
-  if (!conn.usable()) {
+  // A command (health check, slot map, sentinel question) may wait for a
+  // connection within its own timeout; a decision never does: its timeout
+  // would pay for a connect and a TLS handshake.
+  if (!(c->is_command ? conn.usable() : conn.up())) {
     // In a cluster the node may be gone for good, its slots served by a
     // promoted replica: only a fresh slot map says so (debounced), as no
-    // MOVED can come from a node that does not answer.
-    if (shared_.options.cluster && shared_.request_refresh) shared_.request_refresh();
-    fail(c, ErrorKind::kConnection, "not connected to Redis at " + conn.name() + " (reconnecting)");
+    // MOVED can come from a node that does not answer; with a sentinel,
+    // the master may have moved.
+    request_refresh();
+    fail(c, ErrorKind::kConnection,
+         "not connected to Redis at " + conn.name() +
+             (conn.usable() ? " (connecting)" : " (reconnecting)"));
     return;
   }
   size_t& waiting = calls_waiting_[&conn];
@@ -626,7 +705,9 @@ void Client::send(Batch* b) {
     frame = frame_;
   }
   if (b->asking) conn.send_no_reply(kAsking);
-  if (!conn.send(frame, b)) {
+  // A resend (redirection, NOSCRIPT) to a node not connected yet fails as a
+  // first call would: no call waits for a connection.
+  if ((!b->is_command && !conn.up()) || !conn.send(frame, b)) {
     fail_all(b, ErrorKind::kConnection, "cannot send to Redis at " + conn.name());
     unref(b);
     return;
@@ -773,7 +854,21 @@ void Client::write_fast_frame(Batch* b, Connection& to) {
 }
 
 void Client::on_state(Connection& connection, bool up) {
-  if (!up && shared_.options.cluster && shared_.request_refresh) shared_.request_refresh();
+  if (!up && !connection.to_sentinel()) request_refresh();
+  if (watch_timer_) {
+    // Not ready from the moment a connection goes down; the flag is worked
+    // out again after this turn (this may run inside a loop over the
+    // connections, which keep_connected() may add to).
+    if (!up) connected_.store(false, std::memory_order_relaxed);
+    if (!keep_posted_) {
+      keep_posted_ = true;
+      boost::asio::post(io_, [this, alive = std::weak_ptr<bool>(alive_)] {
+        if (alive.expired()) return;
+        keep_posted_ = false;
+        keep_connected();
+      });
+    }
+  }
   if (on_state_change) on_state_change(connection.name(), up);
 }
 
@@ -793,7 +888,7 @@ void Client::on_reply(Connection& connection, redisReply* reply, void* privdata)
       }
     }
   } else if (reply->type == REDIS_REPLY_ERROR) {
-    on_error(connection, b, std::string_view(reply->str, reply->len));
+    on_error(connection, b, reply);
   } else if (b->is_command) {
     Call* c = b->calls.front();
     if (!c->completed) complete(c, Status(), reply);
@@ -875,8 +970,9 @@ void Client::deliver(Connection& from, Batch* b, const redisReply* reply) {
   }
 }
 
-void Client::on_error(Connection& from, Batch* b, std::string_view message) {
+void Client::on_error(Connection& from, Batch* b, const redisReply* reply) {
   using Kind = ErrorReply::Kind;
+  const std::string_view message(reply->str, reply->len);
   const ErrorReply error = read_error_reply(message);
   if (error.kind == Kind::kNoScript && !b->is_command && !b->use_eval) {
     // The node lost its script cache (restart, SCRIPT FLUSH, failover): EVAL
@@ -912,7 +1008,7 @@ void Client::on_error(Connection& from, Batch* b, std::string_view message) {
     }
     if (error.kind == Kind::kMoved) {
       b->asking = false;
-      b->connection = &route(slot_of(b), std::string());
+      b->connection = route(slot_of(b), std::string());
     } else {
       b->asking = true;
       b->connection = &connection(std::string(error.node));
@@ -947,13 +1043,25 @@ void Client::on_error(Connection& from, Batch* b, std::string_view message) {
   }
   if (b->is_command) {
     Call* c = b->calls.front();
-    if (!c->completed) complete(c, Error{ErrorCode::kStoreUnavailable, std::string(message)});
+    if (!c->completed)
+      complete(c, Error{ErrorCode::kStoreUnavailable, std::string(message)}, reply);
     return;
   }
   if (!from.up()) {
     // Refused before the handshake finished (a failed AUTH): the connection's fault.
     fail_all(b, ErrorKind::kConnection,
              "Redis at " + from.name() + " refused the call: " + std::string(message));
+  } else if (error.kind == Kind::kOutOfMemory) {
+    // Nothing was written (the script's first write was refused). Readiness
+    // follows until a health check's write goes through.
+    shared_.note_writes_refused(from.name(), message);
+    fail_all(b, ErrorKind::kOutOfMemory, "Redis refused the call: " + std::string(message));
+  } else if (error.kind == Kind::kReadOnly) {
+    // A replica: the master moved (a failover). Nothing was written; the call
+    // is not resent (it may not be the only one the old master got) and the
+    // sentinels are asked again.
+    request_refresh();
+    fail_all(b, ErrorKind::kServer, "Redis refused the call: " + std::string(message));
   } else if (error.kind == Kind::kServer) {
     fail_all(b, ErrorKind::kServer, "Redis refused the call: " + std::string(message));
   } else {
@@ -976,7 +1084,7 @@ void Client::split(Batch* b, Parts parts) {
       part = sent.back();
     if (part == nullptr) {
       part = new_batch();
-      part->connection = &route(c->slot, std::string());
+      part->connection = route(c->slot, std::string());
       part->waiting_on = b->waiting_on;
       part->fast = b->fast;
       part->use_eval = b->use_eval;
@@ -998,7 +1106,7 @@ void Client::retry_later(Batch* b) {
   b->retry_timer->async_wait(
       [this, b, alive = std::weak_ptr<bool>(alive_)](const boost::system::error_code& ec) {
         if (ec || alive.expired()) return;  // the client is going away; its pool frees the batch
-        b->connection = &route(slot_of(b), std::string());
+        b->connection = route(slot_of(b), std::string());
         send(b);  // takes over the retry's reference
       });
 }
@@ -1029,6 +1137,9 @@ void Client::fail(Call* c, ErrorKind kind, std::string message) {
       break;
     case ErrorKind::kOverloaded:
       Counters::add(shared_.counters.overloaded);
+      break;
+    case ErrorKind::kOutOfMemory:
+      Counters::add(shared_.counters.out_of_memory);
       break;
     case ErrorKind::kTimeout:
       Counters::add(shared_.counters.timeouts);

@@ -2,7 +2,11 @@
 // thread, plus the store's internal thread).
 //
 // Holds one Connection per Redis node this thread talks to and routes each
-// call (cluster: by the slot of its keys' hash tag, from the shared slot map).
+// call (cluster: by the slot of its keys' hash tag, from the shared slot map;
+// sentinel: to the master the sentinels named last). A client of a worker
+// thread keeps a connection open to every node its calls may go to (every
+// master of the slot map, or the master), from keep_connected() on: a call
+// never waits for a connect, it fails at once while its connection is not up.
 // The calls issued in one loop turn to one node are coalesced into one script
 // call, up to max_batch: Redis then pays the fixed cost of a script call
 // (dispatch, TIME, defining the functions) once per batch rather than once
@@ -47,6 +51,7 @@
 // Thread-safety: none; use from the thread that runs the io_context.
 #pragma once
 
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
@@ -69,7 +74,8 @@ namespace sluice::redis {
 
 class Client final : public Connection::Listener {
  public:
-  // `reply` is valid only during the callback; nullptr unless the status is OK.
+  // `reply` is valid only during the callback; nullptr unless Redis answered
+  // (an error reply comes with a failed status, its message the reply's).
   using CommandDone = std::function<void(Status, const redisReply*)>;
 
   Client(boost::asio::io_context& io, Shared& shared);
@@ -96,6 +102,17 @@ class Client final : public Connection::Listener {
 
   // Called when a connection of this client goes up or down.
   std::function<void(const std::string& node, bool up)> on_state_change;
+
+  // Opens a connection to every node this client's calls may go to, and
+  // keeps them open: again every health_interval, when a connection goes up
+  // or down, and when called (the slot map or the master changed); a
+  // connection to a node that is no longer the master closes once idle.
+  void keep_connected();
+  // Whether every one of those connections is up (false before the first
+  // keep_connected()). Any thread.
+  bool connected() const { return connected_.load(std::memory_order_relaxed); }
+  // Expires when the client is destroyed: a task posted to its thread checks it.
+  std::weak_ptr<bool> alive_token() const { return alive_; }
 
  private:
   // One limit of a call, as send() names it to the script.
@@ -132,7 +149,14 @@ class Client final : public Connection::Listener {
   void on_timer(TimeoutQueue& queue);
 
   Connection& connection(const std::string& node);
-  Connection& route(int slot, const std::string& node);
+  // The connection a call goes to: `node` if given, else by slot (cluster),
+  // the master (sentinel; null while none is known) or the first address.
+  Connection* route(int slot, const std::string& node);
+  // Sentinel: takes the master the sentinels named last (true when known).
+  bool sync_master();
+  // The nodes keep_connected() keeps a connection to, into targets_.
+  void list_targets();
+  void arm_watch();
   void submit(Call* call);
   void post_flush();
   void flush();
@@ -143,7 +167,7 @@ class Client final : public Connection::Listener {
   static bool several_slots(const Batch* batch);
   void write_script_frame(Batch* batch, Connection& to);
   void write_fast_frame(Batch* batch, Connection& to);
-  void on_error(Connection& from, Batch* batch, std::string_view message);
+  void on_error(Connection& from, Batch* batch, const redisReply* reply);
   void deliver(Connection& from, Batch* batch, const redisReply* reply);
   // Sends a batch's calls again in parts, each to its slot's node: one per
   // call (TRYAGAIN: a migration split a slot's keys), or one per slot (a
@@ -155,6 +179,7 @@ class Client final : public Connection::Listener {
   void complete(Call* call, Status status, const redisReply* reply = nullptr);
   void fail(Call* call, ErrorKind kind, std::string message);
   void fail_all(Batch* batch, ErrorKind kind, const std::string& message);
+  void request_refresh() const;
   void sync_map();
   void patch_map(int slot, std::string_view node);
 
@@ -163,8 +188,13 @@ class Client final : public Connection::Listener {
   std::unordered_map<std::string, std::unique_ptr<Connection>> connections_;
   std::unordered_map<Connection*, size_t> calls_waiting_;  // per connection, for max_in_flight
   std::vector<std::string> seed_names_;
-  ClockOffset* seed_clock_ = nullptr;  // the first address's (no cluster), once read
   size_t next_seed_ = 0;
+  std::string master_;  // sentinel: the master in use, "" while none is known
+  uint64_t master_version_ = 0;
+  std::vector<std::string> targets_;                        // scratch: keep_connected()
+  std::atomic<bool> connected_{false};                      // see connected()
+  bool keep_posted_ = false;                                // a keep_connected() is posted
+  std::unique_ptr<boost::asio::steady_timer> watch_timer_;  // from keep_connected() on
   std::shared_ptr<const SlotMap> map_;
   uint64_t map_version_ = 0;
   TimeoutQueue acquire_queue_;

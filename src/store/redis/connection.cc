@@ -68,11 +68,38 @@ Connection::~Connection() {
   timer_.cancel();
   // Every command still waiting hears of the loss (reply nullptr).
   std::deque<Pending> waiting = close_transport();
+  set_state(State::kIdle);
   fail_waiting(waiting);
+}
+
+void Connection::set_state(State state) {
+  ConnectionGauge& gauge = endpoint_.sentinel ? shared_.sentinel_connections : shared_.connections;
+  const auto counter = [&](State s) -> std::atomic<int64_t>* {
+    if (s == State::kIdle) return nullptr;
+    return s == State::kUp ? &gauge.up : &gauge.down;
+  };
+  std::atomic<int64_t>* before = counter(state_);
+  std::atomic<int64_t>* after = counter(state);
+  state_ = state;
+  if (before == after) return;
+  if (before != nullptr) before->fetch_sub(1, std::memory_order_relaxed);
+  if (after != nullptr) after->fetch_add(1, std::memory_order_relaxed);
 }
 
 void Connection::ensure_connecting() {
   if (state_ == State::kIdle) connect();
+}
+
+void Connection::shut() {
+  if (state_ == State::kIdle) return;
+  const bool was_up = state_ == State::kUp;
+  resolver_.cancel();
+  timer_.cancel();
+  std::deque<Pending> waiting = close_transport();
+  set_state(State::kIdle);
+  backoff_ = shared_.options.reconnect_min;
+  fail_waiting(waiting);
+  if (was_up) listener_.on_state(*this, false);
 }
 
 void Connection::connect() {
@@ -84,7 +111,7 @@ void Connection::connect() {
     connect_to(endpoint_.host);
     return;
   }
-  state_ = State::kResolving;
+  set_state(State::kResolving);
   const auto alive = std::weak_ptr<bool>(alive_);
   timer_.expires_after(shared_.options.connect_timeout);
   timer_.async_wait([this, alive](const boost::system::error_code& ec) {
@@ -110,7 +137,7 @@ void Connection::connect() {
 }
 
 void Connection::connect_to(const std::string& ip) {
-  state_ = State::kConnecting;
+  set_state(State::kConnecting);
   boost::system::error_code bad_ip;
   const boost::asio::ip::address address = boost::asio::ip::make_address(ip, bad_ip);
   if (bad_ip) {
@@ -133,11 +160,21 @@ void Connection::connect_to(const std::string& ip) {
     append(auth, nullptr, Pending::Kind::kHandshake);
     ++handshake_pending_;
   }
-  if (endpoint_.database > 0) {
+  if (endpoint_.database > 0 && !endpoint_.sentinel) {
     append(command({"SELECT", std::to_string(endpoint_.database)}), nullptr,
            Pending::Kind::kHandshake);
     ++handshake_pending_;
   }
+  // The last handshake command is answered by the node itself, so that up
+  // means it answered (TCP and TLS alone may end at a proxy or a dying
+  // process); a node's TIME also bounds its clock offset before the first
+  // call, so that every call sent on an up connection carries its deadline.
+  if (endpoint_.sentinel) {
+    append(command({"PING"}), nullptr, Pending::Kind::kHandshake);
+  } else {
+    append(command({"TIME"}), nullptr, Pending::Kind::kClock);
+  }
+  ++handshake_pending_;
 
   const auto alive = std::weak_ptr<bool>(alive_);
   // Covers TCP connect, TLS handshake and AUTH/SELECT alike.
@@ -190,13 +227,13 @@ void Connection::connected(const std::shared_ptr<Transport>& transport) {
 
 void Connection::transport_up() {
   transport_up_ = true;
+  handshake_sent_ = std::chrono::steady_clock::now();
   read();
   flush();
-  if (handshake_pending_ == 0) became_up();
 }
 
 void Connection::became_up() {
-  state_ = State::kUp;
+  set_state(State::kUp);
   timer_.cancel();
   backoff_ = shared_.options.reconnect_min;
   Counters::add(shared_.counters.reconnects);
@@ -283,8 +320,9 @@ void Connection::on_read(size_t bytes) {
 
 void Connection::dispatch(redisReply* reply) {
   if (waiting_.empty()) {
-    // Nothing was asked: the stream is out of step (a server-side push).
-    closing_ = true;
+    // Nothing was asked: a subscribed connection's message, or else the
+    // stream is out of step.
+    if (!listener_.on_push(*this, reply)) closing_ = true;
     return;
   }
   const Pending p = waiting_.front();
@@ -293,7 +331,8 @@ void Connection::dispatch(redisReply* reply) {
     case Pending::Kind::kDropped:
       return;
     case Pending::Kind::kHandshake:
-      on_handshake_reply(reply);
+    case Pending::Kind::kClock:
+      on_handshake_reply(reply, p.kind);
       return;
     case Pending::Kind::kReply:
       --in_flight_;
@@ -303,8 +342,18 @@ void Connection::dispatch(redisReply* reply) {
   }
 }
 
-void Connection::on_handshake_reply(const redisReply* reply) {
+void Connection::on_handshake_reply(const redisReply* reply, Pending::Kind kind) {
+  int64_t redis_us = 0;
+  if (kind == Pending::Kind::kClock && reply->type != REDIS_REPLY_ERROR) {
+    if (!read_time_reply(reply, &redis_us)) {
+      lost("unexpected reply to TIME from " + name_, true);
+      return;
+    }
+    clock_.observe(redis_us, ClockOffset::floor_us(handshake_sent_),
+                   ClockOffset::ceil_us(std::chrono::steady_clock::now()));
+  }
   if (reply->type == REDIS_REPLY_ERROR) {
+    if (closing_) return;  // after a failed AUTH the rest fail too: one error is enough
     std::string why = "handshake with " + name_ + " failed: " + std::string(reply->str, reply->len);
     Counters::add(shared_.counters.connection_errors);
     shared_.log.log(ErrorKind::kConnection, why);
@@ -373,7 +422,7 @@ void Connection::lost(std::string why, bool count_error) {
   }
   // Not usable from here on: a listener that sends again while hearing of
   // the loss is refused at once.
-  state_ = State::kBackoff;
+  set_state(State::kBackoff);
   schedule_reconnect(was_connecting);
   fail_waiting(waiting);
   if (was_up) listener_.on_state(*this, false);

@@ -1,7 +1,10 @@
-// One connection to one Redis node, on one io_context: connects in the
-// background (TLS handshake, then AUTH and SELECT pipelined ahead of the
-// first command), reconnects with exponential backoff, bounds the commands in
-// flight, and drops a connection that stopped answering (stall_timeout).
+// One connection to one Redis node (or Sentinel), on one io_context:
+// connects in the background (TLS handshake, then AUTH and SELECT pipelined
+// with a last handshake command: TIME to a Redis node, whose reply bounds the
+// node's clock offset, PING to a sentinel), reconnects with exponential
+// backoff, bounds the commands in flight, and drops a connection that stopped
+// answering (stall_timeout). It is up once every handshake command has been
+// answered: the node answered.
 //
 // The socket is Asio's (transport.h), plain TCP or TLS (Shared::tls); the
 // replies are parsed by hiredis's RESP reader, which this file feeds.
@@ -9,11 +12,16 @@
 // and everything appended in one loop turn leaves in one write at the end of
 // the turn (pipelining). Every reply, or the loss of the connection (reply ==
 // nullptr), goes to the Listener with the command's privdata, exactly once
-// per sent command, in the order the commands were sent.
+// per sent command, in the order the commands were sent. A reply that comes
+// when no command waits (a message on a subscribed connection) goes to
+// Listener::on_push.
 //
 // A failed TLS handshake (unknown CA, certificate not for this host) is a
 // failed connect: counted, logged with OpenSSL's reason, retried after the
 // backoff.
+//
+// Every connection counts itself in its Shared's gauge (up, or down while
+// connecting or waiting to reconnect) until shut() or destroyed.
 //
 // Thread-safety: none; use from the thread that runs the io_context.
 #pragma once
@@ -45,6 +53,9 @@ class Connection {
     // reply is nullptr when the connection was lost before the reply came.
     virtual void on_reply(Connection& connection, redisReply* reply, void* privdata) = 0;
     virtual void on_state(Connection& /*connection*/, bool /*up*/) {}
+    // A reply no command waited for (a subscribed connection's message).
+    // False: the stream is out of step, and the connection is dropped.
+    virtual bool on_push(Connection& /*connection*/, const redisReply* /*reply*/) { return false; }
   };
 
   Connection(boost::asio::io_context& io, Endpoint endpoint, Shared& shared, Listener& listener);
@@ -54,6 +65,9 @@ class Connection {
 
   // Starts connecting if idle. Cheap when already connecting or up.
   void ensure_connecting();
+  // Closes the connection and stops reconnecting until ensure_connecting():
+  // commands waiting hear of the loss (reply nullptr).
+  void shut();
 
   // Whether send() can take a command now: connecting or up (not in backoff).
   bool usable() const { return state_ == State::kConnecting || state_ == State::kUp; }
@@ -71,6 +85,7 @@ class Connection {
   void check_stall(std::chrono::steady_clock::time_point now);
 
   const std::string& name() const { return name_; }
+  bool to_sentinel() const { return endpoint_.sentinel; }
   // The node's clock offset (shared by every connection to the node).
   ClockOffset& clock() { return clock_; }
 
@@ -81,7 +96,8 @@ class Connection {
 
   // What a sent command's reply is for, in send order.
   struct Pending {
-    enum class Kind : uint8_t { kReply, kHandshake, kDropped };
+    // kClock: the handshake's TIME, which the node's clock offset observes.
+    enum class Kind : uint8_t { kReply, kHandshake, kClock, kDropped };
     void* privdata;
     Kind kind;
   };
@@ -95,6 +111,8 @@ class Connection {
   // Bytes can flow: reading starts and what was queued is written.
   void transport_up();
   void became_up();
+  // Every change of state_ goes through here: it keeps the gauge.
+  void set_state(State state);
   void append(std::string_view cmd, void* privdata, Pending::Kind kind);
   // Writes the output buffer at the end of this turn (once per turn).
   void schedule_flush();
@@ -103,7 +121,7 @@ class Connection {
   void on_read(size_t bytes);
   // One reply, to the oldest command waiting.
   void dispatch(redisReply* reply);
-  void on_handshake_reply(const redisReply* reply);
+  void on_handshake_reply(const redisReply* reply, Pending::Kind kind);
   // The connection is gone: close the transport, fail every command waiting
   // (reply nullptr), and reconnect after a backoff.
   void lost(std::string why, bool count_error);
@@ -138,7 +156,8 @@ class Connection {
   std::chrono::milliseconds backoff_;
   size_t in_flight_ = 0;
   size_t handshake_pending_ = 0;
-  std::chrono::steady_clock::time_point progress_at_;  // last reply, or first send when idle
+  std::chrono::steady_clock::time_point handshake_sent_;  // when the transport came up
+  std::chrono::steady_clock::time_point progress_at_;     // last reply, or first send when idle
   bool destroying_ = false;
   // Timer handlers may already be queued when the connection goes away
   // (cancel() cannot recall them): they hold this token and check it first.

@@ -13,7 +13,9 @@
 #include "store/redis/cached_table.h"
 #include "store/redis/client.h"
 #include "store/redis/deny_cache.h"
+#include "store/redis/health.h"
 #include "store/redis/script_limit.h"
+#include "store/redis/sentinel.h"
 #include "store/redis/shared.h"
 #include "store/redis/sync_schedule.h"
 #include "store/redis/tls.h"
@@ -107,20 +109,6 @@ bool parse_cluster_slots(const redisReply* reply, const std::string& asked, redi
   return true;
 }
 
-// TIME's reply (seconds, microseconds) -> microseconds since the epoch.
-bool parse_time(const redisReply* reply, int64_t* us) {
-  if (reply == nullptr || reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) return false;
-  int64_t parts[2];
-  for (size_t i = 0; i < 2; ++i) {
-    const redisReply* e = reply->element[i];
-    if (e->type != REDIS_REPLY_STRING) return false;
-    auto [end, ec] = std::from_chars(e->str, e->str + e->len, parts[i]);
-    if (ec != std::errc() || end != e->str + e->len || parts[i] < 0) return false;
-  }
-  *us = parts[0] * 1'000'000 + parts[1];
-  return *us > 0;
-}
-
 }  // namespace
 
 class RedisStore::Impl {
@@ -130,7 +118,8 @@ class RedisStore::Impl {
         id_(next_store_id.fetch_add(1)),
         work_(boost::asio::make_work_guard(io_)),
         health_timer_(io_),
-        refresh_timer_(io_) {}
+        refresh_timer_(io_),
+        health_(*shared_) {}
 
   ~Impl() { stop(); }
 
@@ -142,14 +131,25 @@ class RedisStore::Impl {
     thread_ = std::thread([this] { io_.run(); });
     boost::asio::post(io_, [this] {
       internal_ = std::make_unique<Client>(io_, *shared_);
-      internal_->on_state_change = [this](const std::string&, bool up) {
-        if (!up) ready_.store(false, std::memory_order_relaxed);
-        if (up) health_check();  // report ready as soon as a node is back
+      internal_->on_state_change = [this](const std::string& node, bool up) {
+        if (shared_->is_sentinel(node)) return;
+        if (up) {
+          health_check();  // report ready as soon as a node is back
+        } else {
+          health_.not_ready();
+        }
       };
+      internal_->keep_connected();
+      if (shared_->sentinel()) {
+        sentinel_ = std::make_unique<redis::SentinelWatch>(
+            io_, *shared_, *internal_, health_timeout(), [this] { master_changed(); },
+            [this](redis::SentinelWatch::Outcome outcome) { sentinel_round(outcome); });
+        sentinel_->start();
+      }
       if (shared_->options.cluster) refresh_topology();
       health_check();
       schedule_health();
-      if (shared_->options.cluster) schedule_refresh();
+      if (shared_->follows_topology()) schedule_refresh();
       if (sync_schedule_ != nullptr) sync_schedule_->start();
     });
   }
@@ -164,6 +164,7 @@ class RedisStore::Impl {
       health_timer_.cancel();
       refresh_timer_.cancel();
       if (sync_schedule_ != nullptr) sync_schedule_->stop();
+      sentinel_.reset();
       internal_.reset();
       work_.reset();
     });
@@ -212,9 +213,45 @@ class RedisStore::Impl {
       detach();
     }
     auto client = std::make_unique<Client>(io, *shared_);
+    // Its connections open now, not at its first call: ready() waits for them.
+    client->keep_connected();
     tls_bindings.push_back({id_, client.get()});
     std::lock_guard<std::mutex> lock(attached_mutex_);
     attached_.push_back(std::move(client));
+  }
+
+  // Every client's connections to the nodes its calls go to are up.
+  bool clients_connected() {
+    std::lock_guard<std::mutex> lock(attached_mutex_);
+    for (const auto& c : attached_) {
+      if (!c->connected()) return false;
+    }
+    return true;
+  }
+
+  // The slot map or the master changed: every attached client connects to
+  // the new nodes now, on its own thread, rather than at its next watch.
+  void reconnect_clients() {
+    std::lock_guard<std::mutex> lock(attached_mutex_);
+    for (const auto& c : attached_) {
+      boost::asio::post(c->io(), [client = c.get(), alive = c->alive_token()] {
+        if (!alive.expired()) client->keep_connected();
+      });
+    }
+  }
+
+  // --- sentinel (internal thread) ---
+
+  void master_changed() {
+    internal_->keep_connected();
+    reconnect_clients();
+    health_check();
+  }
+
+  void sentinel_round(redis::SentinelWatch::Outcome outcome) {
+    using Outcome = redis::SentinelWatch::Outcome;
+    unknown_master_.store(outcome == Outcome::kUnknownMaster, std::memory_order_relaxed);
+    if (outcome != Outcome::kMaster) failed_rounds_.fetch_add(1, std::memory_order_relaxed);
   }
 
   void detach() {
@@ -287,76 +324,37 @@ class RedisStore::Impl {
                                                std::chrono::milliseconds(250));
   }
 
-  // TIME of every master; ready iff all answer (and, in a cluster, every slot
-  // is served). A round that finds the map incomplete asks for a refresh.
-  // TIME rather than PING: each answer also bounds the node's clock offset,
-  // so that calls carry deadlines from the store's first ready() on, even
-  // with time_source local (whose scripts read TIME only for deadlines).
+  // Every master (in a cluster, of a map that covers every slot; with a
+  // sentinel, the one it named), in one round (health.h). A cluster without
+  // a full map, or a sentinel without a master, is not ready, and asks again.
   void health_check() {
     if (internal_ == nullptr) return;
-    std::vector<std::string> nodes;
+    std::vector<redis::HealthCheck::Node> nodes;
     if (shared_->options.cluster) {
       auto map = shared_->topology.snapshot();
-      if (map == nullptr || !map->covers_all()) {
-        ready_.store(false, std::memory_order_relaxed);
-        if (shared_->request_refresh) shared_->request_refresh();
-        return;
+      if (map != nullptr && map->covers_all()) {
+        // Each master once, with the first slot it serves.
+        std::vector<int> first_slot(map->nodes.size(), -1);
+        for (size_t slot = 0; slot < map->slot_node.size(); ++slot) {
+          int& first = first_slot[static_cast<size_t>(map->slot_node[slot])];
+          if (first < 0) first = static_cast<int>(slot);
+        }
+        for (size_t i = 0; i < first_slot.size(); ++i) {
+          if (first_slot[i] >= 0) nodes.push_back({map->nodes[i], first_slot[i]});
+        }
       }
-      std::vector<bool> used(map->nodes.size(), false);
-      for (int16_t n : map->slot_node) used[static_cast<size_t>(n)] = true;
-      for (size_t i = 0; i < used.size(); ++i) {
-        if (used[i]) nodes.push_back(map->nodes[i]);
-      }
+    } else if (shared_->sentinel()) {
+      if (std::string master = shared_->master.get(); !master.empty())
+        nodes.push_back({std::move(master), -1});
     } else {
-      nodes.push_back(shared_->seeds.front().name());
+      nodes.push_back({shared_->seeds.front().name(), -1});
     }
-    struct Round {
-      size_t waiting;
-      bool ok = true;
-    };
-    auto round = std::make_shared<Round>(Round{nodes.size()});
-    const uint64_t generation = ++health_generation_;
-    for (const std::string& node : nodes) {
-      const auto sent = std::chrono::steady_clock::now();
-      internal_->command(redis::command({"TIME"}), node, -1, health_timeout(),
-                         [this, round, generation, node, sent](Status s, const redisReply* reply) {
-                           const auto received = std::chrono::steady_clock::now();
-                           int64_t redis_us = 0;
-                           if (s.ok() && parse_time(reply, &redis_us)) {
-                             shared_->clock_of(node).observe(redis_us,
-                                                             redis::ClockOffset::floor_us(sent),
-                                                             redis::ClockOffset::ceil_us(received));
-                           } else {
-                             round->ok = false;
-                             // Without load, the health check is what finds a
-                             // master gone, perhaps replaced by its replica.
-                             if (shared_->options.cluster && shared_->request_refresh)
-                               shared_->request_refresh();
-                           }
-                           if (--round->waiting == 0 && generation == health_generation_)
-                             ready_.store(round->ok, std::memory_order_relaxed);
-                         });
+    if (nodes.empty()) {
+      health_.not_ready();
+      if (shared_->request_refresh) shared_->request_refresh();
+      return;
     }
-    // The key count for metrics and /admin/stats, so that they never wait
-    // for Redis; kept as it was when a master does not answer.
-    struct Count {
-      size_t waiting;
-      bool ok = true;
-      size_t keys = 0;
-    };
-    auto count = std::make_shared<Count>(Count{nodes.size()});
-    for (const std::string& node : nodes) {
-      internal_->command(redis::command({"DBSIZE"}), node, -1, health_timeout(),
-                         [this, count](Status s, const redisReply* reply) {
-                           if (s.ok() && reply != nullptr && reply->type == REDIS_REPLY_INTEGER) {
-                             count->keys += static_cast<size_t>(reply->integer);
-                           } else {
-                             count->ok = false;
-                           }
-                           if (--count->waiting == 0 && count->ok)
-                             observed_keys_.store(count->keys, std::memory_order_relaxed);
-                         });
-    }
+    health_.run(*internal_, nodes, health_timeout());
   }
 
   void schedule_refresh() {
@@ -385,8 +383,14 @@ class RedisStore::Impl {
     });
   }
 
-  // Asks the known masters, then the seeds, in turn, until one answers.
+  // Asks the known masters, then the seeds, in turn, until one answers;
+  // with a sentinel, asks the sentinels.
   void refresh_topology() {
+    if (sentinel_ != nullptr) {
+      last_refresh_ = std::chrono::steady_clock::now();
+      sentinel_->ask();
+      return;
+    }
     if (internal_ == nullptr || refreshing_) return;
     refreshing_ = true;
     last_refresh_ = std::chrono::steady_clock::now();
@@ -400,6 +404,7 @@ class RedisStore::Impl {
     if (internal_ == nullptr) return;
     if (i >= candidates->size()) {
       refreshing_ = false;
+      failed_rounds_.fetch_add(1, std::memory_order_relaxed);
       shared_->log.log(redis::ErrorKind::kConnection,
                        "cannot read the cluster slot map from any node");
       return;
@@ -415,6 +420,7 @@ class RedisStore::Impl {
             shared_->topology.publish(std::move(map));
             redis::Counters::add(shared_->counters.topology_refreshes);
             refreshing_ = false;
+            reconnect_clients();
             return;
           }
           ask_slots(candidates, i + 1);
@@ -429,10 +435,14 @@ class RedisStore::Impl {
   std::unique_ptr<Client> internal_;  // lives on the internal thread
   boost::asio::steady_timer health_timer_;
   boost::asio::steady_timer refresh_timer_;
-  std::atomic<bool> ready_{false};
-  std::atomic<size_t> observed_keys_{0};  // DBSIZE summed at the last health check
+  redis::HealthCheck health_;
+  std::unique_ptr<redis::SentinelWatch> sentinel_;  // with a sentinel; internal thread
+  // Slot map reads and sentinel rounds that found no node to answer (the
+  // health check counts its own), for wait_connected().
+  std::atomic<uint64_t> failed_rounds_{0};
+  // The last sentinel round: they answered, but know no master of that name.
+  std::atomic<bool> unknown_master_{false};
   std::atomic<bool> refresh_requested_{false};
-  uint64_t health_generation_ = 0;
   bool stopping_ = false;  // internal thread only
   bool refreshing_ = false;
   std::chrono::steady_clock::time_point last_refresh_{};
@@ -446,7 +456,23 @@ class RedisStore::Impl {
 };
 
 Result<std::shared_ptr<RedisStore>> RedisStore::create(RedisStoreOptions options) {
-  if (options.addresses.empty()) return invalid("redis store: at least one address is needed");
+  const bool sentinel = !options.sentinel.master.empty();
+  if (sentinel) {
+    if (options.cluster)
+      return invalid(
+          "redis store: a sentinel and a cluster cannot go together (a Redis Cluster "
+          "fails over by itself)");
+    if (!options.addresses.empty())
+      return invalid(
+          "redis store: with a sentinel, leave addresses empty: the sentinels name "
+          "the master");
+    if (options.sentinel.addresses.empty())
+      return invalid("redis store: the sentinel needs at least one address");
+  } else {
+    if (options.addresses.empty()) return invalid("redis store: at least one address is needed");
+    if (!options.sentinel.addresses.empty())
+      return invalid("redis store: sentinel addresses are given without the master's name");
+  }
   if (options.timeout.count() <= 0) return invalid("redis store: timeout must be greater than 0");
   if (options.max_in_flight == 0) return invalid("redis store: max_in_flight must be at least 1");
   if (options.max_batch == 0) return invalid("redis store: max_batch must be at least 1");
@@ -480,6 +506,29 @@ Result<std::shared_ptr<RedisStore>> RedisStore::create(RedisStoreOptions options
       return invalid("redis store: a Redis Cluster has only database 0 (got " +
                      std::to_string(e.database) + " for " + address + ")");
     shared->seeds.push_back(std::move(e));
+  }
+  for (const std::string& address : options.sentinel.addresses) {
+    Result<redis::Endpoint> ep = redis::parse_address(address);
+    if (!ep.ok()) return ep.error();
+    redis::Endpoint e = std::move(ep).value();
+    if (e.database >= 0)
+      return invalid("redis store: a sentinel has no database (" + address + ")");
+    if (e.tls) options.tls.enabled = true;
+    if (!e.tls && address.find("://") != std::string::npos) plain_url = true;
+    if (!e.has_credentials) {
+      e.username = options.sentinel.username;
+      e.password = options.sentinel.password;
+    }
+    e.sentinel = true;
+    shared->sentinels.push_back(std::move(e));
+  }
+  if (sentinel) {
+    // The master's settings; the sentinels say where it is.
+    shared->node_defaults.username = options.username;
+    shared->node_defaults.password = options.password;
+    shared->node_defaults.database = options.database;
+  } else {
+    shared->node_defaults = shared->seeds.front();
   }
   if (Status tls = set_up_tls(options.tls, plain_url, *shared); !tls.ok()) return tls.error();
   shared->options = std::move(options);
@@ -622,7 +671,53 @@ void RedisStore::refund_async(std::span<const RefundRequest> requests, Nanos now
 }
 
 bool RedisStore::ready() const {
-  return impl_->ready_.load(std::memory_order_relaxed);
+  return impl_->health_.ready() && !writes_refused() && impl_->clients_connected();
+}
+
+bool RedisStore::writes_refused() const {
+  return impl_->shared_->writes_refused.load(std::memory_order_relaxed);
+}
+
+namespace {
+
+RedisConnectionCounts counts_of(const redis::ConnectionGauge& gauge) {
+  return {gauge.up.load(std::memory_order_relaxed), gauge.down.load(std::memory_order_relaxed)};
+}
+
+}  // namespace
+
+RedisConnectionCounts RedisStore::connections() const {
+  return counts_of(impl_->shared_->connections);
+}
+
+RedisConnectionCounts RedisStore::sentinel_connections() const {
+  return counts_of(impl_->shared_->sentinel_connections);
+}
+
+std::string RedisStore::master() const {
+  return impl_->shared_->master.get();
+}
+
+Status RedisStore::wait_connected(std::chrono::milliseconds timeout) const {
+  // A connect or handshake that failed, a slot map no node gave, sentinels
+  // that named no master. Not a health check that timed out: a node slow to
+  // connect (a TLS handshake far away) is waited for.
+  const auto failed = [this] {
+    return impl_->shared_->counters.connection_errors.load(std::memory_order_relaxed) +
+           impl_->failed_rounds_.load(std::memory_order_relaxed);
+  };
+  const uint64_t failed_before = failed();
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (!ready() && failed() == failed_before && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  if (impl_->unknown_master_.load(std::memory_order_relaxed)) {
+    const RedisSentinelOptions& s = options().sentinel;
+    std::string list;
+    for (const std::string& a : s.addresses) list += (list.empty() ? "" : ", ") + a;
+    return invalid("redis store: the sentinels (" + list + ") know no master named '" + s.master +
+                   "'");
+  }
+  return {};
 }
 
 bool RedisStore::wait_ready(std::chrono::milliseconds timeout) const {
@@ -685,6 +780,9 @@ size_t RedisStore::size() const {
   std::vector<std::string> nodes;
   if (impl_->shared_->options.cluster) {
     if (auto map = impl_->shared_->topology.snapshot()) nodes = map->nodes;
+  } else if (impl_->shared_->sentinel()) {
+    if (std::string master = impl_->shared_->master.get(); !master.empty())
+      nodes.push_back(std::move(master));
   } else {
     nodes.push_back(impl_->shared_->seeds.front().name());
   }
@@ -705,7 +803,7 @@ size_t RedisStore::size() const {
 }
 
 size_t RedisStore::observed_size() const {
-  return impl_->observed_keys_.load(std::memory_order_relaxed);
+  return impl_->health_.observed_keys();
 }
 
 RedisStoreStats RedisStore::stats() const {
@@ -717,6 +815,7 @@ RedisStoreStats RedisStore::stats() const {
   s.script_errors = get(c.script_errors);
   s.server_errors = get(c.server_errors);
   s.overloaded = get(c.overloaded);
+  s.out_of_memory = get(c.out_of_memory);
   s.script_loads = get(c.script_loads);
   s.moved = get(c.moved);
   s.ask = get(c.ask);
@@ -727,6 +826,7 @@ RedisStoreStats RedisStore::stats() const {
   s.expired = get(c.expired);
   s.late_replies = get(c.late_replies);
   s.late_applied = get(c.late_applied);
+  s.master_switches = get(c.master_switches);
   if (impl_->deny_cache_ != nullptr) s.deny_cache_hits = impl_->deny_cache_->hits();
   if (impl_->cached_sync_ != nullptr) {
     s.syncs = impl_->cached_sync_->syncs();

@@ -175,4 +175,21 @@ uint16_t key_slot(std::string_view key) {
   return crc16(key) & 16383;
 }
 
+std::vector<uint32_t> slot_tags() {
+  constexpr uint32_t kNone = UINT32_MAX;
+  std::vector<uint32_t> tags(16384, kNone);
+  size_t left = tags.size();
+  char text[16] = "{";
+  for (uint32_t n = 0; left > 0 && n < 10'000'000; ++n) {
+    char* end = std::to_chars(text + 1, text + sizeof(text) - 1, n).ptr;
+    *end++ = '}';
+    uint32_t& tag = tags[key_slot(std::string_view(text, static_cast<size_t>(end - text)))];
+    if (tag == kNone) {
+      tag = n;
+      --left;
+    }
+  }
+  return tags;
+}
+
 }  // namespace sluice::redis

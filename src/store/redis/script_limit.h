@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "sluice/limit.h"
 #include "sluice/result.h"
@@ -76,5 +77,10 @@ uint16_t crc16(std::string_view data);
 // The cluster slot of a key: CRC16 of its hash tag (the text between the
 // first '{' and the next '}', if non-empty) or of the whole key, mod 16384.
 uint16_t key_slot(std::string_view key);
+
+// Per cluster slot, the smallest number whose decimal text, as a hash tag
+// ("{<number>}"), puts a key in that slot (every slot has one below 200,000):
+// a key of one's own in a chosen slot. A few milliseconds: compute it once.
+std::vector<uint32_t> slot_tags();
 
 }  // namespace sluice::redis

@@ -30,7 +30,7 @@ bool parse_redirect(std::string_view message, int* slot, std::string_view* node)
 // Errors that say the server cannot serve now, as opposed to a script error.
 bool is_server_error(std::string_view m) {
   for (std::string_view word : {"LOADING", "BUSY", "CLUSTERDOWN", "MASTERDOWN", "NOAUTH",
-                                "WRONGPASS", "NOPERM", "READONLY", "OOM", "MISCONF", "TRYAGAIN"}) {
+                                "WRONGPASS", "NOPERM", "MISCONF", "TRYAGAIN"}) {
     if (starts_with_word(m, word)) return true;
   }
   return m.starts_with("ERR Protocol error");
@@ -72,6 +72,10 @@ ErrorReply read_error_reply(std::string_view message) {
     e.kind = ErrorReply::Kind::kTryAgain;
   } else if (starts_with_word(message, "NOTLOCAL")) {
     e.kind = ErrorReply::Kind::kNotLocal;
+  } else if (starts_with_word(message, "OOM")) {
+    e.kind = ErrorReply::Kind::kOutOfMemory;
+  } else if (starts_with_word(message, "READONLY")) {
+    e.kind = ErrorReply::Kind::kReadOnly;
   } else if (is_server_error(message)) {
     e.kind = ErrorReply::Kind::kServer;
   }
@@ -168,6 +172,68 @@ bool read_fast_reply(const redisReply* reply, std::span<const FastShape> calls,
     answer->limits.push_back(a);
   }
   return true;
+}
+
+bool read_time_reply(const redisReply* reply, int64_t* us) {
+  if (reply == nullptr || reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) return false;
+  int64_t parts[2];
+  for (size_t i = 0; i < 2; ++i) {
+    const redisReply* e = reply->element[i];
+    if (e->type != REDIS_REPLY_STRING) return false;
+    auto [end, ec] = std::from_chars(e->str, e->str + e->len, parts[i]);
+    if (ec != std::errc() || end != e->str + e->len || parts[i] < 0) return false;
+  }
+  if (parts[0] > kMaxMicros / 1'000'000 || parts[1] >= 1'000'000) return false;
+  *us = parts[0] * 1'000'000 + parts[1];
+  return *us > 0;
+}
+
+namespace {
+
+// "host" and a port of 1 to 65535 -> "host:port", IPv6 hosts in brackets.
+bool node_name(std::string_view host, std::string_view port_text, std::string* node) {
+  int port = 0;
+  auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (host.empty() || ec != std::errc() || end != port_text.data() + port_text.size() || port < 1 ||
+      port > 65'535 || host.find_first_of(" []") != std::string_view::npos)
+    return false;
+  node->clear();
+  const bool v6 = host.find(':') != std::string_view::npos;
+  if (v6) node->push_back('[');
+  node->append(host);
+  if (v6) node->push_back(']');
+  node->push_back(':');
+  node->append(port_text);
+  return true;
+}
+
+}  // namespace
+
+bool read_master_address(const redisReply* reply, std::string* node) {
+  if (reply == nullptr) return false;
+  if (reply->type == REDIS_REPLY_NIL) {
+    node->clear();
+    return true;
+  }
+  if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) return false;
+  const redisReply* host = reply->element[0];
+  const redisReply* port = reply->element[1];
+  if (host->type != REDIS_REPLY_STRING || port->type != REDIS_REPLY_STRING) return false;
+  return node_name(std::string_view(host->str, host->len), std::string_view(port->str, port->len),
+                   node);
+}
+
+bool read_switch_master(std::string_view message, std::string_view master, std::string* node) {
+  std::string_view words[5];
+  size_t n = 0;
+  while (!message.empty()) {
+    const size_t space = message.find(' ');
+    if (n == 5) return false;
+    words[n++] = message.substr(0, space);
+    if (space == std::string_view::npos) break;
+    message.remove_prefix(space + 1);
+  }
+  return n == 5 && words[0] == master && node_name(words[3], words[4], node);
 }
 
 }  // namespace sluice::redis

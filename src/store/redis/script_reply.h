@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -29,7 +30,9 @@ struct ErrorReply {
     kTryAgain,     // TRYAGAIN: keys split by a migration; retry shortly
     kNotLocal,     // NOTLOCAL (entry.lua): a key group's slot is not served there;
                    // nothing was written
-    kServer,       // the server cannot serve now (LOADING, BUSY, OOM, ...)
+    kOutOfMemory,  // OOM: maxmemory reached and nothing to evict; nothing was written
+    kReadOnly,     // READONLY: a replica (a failover moved the master); nothing was written
+    kServer,       // the server cannot serve now (LOADING, BUSY, MASTERDOWN, ...)
     kScript,       // anything else: the script failed
   };
   Kind kind = Kind::kScript;
@@ -38,6 +41,20 @@ struct ErrorReply {
 };
 
 ErrorReply read_error_reply(std::string_view message);
+
+// TIME's reply (seconds, microseconds, as strings) in microseconds since the
+// epoch; false for anything else (or a time at or before the epoch).
+bool read_time_reply(const redisReply* reply, int64_t* us);
+
+// SENTINEL GET-MASTER-ADDR-BY-NAME's reply: "host:port" (IPv6 hosts in
+// brackets) of the master, or "" when the sentinel knows no master of that
+// name (a nil reply). False for anything else.
+bool read_master_address(const redisReply* reply, std::string* node);
+
+// A +switch-master message, "<master> <old ip> <old port> <new ip> <new
+// port>", of the master `master`: the new "host:port". False when it names
+// another master or is not of that form.
+bool read_switch_master(std::string_view message, std::string_view master, std::string* node);
 
 // What the client sent of one call of a batch, for reading its answer.
 struct CallShape {

@@ -19,6 +19,8 @@ const char* kind_name(ErrorKind kind) {
       return "server";
     case ErrorKind::kOverloaded:
       return "overloaded";
+    case ErrorKind::kOutOfMemory:
+      return "oom";
     case ErrorKind::kCount:
       break;
   }
@@ -65,8 +67,26 @@ int SlotMap::node_index(std::string_view name) {
   return static_cast<int>(nodes.size() - 1);
 }
 
+void Shared::note_writes_refused(const std::string& node, std::string_view message) {
+  writes_refused.store(true, std::memory_order_relaxed);
+  log.log(ErrorKind::kOutOfMemory, "Redis at " + node + " refuses writes: " + std::string(message) +
+                                       " (/readyz says 503 until it accepts them again)");
+}
+
+bool Shared::is_sentinel(std::string_view node) const {
+  for (const Endpoint& s : sentinels) {
+    if (s.name() == node) return true;
+  }
+  return false;
+}
+
 Endpoint Shared::endpoint_for(std::string_view name) const {
-  Endpoint ep = seeds.empty() ? Endpoint{} : seeds.front();
+  for (const std::vector<Endpoint>* known : {&seeds, &sentinels}) {
+    for (const Endpoint& e : *known) {
+      if (e.name() == name) return e;
+    }
+  }
+  Endpoint ep = node_defaults;
   std::string host;
   int port = 0;
   if (split_host_port(name, &host, &port)) {

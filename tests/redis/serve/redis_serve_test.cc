@@ -309,6 +309,7 @@ constexpr auto kLateMargin = 500ms;
 // Redis answers again: the server decides within its longest reconnection
 // backoff (500 ms) and this much more on a loaded machine.
 constexpr auto kRecovery = 3s;
+const std::string kConnectionsUp = R"(sluice_redis_connections{peer="node",state="up"})";
 const std::string kFaultPolicy = R"(
 policies:
   p: {algorithm: token_bucket, capacity: 5, refill_rate: 1/d}
@@ -423,6 +424,9 @@ TEST_P(RedisServeFaults, KilledRedisIsAnsweredPerOnFailureAndRestartedRedisEnfor
   // and every key starts full.
   ASSERT_TRUE(redis.start());
   EXPECT_LT(time_until_enforced(*server, "back-"), kRecovery);
+  // Each worker's connection comes back after its own backoff: the first
+  // real decision says one is up, not all three (the store's and 2 workers').
+  EXPECT_TRUE(server->wait_for_metric(kConnectionsUp, 3)) << server->metric(kConnectionsUp);
   expect_enforced(*server, "after-");
   EXPECT_TRUE(wait_ready(*server, true, 3s));
   EXPECT_GE(server->metric(R"(sluice_redis_events_total{kind="script_load"})"), 1);

@@ -216,14 +216,23 @@ int other_clients(const RedisServer& redis) {
   return n;
 }
 
-// The store's connections are made on first use, one per thread that issues
-// calls: the internal thread's (health checks) from the start, and one per
-// worker loop once RLS calls are decided there, as /v1/check calls are; not
-// all of them funnelled through the internal thread's one connection.
+// The connections Redis has from others than the connection asking whose
+// last command was `command`.
+int clients_last_running(const RedisServer& redis, const std::string& command) {
+  const std::string list = redis.text({"CLIENT", "LIST"});
+  int n = 0;
+  for (size_t at = 0; (at = list.find("cmd=" + command + " ", at)) != std::string::npos; ++at) ++n;
+  return n;
+}
+
+// The store's connections are made at start, one per thread that issues
+// calls: the internal thread's (health checks) and one per worker loop. RLS
+// calls are decided on the worker loops, as /v1/check calls are, each on its
+// loop's connection; not all of them funnelled through the internal thread's.
 TEST_F(RlsRedis, CallsAreDecidedOnEachWorkerLoopWithItsOwnConnection) {
   auto server = start_server("deny", "2s");
   ASSERT_NE(server, nullptr);
-  EXPECT_EQ(other_clients(redis_), 1);  // the internal thread's, for /readyz
+  EXPECT_EQ(other_clients(redis_), 3);  // the internal thread's (for /readyz) and 2 workers'
   const int port = grpc_port(server->log());
   // 4 clients, 10 calls each on a descriptor of its own: 40 calls, spread
   // round robin over the 2 workers.
@@ -243,6 +252,9 @@ TEST_F(RlsRedis, CallsAreDecidedOnEachWorkerLoopWithItsOwnConnection) {
   EXPECT_EQ(ok.load(), 40);
   EXPECT_EQ(server->metric("sluice_rls_store_errors_total"), 0);
   EXPECT_EQ(other_clients(redis_), 3) << redis_.text({"CLIENT", "LIST"});
+  // The script calls came on both workers' connections; the internal
+  // thread's last ran a health check.
+  EXPECT_EQ(clients_last_running(redis_, "evalsha"), 2) << redis_.text({"CLIENT", "LIST"});
 }
 
 // ---------------------------------------------------------------- faults
