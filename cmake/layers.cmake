@@ -6,7 +6,9 @@
 #
 #   cli -> http, rls -> render -> policy -> config -> config/values -> core
 #   cli -> simulate -> store -> core;  policy -> store
-#   store/redis -> store, config/values;  observe -> core;  util: header-only helpers
+#   store/redis -> store, config/values;  http, rls -> observe -> policy
+#   (observe: metrics, logs and the decision observer, which sees policy's
+#   plans and verdicts, never the doors);  util: header-only helpers
 #
 # sluice_layers(TARGET) gives TARGET an include root that holds links to
 # exactly the folders its layer may include, so an upward include does not
@@ -37,7 +39,7 @@ set(SLUICE_LAYER_store store core util)
 set(SLUICE_LAYER_config_values config/values core util)
 set(SLUICE_LAYER_redis store/redis config/values store core util)
 set(SLUICE_LAYER_config config config/values core util)
-set(SLUICE_LAYER_observe observe core util)
+set(SLUICE_LAYER_observe observe policy config config/values store core util)
 set(SLUICE_LAYER_policy policy config config/values store core util)
 set(SLUICE_LAYER_render render policy config config/values store core util)
 set(SLUICE_LAYER_http http render policy config config/values observe store core util)

@@ -98,7 +98,8 @@ struct World {
     FUZZ_CHECK(loaded.config.has_value(), "the fuzz config does not load: %s",
                loaded.errors.front().text().c_str());
     http::testing::register_session_metrics(context);
-    context.state.store(http::build_state(std::move(*loaded.config), 1, context.registry));
+    context.state.store(
+        http::build_state(std::move(*loaded.config), 1, context.registry, context.decision_sinks));
   }
   FreshStore store;
   ManualClock clock;

@@ -110,15 +110,6 @@ void RlsRuntime::load(const Deployment& deployment) {
   // A descriptor whose store call fails (Redis down or late) is answered per
   // store.redis.on_failure, as on the HTTP side, not with a gRPC error.
   options.on_store_failure = on_store_failure(config);
-  // Logged at most once a second, with a count of the rest (the HTTP doors'
-  // gate: no log flood while Redis is away).
-  options.on_store_error = [gate = std::make_shared<observe::DenialLogGate>(1.0)](const Error& e,
-                                                                                  bool allowed) {
-    const observe::DenialLogGate::Admission a = gate->admit(SystemClock::instance().now());
-    if (!a.log) return;
-    spdlog::error("RLS: store failed: {}; on_failure={}{}", e.message, allowed ? "allow" : "deny",
-                  observe::suppressed_note(a, "more failed calls"));
-  };
   // detailed_metric descriptors, counted from the first call (the family
   // outlives the server's registry, which reads it at each scrape).
   detailed_ = std::make_unique<observe::OpenCounterFamily>(
@@ -142,6 +133,8 @@ void RlsRuntime::load(const Deployment& deployment) {
       if (!loops->post(task)) task();
     };
   }
+  decision_log_ = std::make_unique<observe::DecisionLog>(config.logging.denial_log_per_second,
+                                                         config.logging.redact_keys);
   service_ = std::make_unique<rls::RlsService>(store_, SystemClock::instance(), deployment.rls,
                                                std::move(options));
 }
@@ -179,8 +172,13 @@ Status RlsRuntime::listen(const policy::Config& config) {
   return {};
 }
 
-void RlsRuntime::register_metrics(observe::Registry& registry) {
+void RlsRuntime::register_metrics(observe::Registry& registry,
+                                  const observe::DecisionSinks& sinks) {
   if (service_ == nullptr) return;
+  // Shadow: shadow_mode descriptors are counted as shadow_denied.
+  decisions_ = std::make_unique<observe::RouteMetrics>(observe::make_route_metrics(
+      registry, "rls", {}, /*shadow=*/true, nullptr, sinks, *decision_log_));
+  service_->set_observer(decisions_.get());
   const rls::RlsCounters* c = &service_->counters();
   auto read = [](const std::atomic<uint64_t>& counter) {
     return [&counter] { return counter.load(std::memory_order_relaxed); };
@@ -249,11 +247,16 @@ void RlsRuntime::register_metrics(observe::Registry& registry) {
   });
 }
 
+void RlsRuntime::end_metrics() {
+  if (service_ != nullptr) service_->stop_observing();
+}
+
 void RlsRuntime::stage(const Deployment& next) {
   pending_.reset();
   const policy::Config& config = *next.config;
   if (!config.rls) return;  // the loader made sure grpc is unset too: a restart question
   pending_on_failure_allow_ = config.store.redis.on_failure_allow;
+  pending_redact_keys_ = config.logging.redact_keys;
   if (service_ != nullptr) {
     auto restart_needed = [](const char* key, const std::string& from, const std::string& to) {
       if (from != to) {
@@ -310,6 +313,7 @@ void RlsRuntime::commit_reload() {
   }
   service_->set_on_store_failure(pending_on_failure_allow_ ? rls::OnStoreFailure::kAllow
                                                            : rls::OnStoreFailure::kDeny);
+  decision_log_->redact_keys.store(pending_redact_keys_, std::memory_order_relaxed);
   // The folder and how it is loaded change now; the service's options only on a restart.
   settings_.config_dir = pending_settings_.config_dir;
   settings_.merge_domains = pending_settings_.merge_domains;

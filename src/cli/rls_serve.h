@@ -21,6 +21,7 @@
 #include "cli/worker_loops.h"
 #include "http/server.h"
 #include "observe/open_family.h"
+#include "observe/route_metrics.h"
 #include "policy/config.h"
 #include "rls/grpc_server.h"
 #include "rls/grpc_tls.h"
@@ -63,7 +64,8 @@ class RlsRuntime final : public http::Companion {
   const rls::RlsService* service() const { return service_.get(); }
 
   // http::Companion
-  void register_metrics(observe::Registry& registry) override;
+  void register_metrics(observe::Registry& registry, const observe::DecisionSinks& sinks) override;
+  void end_metrics() override;
   void commit_reload() override;
   void begin_shutdown(std::chrono::milliseconds grace) override;
   bool busy() const override;
@@ -79,6 +81,12 @@ class RlsRuntime final : public http::Companion {
   // that counts into it.
   static constexpr size_t kMaxDetailedSeries = 10000;
   std::unique_ptr<observe::OpenCounterFamily> detailed_;
+  // The decisions' series (sluice_requests_total{route="rls"}) and log
+  // (logging.denial_log_per_second, logging.redact_keys), made with the
+  // server's sinks; the service reports to them until end_metrics().
+  std::unique_ptr<observe::DecisionLog> decision_log_;
+  std::unique_ptr<observe::RouteMetrics> decisions_;
+  bool pending_redact_keys_ = true;
   std::unique_ptr<rls::RlsService> service_;
   std::unique_ptr<rls::GrpcServer> server_;
   std::shared_ptr<const rls::RlsConfig> pending_;  // staged by stage()

@@ -299,8 +299,9 @@ Response AdminHandler::stats() const {
                 ",\"error\":", std::to_string(e.error), "}"});
   }
   out +=
-      cat({"],\"denials_logged\":", std::to_string(state->denial_log->logged()),
-           ",\"denials_not_logged\":", std::to_string(state->denial_log->suppressed_total()), "}"});
+      cat({"],\"denials_logged\":", std::to_string(state->decision_log->gate.logged()),
+           ",\"denials_not_logged\":", std::to_string(state->decision_log->gate.suppressed_total()),
+           "}"});
   return json_response(HttpStatus::ok, std::move(out));
 }
 

@@ -14,6 +14,7 @@
 #include "http/state.h"
 #include "observe/denial_log.h"
 #include "observe/metrics.h"
+#include "observe/route_metrics.h"
 #include "observe/top_keys.h"
 #include "policy/lease.h"
 #include "sluice/clock.h"
@@ -109,6 +110,10 @@ struct ServerContext {
   observe::Registry registry;
   ServerMetrics metrics;
   observe::TopKeys top_denied;
+  // Where every decision also counts, whatever its door (the Envoy RLS's
+  // too): the store's latency and errors, top_denied. Set before the first
+  // State is built.
+  observe::DecisionSinks decision_sinks;
   // /v1/check's concurrency leases, held until released or ended
   // (policy/lease.h); ids are this process's.
   policy::LeaseTable leases;

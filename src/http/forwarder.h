@@ -27,6 +27,7 @@
 #include "http/context.h"
 #include "http/session.h"
 #include "http/state.h"
+#include "policy/charge.h"
 #include "policy/decider.h"
 #include "policy/policy.h"
 #include "render/rate_headers.h"
@@ -37,28 +38,21 @@ struct GatewayExchange {
   GatewayExchange() = default;
   GatewayExchange(const GatewayExchange&) = delete;
   GatewayExchange& operator=(const GatewayExchange&) = delete;
-  // Gives back the slots still held (see release_slots()).
-  ~GatewayExchange();
 
   std::shared_ptr<Session> session;    // the client connection
   std::shared_ptr<const State> state;  // the config this request was decided with
   policy::Plan plan;                   // route, normalised path, client address
   policy::Verdict verdict;             // allowed (limited or not)
   RateHeaders rate_headers;            // to add to the response (empty when not limited)
-
-  // concurrency: the verdict's slots (policy::holds_slots) are given back
-  // exactly once, whichever way the exchange ends: the Forwarder calls
-  // release_slots() when the upstream's response is complete (before its last
-  // bytes go to the client, so that the client's next request finds the slot
-  // free) or when it ends otherwise (502/504, client gone, tunnel closed);
-  // the destructor releases what nothing released (a worker torn down at
-  // shutdown). `then` runs once the store has applied it, or at once when
-  // there is nothing (left) to give back.
-  void take_slots(ServerContext& context);  // after an allowed verdict
-  void release_slots(std::function<void()> then = {});
-
- private:
-  ServerContext* slots_context_ = nullptr;  // set while slots are held
+  // What the verdict charged and may give back, counted in the route's
+  // series (policy/charge.h). The Forwarder settles it with the upstream's
+  // status (count_status), and releases its concurrency slots when the
+  // upstream's response is complete (before its last bytes go to the
+  // client, so that the client's next request finds the slot free) or when
+  // the exchange ends otherwise (502/504, client gone, tunnel closed); the
+  // destructor releases what nothing released (a worker torn down at
+  // shutdown). Declared after what it refers to.
+  policy::Charge charge;
 };
 
 class Forwarder {

@@ -101,22 +101,34 @@ Reply json_error_reply(HttpStatus status, const std::string& body) {
   return reply;
 }
 
-void respond_access_denied(Session& session) {
-  static const std::string kBody =
+// A request the plan refuses is answered without a decision: 400 BAD_PATH,
+// 403 ACCESS_DENIED or 401 UNKNOWN_CONSUMER (policy::Refusal says when).
+void respond_refusal(Session& session, policy::Refusal refusal) {
+  static const std::string kBadPath =
+      error_body("BAD_PATH",
+                 "the path holds an encoded slash or backslash (%2F, %5C), a backslash, %00 or "
+                 "bytes that are not UTF-8, which servers read differently; send the path with "
+                 "plain '/' separators");
+  static const std::string kAccessDenied =
       error_body("ACCESS_DENIED", "this client address is in the server's deny list");
-  session.context().metrics.rejected_access_denied->add();
-  session.respond(json_error_reply(HttpStatus::forbidden, kBody));
-}
-
-// The route lists `plan` (or /v1/check names a consumer), the consumer is
-// unknown and `consumers.unknown` is reject.
-void respond_unknown_consumer(Session& session) {
-  static const std::string kBody =
+  static const std::string kUnknownConsumer =
       error_body("UNKNOWN_CONSUMER",
                  "this route is for known consumers only: send a consumer id that is "
                  "on a plan");
-  session.context().metrics.rejected_unknown_consumer->add();
-  session.respond(json_error_reply(HttpStatus::unauthorized, kBody));
+  ServerMetrics& metrics = session.context().metrics;
+  switch (refusal) {
+    case policy::Refusal::kNone:
+      break;
+    case policy::Refusal::kBadPath:
+      metrics.rejected_bad_request->add();
+      return session.respond(json_error_reply(HttpStatus::bad_request, kBadPath));
+    case policy::Refusal::kAccessDenied:
+      metrics.rejected_access_denied->add();
+      return session.respond(json_error_reply(HttpStatus::forbidden, kAccessDenied));
+    case policy::Refusal::kUnknownConsumer:
+      metrics.rejected_unknown_consumer->add();
+      return session.respond(json_error_reply(HttpStatus::unauthorized, kUnknownConsumer));
+  }
 }
 
 // A shadow route's denials are counted and logged, and the request goes on.
@@ -124,31 +136,10 @@ bool shadow_route(const policy::Plan& plan) {
   return plan.route != nullptr && plan.route->shadow;
 }
 
-void respond_bad_path(Session& session) {
-  static const std::string kBody =
-      error_body("BAD_PATH",
-                 "the path holds an encoded slash or backslash (%2F, %5C), a backslash, %00 or "
-                 "bytes that are not UTF-8, which servers read differently; send the path with "
-                 "plain '/' separators");
-  session.context().metrics.rejected_bad_request->add();
-  session.respond(json_error_reply(HttpStatus::bad_request, kBody));
-}
-
 // The access log names the client as the policy resolved it (client_ip),
 // the TCP peer beside it; also for a request refused before any decision.
 void note_client(Session& session, const policy::Plan& plan) {
   if (session.access_log_on()) session.access_note().client = plan.client;
-}
-
-// A key as logs and /admin/stats show it: header-derived values hashed
-// (into `buffer`) unless logging.redact_keys is off. No copy for the others:
-// this runs for every denied request.
-std::string_view shown_key(const State& state, std::string_view key, std::string& buffer) {
-  // Every value part has a '='; IPs, "global" and scopes have none.
-  if (!state.policy.config().logging.redact_keys || key.find('=') == std::string_view::npos)
-    return key;
-  buffer = policy::redact_key(key);
-  return buffer;
 }
 
 // Whether a verdict decided without holding (no server.max_held place was
@@ -159,18 +150,13 @@ bool denied_for_want_of_a_place(const policy::Verdict& verdict, Nanos delay) {
          verdict.decision.retry_after <= delay;
 }
 
-// The store key of the limit a verdict reports (for the top denied keys).
-std::string_view reported_key(const policy::Plan& plan, const policy::Verdict& verdict) {
-  for (const policy::PlannedLimit& planned : plan.limits) {
-    if (planned.limit == verdict.reported) return planned.store_key;
-  }
-  return plan.limits.empty() ? std::string_view() : plan.limits.front().store_key;
-}
-
 }  // namespace
 
 FrontDoor::FrontDoor(ServerContext& context, Port port, std::unique_ptr<Forwarder> forwarder)
-    : context_(context), port_(port), forwarder_(std::move(forwarder)) {}
+    : context_(context),
+      step_(context.store, context.clock),
+      port_(port),
+      forwarder_(std::move(forwarder)) {}
 
 FrontDoor::~FrontDoor() = default;
 
@@ -226,10 +212,9 @@ void FrontDoor::handle_decision_api(const std::shared_ptr<Session>& session,
 }
 
 template <class Then>
-void FrontDoor::decide_and_count(Session& session, const std::shared_ptr<const State>& state,
-                                 const policy::Plan& plan, const RouteMetrics& metrics, Nanos now,
-                                 uint64_t cost, Then&& then) {
-  const auto start = std::chrono::steady_clock::now();
+void FrontDoor::decide(Session& session, const std::shared_ptr<const State>& state,
+                       const policy::Plan& plan, const RouteMetrics& metrics, Nanos now,
+                       uint64_t cost, Then&& then) {
   // A route's delay holds a request only while one of server.max_held places
   // is free; without one the request is decided as if the route had none
   // (allowed now, or answered at once).
@@ -240,16 +225,19 @@ void FrontDoor::decide_and_count(Session& session, const std::shared_ptr<const S
         context_.held_requests,
         policy::max_held_in_force(state->policy.config().server, context_.max_connections));
   }
-  const Nanos max_wait = place ? delay : Nanos{0};
+  const policy::Ask ask{plan,
+                        now,
+                        cost,
+                        place ? delay : Nanos{0},
+                        policy::on_failure(state->policy.config()),
+                        shadow_route(plan)};
   // `then` holds the session, so it outlives this callback, and the session
   // holds `state` until its request is answered: no reference of our own
   // (a count on a block every worker shares).
-  policy::decide_async(
-      context_.store, plan, now, state->policy.config().store.redis.on_failure_allow, cost,
-      max_wait,
-      [this, session = &session, state = state.get(), &plan, &metrics, now, start, delay,
+  step_.decide(
+      ask, metrics,
+      [this, session = &session, state = state.get(), &plan, &metrics, delay,
        place = std::move(place), then = std::forward<Then>(then)](policy::Verdict verdict) mutable {
-        count(*state, plan, metrics, now, start, verdict);
         if (delay.count() > 0 && !place && denied_for_want_of_a_place(verdict, delay)) {
           note_held_refused(*state, metrics);
         }
@@ -307,10 +295,9 @@ void FrontDoor::note_access(Session& session, const policy::Plan& plan, const Ro
                             const policy::Verdict& verdict) {
   Session::AccessNote& note = session.access_note();
   note.route = metrics.name;
-  const std::string_view key =
-      plan.client_key.empty() ? reported_key(plan, verdict) : std::string_view(plan.client_key);
   std::string redacted;
-  note.key = shown_key(*session.state(), key, redacted);
+  note.key = observe::shown_key(session.state()->policy.config().logging.redact_keys,
+                                policy::decision_key(plan, verdict), redacted);
   if (verdict.store_failed) {
     note.decision = "error";
   } else if (!verdict.limited) {
@@ -320,72 +307,6 @@ void FrontDoor::note_access(Session& session, const policy::Plan& plan, const Ro
                     : metrics.shadow_denied != nullptr ? "shadow_denied"
                                                        : "denied";
     if (!verdict.allowed && verdict.reported != nullptr) note.limit = verdict.reported->name;
-  }
-}
-
-void FrontDoor::count(const State& state, const policy::Plan& plan, const RouteMetrics& metrics,
-                      Nanos now, std::chrono::steady_clock::time_point start,
-                      const policy::Verdict& verdict) {
-  if (!verdict.limited) {
-    metrics.allowed->add();
-    return;
-  }
-  const auto elapsed = std::chrono::steady_clock::now() - start;
-  context_.metrics.store_latency->observe_ns(
-      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count()));
-  if (verdict.invalid) return;  // a bad request, answered 400 by the caller
-
-  if (verdict.store_failed) {
-    context_.metrics.store_errors->add();
-    metrics.error->add();
-    for (size_t i = 0; i < plan.limits.size(); ++i) {
-      const RouteMetrics::LimitCounters& c = metrics.limit_at(i, *plan.limits[i].limit);
-      if (c.error != nullptr) c.error->add();
-    }
-    observe::DenialLogGate::Admission a = state.denial_log->admit(now);
-    if (a.log) {
-      spdlog::error("store failed on route \"{}\": {}; on_failure={}", metrics.name, verdict.error,
-                    verdict.allowed ? "allow" : "deny");
-    }
-    return;
-  }
-  const bool shadow = metrics.shadow_denied != nullptr;
-  (verdict.allowed ? metrics.allowed : shadow ? metrics.shadow_denied : metrics.denied)->add();
-  for (size_t i = 0; i < verdict.outcomes.size(); ++i) {
-    const policy::LimitOutcome& outcome = verdict.outcomes[i];
-    const RouteMetrics::LimitCounters& c = metrics.limit_at(i, *outcome.limit);
-    observe::Counter* counter = outcome.decision.allowed ? c.allowed : c.denied;
-    if (counter != nullptr) counter->add();
-  }
-  if (!verdict.allowed && shadow) {
-    const observe::DenialLogGate::Admission a = state.denial_log->admit(now);
-    if (a.log) {
-      std::string redacted;
-      const std::string_view key =
-          plan.client_key.empty() ? reported_key(plan, verdict) : std::string_view(plan.client_key);
-      spdlog::info("shadow: route \"{}\" would deny key \"{}\" (limit \"{}\"); let through{}",
-                   metrics.name, shown_key(state, key, redacted),
-                   verdict.reported ? verdict.reported->name : std::string(),
-                   a.suppressed_before == 0 ? std::string()
-                                            : cat({" (", std::to_string(a.suppressed_before),
-                                                   " denials not logged before this one)"}));
-    }
-    return;
-  }
-  if (!verdict.allowed) {
-    std::string redacted;
-    const std::string_view key = shown_key(state, reported_key(plan, verdict), redacted);
-    context_.top_denied.record(key);
-    const observe::DenialLogGate::Admission a = state.denial_log->admit(now);
-    if (a.log) {
-      const std::string suppressed = a.suppressed_before == 0
-                                         ? std::string()
-                                         : cat({" (", std::to_string(a.suppressed_before),
-                                                " denials not logged before this one)"});
-      spdlog::info("denied: route \"{}\" key \"{}\" limit \"{}\" retry after {} ms{}", metrics.name,
-                   key, verdict.reported ? verdict.reported->name : std::string(),
-                   ms_rounded_up(verdict.decision.retry_after), suppressed);
-    }
   }
 }
 
@@ -424,7 +345,7 @@ void FrontDoor::check_consumer(const std::shared_ptr<Session>& session,
   }
   auto plan =
       std::make_unique<policy::Plan>(state->policy.plan_consumer(request.consumer, request.key));
-  if (plan->consumer_rejected) return respond_unknown_consumer(*session);
+  if (plan->refusal != policy::Refusal::kNone) return respond_refusal(*session, plan->refusal);
   for (const policy::PlannedLimit& planned : plan->limits) {
     const uint64_t size = planned.limit->limit.size();
     if (request.cost > size) {
@@ -444,7 +365,7 @@ void FrontDoor::answer_check(const std::shared_ptr<Session>& session,
   const std::shared_ptr<const State>& state = session->state();
   const policy::Plan& planned = *plan;
   const Nanos now = context_.clock.now();
-  decide_and_count(
+  decide(
       *session, state, planned, metrics, now, cost,
       [this, session, state, now, cost, &metrics, plan = std::move(plan)](policy::Verdict verdict) {
         if (verdict.invalid) return session->respond(bad_request(verdict.error));
@@ -545,27 +466,24 @@ void FrontDoor::handle_auth(const std::shared_ptr<Session>& session) {
   info.now = now;
   auto plan = std::make_unique<policy::Plan>(state->policy.plan(info));
   note_client(*session, *plan);
-  if (plan->bad_path) return respond_bad_path(*session);
-  if (plan->access_denied) return respond_access_denied(*session);
-  if (plan->consumer_rejected) return respond_unknown_consumer(*session);
+  if (plan->refusal != policy::Refusal::kNone) return respond_refusal(*session, plan->refusal);
   const policy::Plan& planned = *plan;
-  decide_and_count(
-      *session, state, planned, state->metrics_for(planned.route), now, 1,
-      [this, session, now, plan = std::move(plan)](policy::Verdict verdict) {
-        const std::shared_ptr<const State>& state = session->state();  // held until answered
-        // auth_request never says when the request it asked about ends, so a
-        // concurrency slot is checked here, not held: it goes back at once.
-        policy::give_back_slots(context_.store, *plan, verdict, now, [](Status) {});
-        RateHeaders rate;
-        append_rate_headers(verdict, state->policy.config().headers, now, rate);
-        if (verdict.allowed || shadow_route(*plan)) {
-          Reply reply;
-          reply.status = HttpStatus::no_content;
-          reply.rate_headers = &rate;
-          return session->respond(reply);
-        }
-        session->respond(rate_limited_reply(rate, state->policy.config().auth_deny_status));
-      });
+  decide(*session, state, planned, state->metrics_for(planned.route), now, 1,
+         [this, session, now, plan = std::move(plan)](policy::Verdict verdict) {
+           const std::shared_ptr<const State>& state = session->state();  // held until answered
+           // auth_request never says when the request it asked about ends, so a
+           // concurrency slot is checked here, not held: it goes back at once.
+           policy::give_back_slots(context_.store, *plan, verdict, now, [](Status) {});
+           RateHeaders rate;
+           append_rate_headers(verdict, state->policy.config().headers, now, rate);
+           if (verdict.allowed || shadow_route(*plan)) {
+             Reply reply;
+             reply.status = HttpStatus::no_content;
+             reply.rate_headers = &rate;
+             return session->respond(reply);
+           }
+           session->respond(rate_limited_reply(rate, state->policy.config().auth_deny_status));
+         });
 }
 
 void FrontDoor::handle_gateway(const std::shared_ptr<Session>& session) {
@@ -583,48 +501,50 @@ void FrontDoor::handle_gateway(const std::shared_ptr<Session>& session) {
   auto exchange = std::make_shared<GatewayExchange>();
   exchange->plan = state->policy.plan(info);
   note_client(*session, exchange->plan);
-  if (exchange->plan.bad_path) return respond_bad_path(*session);
-  if (exchange->plan.access_denied) return respond_access_denied(*session);
-  if (exchange->plan.consumer_rejected) return respond_unknown_consumer(*session);
+  if (exchange->plan.refusal != policy::Refusal::kNone) {
+    return respond_refusal(*session, exchange->plan.refusal);
+  }
   const policy::Plan& plan = exchange->plan;
-  decide_and_count(
-      *session, state, plan, state->metrics_for(plan.route), now, 1,
-      [this, session, now, exchange = std::move(exchange)](policy::Verdict v) mutable {
-        const std::shared_ptr<const State>& state = session->state();  // held until answered
-        exchange->verdict = std::move(v);
-        const policy::Verdict& verdict = exchange->verdict;
-        append_rate_headers(verdict, state->policy.config().headers, now, exchange->rate_headers);
-        if (verdict.invalid) {
-          return session->respond(
-              error_response(HttpStatus::internal_server_error, "INTERNAL", verdict.error));
-        }
-        if (!verdict.allowed && !shadow_route(exchange->plan)) {
-          return session->respond(
-              gateway_denied_reply(exchange->rate_headers, state->policy.config().deny));
-        }
-        exchange->session = session;
-        exchange->state = state;
-        // Given back by the forwarder, or when `exchange` goes below.
-        exchange->take_slots(context_);
-        if (state->policy.config().upstream) {
-          if (forwarder_) return forwarder_->forward(std::move(exchange));
-          // The seam: no proxy in this build yet.
-          static const std::string kBody =
-              error_body("UPSTREAM_UNAVAILABLE", "the upstream cannot be reached");
-          Reply reply;
-          reply.status = HttpStatus::bad_gateway;
-          reply.content_type = "application/json";
-          reply.rate_headers = &exchange->rate_headers;
-          reply.body = kBody;
-          return session->respond(reply);
-        }
-        // Decision-only mode (no upstream): every path is a probe of its route.
-        Reply reply;
-        reply.content_type = "application/json";
-        reply.rate_headers = &exchange->rate_headers;
-        reply.body = "{\"allowed\":true}";
-        session->respond(reply);
-      });
+  decide(*session, state, plan, state->metrics_for(plan.route), now, 1,
+         [this, session, now, exchange = std::move(exchange)](policy::Verdict v) mutable {
+           const std::shared_ptr<const State>& state = session->state();  // held until answered
+           exchange->verdict = std::move(v);
+           const policy::Verdict& verdict = exchange->verdict;
+           append_rate_headers(verdict, state->policy.config().headers, now,
+                               exchange->rate_headers);
+           if (verdict.invalid) {
+             return session->respond(
+                 error_response(HttpStatus::internal_server_error, "INTERNAL", verdict.error));
+           }
+           if (!verdict.allowed && !shadow_route(exchange->plan)) {
+             return session->respond(
+                 gateway_denied_reply(exchange->rate_headers, state->policy.config().deny));
+           }
+           exchange->session = session;
+           exchange->state = state;
+           // Given back by the forwarder, or when `exchange` goes below.
+           exchange->charge =
+               policy::Charge(context_.store, context_.clock, exchange->plan, exchange->verdict,
+                              state->metrics_for(exchange->plan.route));
+           if (state->policy.config().upstream) {
+             if (forwarder_) return forwarder_->forward(std::move(exchange));
+             // The seam: no proxy in this build yet.
+             static const std::string kBody =
+                 error_body("UPSTREAM_UNAVAILABLE", "the upstream cannot be reached");
+             Reply reply;
+             reply.status = HttpStatus::bad_gateway;
+             reply.content_type = "application/json";
+             reply.rate_headers = &exchange->rate_headers;
+             reply.body = kBody;
+             return session->respond(reply);
+           }
+           // Decision-only mode (no upstream): every path is a probe of its route.
+           Reply reply;
+           reply.content_type = "application/json";
+           reply.rate_headers = &exchange->rate_headers;
+           reply.body = "{\"allowed\":true}";
+           session->respond(reply);
+         });
 }
 
 }  // namespace sluice::http

@@ -25,11 +25,12 @@
 // connection (Session::hold) and then goes on as if allowed then; a client
 // that leaves while held gets its charge given back (policy::give_back_all).
 //
-// Every door builds a policy::Plan, asks policy::decide_async() (the answer may
-// come later, from the store's event loop: the session waits), and answers with the
-// headers of rate_headers.h; none has limiting logic of its own. Decisions are
-// counted in the State's metric series, denials logged at a bounded rate and
-// recorded in the top denied keys.
+// Every door builds a policy::Plan, asks the decision step (policy/step.h;
+// the answer may come later, from the store's event loop: the session
+// waits), and answers with the headers of rate_headers.h; none has limiting
+// logic of its own. The step counts each decision in the route's series
+// (observe::RouteMetrics), logs denials at a bounded rate and records them
+// in the top denied keys.
 //
 // Thread-safety: one FrontDoor per worker thread; on_header() runs on it.
 #pragma once
@@ -43,6 +44,7 @@
 #include "http/session.h"
 #include "observe/denial_log.h"
 #include "policy/decider.h"
+#include "policy/step.h"
 
 namespace sluice::http {
 
@@ -68,16 +70,17 @@ class FrontDoor final : public RequestHandler {
   void handle_auth(const std::shared_ptr<Session>& session);
   void handle_gateway(const std::shared_ptr<Session>& session);
 
-  // policy::decide_async() plus the bookkeeping every door shares (latency,
-  // counters, logs), then `then(policy::Verdict)` on this worker's thread:
-  // before this returns with the memory store, from the event loop with Redis.
-  // `plan` and `metrics` must live until then (`state` is the session's,
-  // which it holds until the request is answered; `then` must hold the session).
-  // With the access log on, the session's AccessNote is filled first.
+  // The decision step (policy::DecisionStep: decided, counted and logged
+  // through `metrics`) plus what only HTTP doors do: a place among
+  // server.max_held for a route's `delay`, the access log's note, holding
+  // a queued request; then `then(policy::Verdict)` on this worker's thread:
+  // before this returns with the memory store, from the event loop with
+  // Redis. `plan` and `metrics` must live until then (`state` is the
+  // session's, which it holds until the request is answered; `then` must
+  // hold the session).
   template <class Then>
-  void decide_and_count(Session& session, const std::shared_ptr<const State>& state,
-                        const policy::Plan& plan, const RouteMetrics& metrics, Nanos now,
-                        uint64_t cost, Then&& then);
+  void decide(Session& session, const std::shared_ptr<const State>& state, const policy::Plan& plan,
+              const RouteMetrics& metrics, Nanos now, uint64_t cost, Then&& then);
   // Holds a request the verdict queued (verdict.wait > 0) until its turn,
   // then `then(verdict)`; gives its charge back if the client leaves first.
   // `place` is the request's among server.max_held, kept until then.
@@ -89,10 +92,9 @@ class FrontDoor final : public RequestHandler {
   void note_held_refused(const State& state, const RouteMetrics& metrics);
   static void note_access(Session& session, const policy::Plan& plan, const RouteMetrics& metrics,
                           const policy::Verdict& verdict);
-  void count(const State& state, const policy::Plan& plan, const RouteMetrics& metrics, Nanos now,
-             std::chrono::steady_clock::time_point start, const policy::Verdict& verdict);
 
   ServerContext& context_;
+  const policy::DecisionStep step_;
   const Port port_;
   std::unique_ptr<Forwarder> forwarder_;
   observe::DenialLogGate held_refusal_log_{1.0};

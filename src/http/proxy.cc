@@ -255,8 +255,7 @@ class ProxyExchange : public std::enable_shared_from_this<ProxyExchange> {
   bool response_started_ = false;  // something was written to the client (status fixed)
   bool request_done_ = false;
   bool response_done_ = false;
-  bool settled_ = false;           // count_status has seen the outcome
-  bool slots_given_back_ = false;  // concurrency: the last answer waited for release_slots()
+  bool slots_given_back_ = false;  // concurrency: the last answer waited for charge.release()
   bool upgrade_ = false;           // the request asks to switch protocols (wants_upgrade)
   Framing request_framing_ = Framing::kNone;
   Framing response_framing_ = Framing::kNone;
@@ -619,7 +618,7 @@ void ProxyExchange::write_response(const char* data, size_t size, bool last) {
     // The upstream is done with it: its concurrency slots go back before
     // the response ends, so the client's next request finds them free.
     slots_given_back_ = true;
-    return ex_->release_slots(
+    return ex_->charge.release(
         [self = shared_from_this(), data, size] { self->write_response(data, size, true); });
   }
   response_started_ = true;
@@ -788,26 +787,9 @@ void ProxyExchange::upstream_failed(beast::error_code ec, Stage stage) {
 // exchange alive.
 template <class Then>
 void ProxyExchange::settle(std::optional<int> status, Then then) {
-  const RouteMetrics& metrics = ex_->state->metrics_for(ex_->plan.route);
-  if (settled_ || metrics.refunded == nullptr) return then();  // no count_status here
-  settled_ = true;
-  ServerContext& context = session().context();
-  auto pending = std::make_shared<Then>(std::move(then));
-  // Counted before the response goes, so that whoever reads the metric after
-  // the response sees it.
-  const size_t given_back = policy::give_back_uncounted(
-      context.store, ex_->plan, ex_->verdict, status, context.clock.now(),
-      [errors = context.metrics.store_errors, refunded = metrics.refunded, pending,
-       self = shared_from_this()](Status s) mutable {
-        if (s.ok()) {
-          refunded->add();
-        } else {
-          errors->add();  // the store logs its own failures
-        }
-        (*pending)();
-        self.reset();  // held until the exchange has gone on
-      });
-  if (given_back == 0) (*pending)();
+  if (ex_->charge.settled()) return then();  // no count_status here
+  ex_->charge.settle(policy::Settlement{status},
+                     [self = shared_from_this(), then = std::move(then)]() mutable { then(); });
 }
 
 void ProxyExchange::client_failed(beast::error_code ec) {
@@ -825,7 +807,7 @@ void ProxyExchange::respond_error(HttpStatus status, std::string_view code,
   if (!slots_given_back_) {
     // As write_response(): the slots go back before the client learns the outcome.
     slots_given_back_ = true;
-    return ex_->release_slots([self = shared_from_this(), status, code, message] {
+    return ex_->charge.release([self = shared_from_this(), status, code, message] {
       self->respond_error(status, code, message);
     });
   }
@@ -877,7 +859,7 @@ void ProxyExchange::end(bool keep_alive) {
   waiting_ = Waiting::kNothing;
   // Every way an exchange ends comes here (the client gone, a failure
   // mid-response, a tunnel closed): what is still held goes back.
-  ex_->release_slots();
+  ex_->charge.release();
   if (relay_) shared_->give_relay(std::move(relay_));
   ex_->session->resume(keep_alive);
 }

@@ -300,6 +300,7 @@ Server::Server(policy::Config config, std::shared_ptr<Store> store, ServerOption
                                 "Time the store took to decide one request.", {}, kLatencyBoundsNs);
   m.store_errors = r.counter("sluice_store_errors_total",
                              "Decisions the store could not make (on_failure applied).", {});
+  context_.decision_sinks = {m.store_latency, m.store_errors, &context_.top_denied};
   const char* reloads_help = "Config reloads, by result.";
   m.reload_success =
       r.counter("sluice_config_reloads_total", reloads_help, {{"result", "success"}});
@@ -361,10 +362,13 @@ Server::Server(policy::Config config, std::shared_ptr<Store> store, ServerOption
 
   observe::register_process_metrics(r);
   observe::register_build_info(r, kVersion);
-  if (options_.companion != nullptr) options_.companion->register_metrics(r);
+  if (options_.companion != nullptr) {
+    options_.companion->register_metrics(r, context_.decision_sinks);
+  }
   if (options_.store_hooks.register_metrics) options_.store_hooks.register_metrics(r);
 
-  context_.state.store(build_state(std::move(config), generation_, context_.registry));
+  context_.state.store(
+      build_state(std::move(config), generation_, context_.registry, context_.decision_sinks));
 
   const policy::Config& cfg = context_.state.load()->policy.config();
   max_connections_ = policy::max_connections_in_force(cfg);
@@ -388,6 +392,7 @@ Server::~Server() {
     w->io_context.stop();
     if (w->thread.joinable()) w->thread.join();
   }
+  if (options_.companion != nullptr) options_.companion->end_metrics();
 }
 
 Status Server::start() {
@@ -666,7 +671,8 @@ ReloadOutcome Server::reload() {
   }
   std::shared_ptr<const State> next;
   try {
-    next = build_state(std::move(*loaded.config), generation_ + 1, context_.registry);
+    next = build_state(std::move(*loaded.config), generation_ + 1, context_.registry,
+                       context_.decision_sinks);
   } catch (const std::exception& e) {
     outcome.errors.emplace_back(e.what());
     spdlog::error("reload: {}", e.what());

@@ -42,6 +42,7 @@
 #include "http/front_door.h"
 #include "http/session.h"
 #include "observe/metrics.h"
+#include "observe/route_metrics.h"
 #include "policy/config.h"
 #include "sluice/result.h"
 #include "sluice/store.h"
@@ -54,8 +55,15 @@ namespace sluice::http {
 class Companion {
  public:
   virtual ~Companion() = default;
-  // Called once by the Server's constructor: add the companion's series.
-  virtual void register_metrics(observe::Registry& registry) = 0;
+  // Called once by the Server's constructor: add the companion's series;
+  // its decisions count also in `sinks` (the server's store latency and
+  // errors, top denied keys) until end_metrics().
+  virtual void register_metrics(observe::Registry& registry,
+                                const observe::DecisionSinks& sinks) = 0;
+  // Called by the Server's destructor once its workers stopped, before
+  // the series and sinks go: nothing of the companion counts in them after
+  // this returns.
+  virtual void end_metrics() {}
   // Right after a reload swapped in a new config: put in force what the
   // companion staged while ServerOptions::load_config loaded it.
   virtual void commit_reload() = 0;

@@ -21,45 +21,14 @@
 
 #include "observe/denial_log.h"
 #include "observe/metrics.h"
+#include "observe/route_metrics.h"
 #include "policy/config.h"
 #include "policy/policy.h"
 
 namespace sluice::http {
 
-// Counters of one route (or named policy, for /v1/check).
-struct RouteMetrics {
-  std::string name;                     // the `route` label
-  observe::Counter* allowed = nullptr;  // sluice_requests_total{result="allowed"}
-  observe::Counter* denied = nullptr;   // {result="denied"}
-  observe::Counter* error = nullptr;    // {result="error"}: the store failed (on_failure applied)
-  // {result="shadow_denied"}: a shadow route's denial, proxied anyway; null
-  // for a route that is not shadow.
-  observe::Counter* shadow_denied = nullptr;
-  // sluice_refunds_total{route}: requests whose charge count_status gave
-  // back; null for a route without count_status.
-  observe::Counter* refunded = nullptr;
-  // sluice_concurrency_slots_{taken,released}_total{route} (and the gauge
-  // sluice_concurrency_slots_held{route}, their difference): slots of the
-  // route's concurrency limits taken and given back; null for a route (or
-  // policy) without one.
-  observe::Counter* slots_taken = nullptr;
-  observe::Counter* slots_released = nullptr;
-  // sluice_decisions_total{route,algorithm,result}, one entry per limit of the
-  // route in route order (limits sharing an algorithm share the series).
-  struct LimitCounters {
-    observe::Counter* allowed = nullptr;
-    observe::Counter* denied = nullptr;
-    observe::Counter* error = nullptr;
-  };
-  std::vector<LimitCounters> limits;
-  // A route that lists `plan`: the series of its plan limits (which follow
-  // the route's own in a Plan), by algorithm (plans differ per consumer).
-  // Null for algorithms no plan uses.
-  std::array<LimitCounters, 6> plan_limits{};
-  // The series of the limit at `index` of a Plan of this route; null
-  // counters when there is none.
-  const LimitCounters& limit_at(size_t index, const policy::RouteLimit& limit) const;
-};
+// The series and decision observer of one route, named policy or plan.
+using RouteMetrics = observe::RouteMetrics;
 
 struct State {
   explicit State(policy::Config config) : policy(std::move(config)) {}
@@ -81,9 +50,10 @@ struct State {
   // The `listen` port's TLS context (null: plain HTTP). New connections take
   // it from the State in force when they are accepted.
   std::shared_ptr<boost::asio::ssl::context> tls;
-  // Denials are logged at most logging.denial_log_per_second (a fresh gate per
-  // config; the pointer is const, the gate is not).
-  std::unique_ptr<observe::DenialLogGate> denial_log;
+  // Decisions are logged at most logging.denial_log_per_second, keys shown
+  // as logging.redact_keys says (a fresh gate per config; the pointer is
+  // const, the gate is not). Every RouteMetrics above logs through it.
+  std::unique_ptr<observe::DecisionLog> decision_log;
   // Failed TLS handshakes on `listen`, at the same rate with a gate of their own.
   std::unique_ptr<observe::DenialLogGate> handshake_log;
 
@@ -95,9 +65,11 @@ struct State {
   const RouteMetrics& metrics_for_plan(const policy::ConsumerPlan* plan) const;
 };
 
-// Builds the State of `config`, registering its series in `registry`. Throws
+// Builds the State of `config`, registering its series in `registry` (its
+// decisions counted also in `sinks`, which must outlive it). Throws
 // std::runtime_error when OpenSSL refuses its TLS certificate (make_tls_context).
 std::shared_ptr<const State> build_state(policy::Config config, uint64_t generation,
-                                         observe::Registry& registry);
+                                         observe::Registry& registry,
+                                         const observe::DecisionSinks& sinks);
 
 }  // namespace sluice::http

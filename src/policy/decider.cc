@@ -27,7 +27,7 @@ void fill_requests(const Plan& plan, uint64_t cost, Nanos max_wait, std::span<Ac
   }
 }
 
-Verdict make_verdict(const Plan& plan, uint64_t cost, bool on_failure_allow, const Status& status,
+Verdict make_verdict(const Plan& plan, uint64_t cost, OnFailure on_failure, const Status& status,
                      std::span<const Decision> out) {
   Verdict v;
   const size_t n = plan.limits.size();
@@ -45,12 +45,13 @@ Verdict make_verdict(const Plan& plan, uint64_t cost, bool on_failure_allow, con
       v.invalid = true;
       v.allowed = false;
     } else {
+      const bool allow = on_failure == OnFailure::kAllow;
       v.store_failed = true;
-      v.allowed = on_failure_allow;
-      d.allowed = on_failure_allow;
+      v.allowed = allow;
+      d.allowed = allow;
       // A denial must say when to retry; one second is a polite guess while
       // the store is away.
-      if (!on_failure_allow) d.retry_after = std::chrono::seconds(1);
+      if (!allow) d.retry_after = std::chrono::seconds(1);
     }
     fail(v, plan, d);
     return v;
@@ -85,18 +86,29 @@ Nanos route_delay(const Plan& plan) {
   return plan.route != nullptr ? plan.route->delay : Nanos{0};
 }
 
-Verdict decide(Store& store, const Plan& plan, Nanos now, bool on_failure_allow) {
-  return decide(store, plan, now, on_failure_allow, 1);
+std::string_view reported_key(const Plan& plan, const Verdict& verdict) {
+  for (const PlannedLimit& planned : plan.limits) {
+    if (planned.limit == verdict.reported) return planned.store_key;
+  }
+  return plan.limits.empty() ? std::string_view() : plan.limits.front().store_key;
 }
 
-Verdict decide(Store& store, const Plan& plan, Nanos now, bool on_failure_allow, uint64_t cost) {
+std::string_view decision_key(const Plan& plan, const Verdict& verdict) {
+  return plan.client_key.empty() ? reported_key(plan, verdict) : std::string_view(plan.client_key);
+}
+
+Verdict decide(Store& store, const Plan& plan, Nanos now, OnFailure on_failure) {
+  return decide(store, plan, now, on_failure, 1);
+}
+
+Verdict decide(Store& store, const Plan& plan, Nanos now, OnFailure on_failure, uint64_t cost) {
   const size_t n = plan.limits.size();
   if (n == 0) return Verdict{};
   detail::RequestArray requests(n);
   detail::DecisionArray decisions(n);
   detail::fill_requests(plan, cost, route_delay(plan), requests.span());
   const Status status = store.acquire(requests.span(), now, decisions.span());
-  return detail::make_verdict(plan, cost, on_failure_allow, status, decisions.span());
+  return detail::make_verdict(plan, cost, on_failure, status, decisions.span());
 }
 
 namespace {

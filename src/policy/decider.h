@@ -49,15 +49,19 @@ struct Verdict {
   std::string error;  // the store's error message when it failed
 };
 
-// `on_failure_allow`: the verdict when the store fails (allow or deny). A
-// failure gives limited == true, store_failed == true, allowed ==
-// on_failure_allow, and decision {allowed, limit of the first limit,
-// remaining 0, reset_after 0, retry_after 1s when denying}; `reported` is the
-// first limit and each outcome carries that same decision.
+// store.redis.on_failure: the verdict of a request the store could not
+// decide (Redis down, late or overloaded).
+enum class OnFailure : uint8_t { kAllow, kDeny };
+
+// `on_failure`: the verdict when the store fails. A failure gives limited ==
+// true, store_failed == true, allowed as on_failure says, and decision
+// {allowed, limit of the first limit, remaining 0, reset_after 0,
+// retry_after 1s when denying}; `reported` is the first limit and each
+// outcome carries that same decision.
 // A plan without limits gives limited == false, allowed == true.
-Verdict decide(Store& store, const Plan& plan, Nanos now, bool on_failure_allow);
+Verdict decide(Store& store, const Plan& plan, Nanos now, OnFailure on_failure);
 // The same with a weighted cost (/v1/check's "cost"; >= 1).
-Verdict decide(Store& store, const Plan& plan, Nanos now, bool on_failure_allow, uint64_t cost);
+Verdict decide(Store& store, const Plan& plan, Nanos now, OnFailure on_failure, uint64_t cost);
 
 // The asynchronous form, for servers, built on Store::acquire_async: the same
 // verdict as decide(), handed to `done(Verdict)` exactly once. With a store
@@ -69,16 +73,22 @@ Verdict decide(Store& store, const Plan& plan, Nanos now, bool on_failure_allow,
 // the store fills live in one heap block that also holds `done` (so a
 // callback of a few pointers costs one allocation per decision, not three).
 template <class Done>
-void decide_async(Store& store, const Plan& plan, Nanos now, bool on_failure_allow, uint64_t cost,
+void decide_async(Store& store, const Plan& plan, Nanos now, OnFailure on_failure, uint64_t cost,
                   Done&& done);
 // The same with the longest a request may be held given by the caller
 // instead of the route's `delay` (server.max_held reached: 0, no holding).
 template <class Done>
-void decide_async(Store& store, const Plan& plan, Nanos now, bool on_failure_allow, uint64_t cost,
+void decide_async(Store& store, const Plan& plan, Nanos now, OnFailure on_failure, uint64_t cost,
                   Nanos max_wait, Done&& done);
 
 // The route's `delay`: the longest a request of `plan` may be held (0: none).
 Nanos route_delay(const Plan& plan);
+
+// The store key of the limit `verdict` reports (the first limit's when none).
+std::string_view reported_key(const Plan& plan, const Verdict& verdict);
+// The key a decision is known by in logs: the client key, else (a policy's
+// or the RLS's plan) the reported limit's store key.
+std::string_view decision_key(const Plan& plan, const Verdict& verdict);
 
 // count_status: after the gateway has proxied a request it charged, gives
 // back each limit whose count_status does not list the response's `status`
@@ -142,20 +152,19 @@ void fill_requests(const Plan& plan, uint64_t cost, Nanos max_wait, std::span<Ac
 
 // The verdict of a store call that answered `status` and filled `decisions`
 // (one per planned limit): what decide() and decide_async() both return.
-Verdict make_verdict(const Plan& plan, uint64_t cost, bool on_failure_allow, const Status& status,
+Verdict make_verdict(const Plan& plan, uint64_t cost, OnFailure on_failure, const Status& status,
                      std::span<const Decision> decisions);
 
 }  // namespace detail
 
 template <class Done>
-void decide_async(Store& store, const Plan& plan, Nanos now, bool on_failure_allow, uint64_t cost,
+void decide_async(Store& store, const Plan& plan, Nanos now, OnFailure on_failure, uint64_t cost,
                   Done&& done) {
-  decide_async(store, plan, now, on_failure_allow, cost, route_delay(plan),
-               std::forward<Done>(done));
+  decide_async(store, plan, now, on_failure, cost, route_delay(plan), std::forward<Done>(done));
 }
 
 template <class Done>
-void decide_async(Store& store, const Plan& plan, Nanos now, bool on_failure_allow, uint64_t cost,
+void decide_async(Store& store, const Plan& plan, Nanos now, OnFailure on_failure, uint64_t cost,
                   Nanos max_wait, Done&& done) {
   const size_t n = plan.limits.size();
   if (n == 0) {
@@ -163,22 +172,22 @@ void decide_async(Store& store, const Plan& plan, Nanos now, bool on_failure_all
     return;
   }
   struct Pending {
-    Pending(const Plan& p, size_t size, uint64_t c, bool allow, Done&& d)
-        : plan(p), decisions(size), cost(c), on_failure_allow(allow), done(std::forward<Done>(d)) {}
+    Pending(const Plan& p, size_t size, uint64_t c, OnFailure f, Done&& d)
+        : plan(p), decisions(size), cost(c), on_failure(f), done(std::forward<Done>(d)) {}
     const Plan& plan;
     detail::DecisionArray decisions;
     uint64_t cost;
-    bool on_failure_allow;
+    OnFailure on_failure;
     std::decay_t<Done> done;
   };
-  auto* pending = new Pending(plan, n, cost, on_failure_allow, std::forward<Done>(done));
+  auto* pending = new Pending(plan, n, cost, on_failure, std::forward<Done>(done));
   detail::RequestArray requests(n);
   detail::fill_requests(plan, cost, max_wait, requests.span());
   // The store's callback holds one raw pointer: it fits std::function's inline
   // storage (no allocation), and the store calls it exactly once.
   store.acquire_async(requests.span(), now, pending->decisions.span(), [pending](Status status) {
     const std::unique_ptr<Pending> owned(pending);
-    owned->done(detail::make_verdict(owned->plan, owned->cost, owned->on_failure_allow, status,
+    owned->done(detail::make_verdict(owned->plan, owned->cost, owned->on_failure, status,
                                      owned->decisions.span()));
   });
 }

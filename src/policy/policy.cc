@@ -364,7 +364,9 @@ void Policy::add_consumer_plan(Plan& plan, const RequestInfo& request,
   }
   if (!consumers.unknown_plan) {
     // A shadow route never refuses: it lets the unknown consumer through.
-    plan.consumer_rejected = !plan.route->shadow;
+    if (!plan.route->shadow && plan.refusal == Refusal::kNone) {
+      plan.refusal = Refusal::kUnknownConsumer;
+    }
     return;
   }
   add_plan_limits(plan, *consumers.unknown_plan, ip_part);
@@ -380,7 +382,7 @@ Plan Policy::plan_consumer(std::string_view id, std::string_view unknown_key) co
     return plan;
   }
   if (!consumers.unknown_plan) {
-    plan.consumer_rejected = true;
+    plan.refusal = Refusal::kUnknownConsumer;
     return plan;
   }
   plan.client_key = unknown_key.empty() ? std::string("unknown") : bounded_key_part(unknown_key);
@@ -391,8 +393,10 @@ Plan Policy::plan_consumer(std::string_view id, std::string_view unknown_key) co
 Plan Policy::plan(const RequestInfo& request) const {
   Plan plan;
   const PathReading& reading = compiled_->reading;
-  plan.normalized_path = normalize_path(request.target, reading, &plan.bad_path);
-  if (config_.paths.forward_normalized && !plan.bad_path) {
+  bool bad_path = false;
+  plan.normalized_path = normalize_path(request.target, reading, &bad_path);
+  if (bad_path) plan.refusal = Refusal::kBadPath;
+  if (config_.paths.forward_normalized && !bad_path) {
     std::string as_sent_case;
     if (reading.case_insensitive) {
       PathReading as_sent = reading;
@@ -423,7 +427,7 @@ Plan Policy::plan(const RequestInfo& request) const {
                        [&](const Cidr& c) { return cidr_contains(c, plan.client); });
   };
   if (listed(config_.access.deny)) {
-    plan.access_denied = true;
+    if (plan.refusal == Refusal::kNone) plan.refusal = Refusal::kAccessDenied;
     return plan;
   }
   if (plan.route == nullptr) return plan;

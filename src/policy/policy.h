@@ -27,31 +27,38 @@ struct PlannedLimit {
   std::string store_key;
 };
 
+// Why front doors answer a request without deciding it; the first reason
+// found when there are several.
+enum class Refusal : uint8_t {
+  kNone,
+  // The path is refused (normalize_path: a separator paths: rejects, %00,
+  // escapes that are not UTF-8): 400 BAD_PATH. The rest of the plan is
+  // still filled.
+  kBadPath,
+  // access.deny holds the client: 403. (A client in access.allow gets a
+  // plan without limits.)
+  kAccessDenied,
+  // The route lists `plan` (or /v1/check names a consumer), the consumer is
+  // unknown (or sent no id) and `consumers.unknown` is reject: 401
+  // UNKNOWN_CONSUMER.
+  kUnknownConsumer,
+};
+
 struct Plan {
   const Route* route = nullptr;  // nullptr: no route and no default -> not limited
   std::string normalized_path;
-  // The path is refused (normalize_path: a separator paths: rejects, %00,
-  // escapes that are not UTF-8): front doors answer 400 BAD_PATH instead of
-  // deciding. The rest of the plan is still filled.
-  bool bad_path = false;
+  Refusal refusal = Refusal::kNone;
   // With paths.forward: normalized, the target the upstream gets when the
   // path was not sent normalised: the normalised path with its case as sent,
   // then the query as sent. Empty: forward the request target as it came
   // (its path is the one matched, or paths.forward is original).
   std::string forward_target;
   IpAddress client;
-  // access.deny holds the client: front doors answer 403 and decide nothing.
-  // (A client in access.allow gets a plan without limits.)
-  bool access_denied = false;
   std::string client_key;  // "ip:192.0.2.1", "h:x-api-key=abc", "global", joined by '+'
   std::vector<PlannedLimit> limits;
   // The route lists `plan`: the consumer's plan, whose limits follow the
   // route's own in `limits`. Null when the route does not list it.
   const ConsumerPlan* consumer_plan = nullptr;
-  // The route lists `plan`, the consumer is unknown (or sent no id) and
-  // `consumers.unknown` is reject: front doors answer 401 UNKNOWN_CONSUMER
-  // and decide nothing.
-  bool consumer_rejected = false;
 };
 
 class Policy {
@@ -105,7 +112,7 @@ class Policy {
   // keyed by the consumer as the gateway keys it (so both spend one quota).
   // An unknown id gets the `unknown` plan keyed by `unknown_key` (the
   // caller's "key", bounded as key_bound.h says; "unknown" when empty, one key for all, so ids
-  // never mint fresh state), or consumer_rejected with `unknown: reject`. No limits without
+  // never mint fresh state), or Refusal::kUnknownConsumer with `unknown: reject`. No limits without
   // `consumers:`.
   Plan plan_consumer(std::string_view id, std::string_view unknown_key) const;
 

@@ -7,6 +7,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "policy/decider.h"
@@ -24,7 +25,7 @@ enum class Kind {
   kUnlimited,  // rate_limit: {unlimited: true}
   kBlocked,    // requests_per_unit 0: every request is over
   kCheckOnly,  // hits_addend 0: nothing charged, nothing refused
-  kStore,      // decided by the store, through policy::decide_async
+  kStore,      // decided by the store, through the decision step
 };
 
 // Until the end of the current window (windows aligned to the epoch).
@@ -133,7 +134,29 @@ struct RlsService::Call {
   std::atomic<size_t> pending{1};
   std::vector<size_t> quota_over;  // quota_mode descriptors over their quota
   std::optional<Error> failure;    // the first store failure on_failure answered
+  // Where the decisions are reported; `observing` counts the call while it
+  // holds one (RlsService::stop_observing).
+  const policy::DecisionObserver* observer = nullptr;
+  std::atomic<size_t>* observing = nullptr;
+
+  Call() = default;
+  Call(const Call&) = delete;
+  Call& operator=(const Call&) = delete;
+  ~Call() {
+    if (observing != nullptr) observing->fetch_sub(1, std::memory_order_seq_cst);
+  }
 };
+
+namespace {
+
+// The observer of calls made while none is set.
+class NoObserver final : public policy::DecisionObserver {
+ public:
+  void decided(const policy::Decided&) const override {}
+};
+const NoObserver kNoObserver;
+
+}  // namespace
 
 // A descriptor's limit under its store key: the one-limit plan of the
 // shared decision path.
@@ -146,8 +169,7 @@ void RlsService::plan_store(Item& item, Limit limit, std::string key) {
 
 RlsService::RlsService(Store& store, const Clock& clock, std::shared_ptr<const RlsConfig> config,
                        RlsOptions options)
-    : store_(store),
-      clock_(clock),
+    : step_(store, clock),
       config_(std::move(config)),
       options_(std::move(options)),
       on_store_failure_(options_.on_store_failure) {}
@@ -162,6 +184,17 @@ void RlsService::set_config(std::shared_ptr<const RlsConfig> config) {
 
 std::shared_ptr<const RlsConfig> RlsService::config() const {
   return config_.load(std::memory_order_acquire);
+}
+
+void RlsService::set_observer(const policy::DecisionObserver* observer) {
+  observer_.store(observer, std::memory_order_seq_cst);
+}
+
+void RlsService::stop_observing() {
+  // A call counts itself before it reads observer_ (both seq_cst): it either
+  // reads null here or is seen in observing_.
+  observer_.store(nullptr, std::memory_order_seq_cst);
+  while (observing_.load(std::memory_order_seq_cst) > 0) std::this_thread::yield();
 }
 
 // A unary reactor that counts the call in flight until gRPC is done with it
@@ -230,20 +263,27 @@ void RlsService::decide(const rlspb::RateLimitRequest& request, rlspb::RateLimit
   call->done = std::move(done);
   const grpc::Status valid = plan(*call);
   if (!valid.ok()) return fail(*call, valid);
+  observing_.fetch_add(1, std::memory_order_seq_cst);
+  call->observing = &observing_;
+  call->observer = observer_.load(std::memory_order_seq_cst);
+  const policy::DecisionObserver& observer =
+      call->observer != nullptr ? *call->observer : kNoObserver;
+  const policy::OnFailure on_failure = call->on_store_failure == OnStoreFailure::kDeny
+                                           ? policy::OnFailure::kDeny
+                                           : policy::OnFailure::kAllow;
   for (size_t i = 0; i < call->items.size(); ++i) {
     Item& item = call->items[i];
     if (item.kind != Kind::kStore) continue;
     call->pending.fetch_add(1, std::memory_order_relaxed);
     // Every descriptor is decided on its own, as envoyproxy/ratelimit does:
-    // one over its limit does not stop the others from being charged. The
-    // allow/deny of a failed store call is chosen in finish_item().
-    policy::decide_async(store_, item.plan, call->now, /*on_failure_allow=*/true, item.hits,
-                         [this, call, i](policy::Verdict verdict) {
-                           call->items[i].verdict = std::move(verdict);
-                           if (call->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-                             finish(*call);
-                           }
-                         });
+    // one over its limit does not stop the others from being charged.
+    // on_failure error (no verdict at all) is answered in finish().
+    const policy::Ask ask{item.plan, call->now,  item.hits,
+                          Nanos{0},  on_failure, item.shadow_mode || options_.global_shadow_mode};
+    step_.decide(ask, observer, [this, call, i](policy::Verdict verdict) {
+      call->items[i].verdict = std::move(verdict);
+      if (call->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) finish(*call);
+    });
   }
   if (call->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) finish(*call);
 }
@@ -264,7 +304,7 @@ grpc::Status RlsService::plan(Call& call) {
   if (call.config == nullptr) {
     return {grpc::StatusCode::UNAVAILABLE, "no rate limit configuration loaded"};
   }
-  call.now = clock_.now();
+  call.now = step_.clock().now();
   call.on_store_failure = on_store_failure_.load(std::memory_order_relaxed);
   const Domain* domain = call.config->find_domain(request.domain());
   call.items.resize(static_cast<size_t>(request.descriptors_size()));
@@ -415,12 +455,12 @@ void RlsService::finish_item(Call& call, size_t i) {
   out.decision.limit = item.requests_per_unit;
   const policy::Verdict& v = item.verdict;
   if (item.kind == Kind::kStore && v.store_failed) {
-    // What the HTTP doors answer for a failed store: allowed with nothing
-    // left, or denied with a retry in a second; no quota is claimed.
+    // The verdict on_failure gave, as the HTTP doors answer it: allowed
+    // with nothing left, or denied with its retry; no quota is claimed.
     counters_.store_errors.fetch_add(1, std::memory_order_relaxed);
     out.store_failed = true;
-    out.over = call.on_store_failure == OnStoreFailure::kDeny;
-    out.decision.retry_after = std::chrono::seconds(1);
+    out.over = !v.allowed;
+    out.decision.retry_after = v.decision.retry_after;
   } else if (item.kind == Kind::kBlocked || v.invalid) {
     // Refused without a store decision (requests_per_unit 0, or more hits
     // than the limit holds): the window (or the period) has to pass.

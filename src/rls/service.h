@@ -43,6 +43,10 @@
 //   The store adds the limit's definition, so a changed rule starts afresh.
 //   A key longer than 256 bytes after "rls|" is kept as its digest
 //   (policy/key_bound.h), so long values never size what the store keeps.
+// - Every descriptor is decided by the decision step every front door calls
+//   (policy/step.h), which reports it to the observer set with
+//   set_observer(): the server's decision series, store latency and errors,
+//   denial log and top denied keys count RLS decisions as they count HTTP's.
 //
 // Thread-safety: all methods may be called from any thread; set_config swaps
 // the whole config atomically (a call in flight keeps the config it started with).
@@ -56,6 +60,8 @@
 #include <vector>
 
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
+#include "policy/observer.h"
+#include "policy/step.h"
 #include "rls/config.h"
 #include "sluice/clock.h"
 #include "sluice/store.h"
@@ -159,6 +165,15 @@ class RlsService final : public rlspb::RateLimitService::CallbackService {
   std::shared_ptr<const RlsConfig> config() const;
   const RlsCounters& counters() const { return counters_; }
 
+  // The calls that start afterwards report every decided descriptor to
+  // `observer` (null: to nobody), which must stay alive until
+  // stop_observing() returns.
+  void set_observer(const policy::DecisionObserver* observer);
+  // Once this returns no call reports to the observer any more: it waits
+  // for the calls in flight that took it (each ends within the store's
+  // timeout, or at once with the memory store).
+  void stop_observing();
+
   // ShouldRateLimit calls received and not yet done (their answer not yet
   // sent): shutdown waits for this to reach 0, not for idle connections.
   size_t calls_in_flight() const { return in_flight_.load(std::memory_order_acquire); }
@@ -181,7 +196,7 @@ class RlsService final : public rlspb::RateLimitService::CallbackService {
   struct Call;
   class Reactor;
   // The steps of a call: plan every descriptor, decide the planned ones
-  // through policy::decide_async (the HTTP doors' path), then answer.
+  // through the decision step (the HTTP doors' path), then answer.
   grpc::Status plan(Call& call);
   grpc::Status plan_override(const rlspb::RateLimitRequest& request, int index, Item& item) const;
   grpc::Status plan_match(const Domain& domain, const rlspb::RateLimitRequest& request, int index,
@@ -195,13 +210,14 @@ class RlsService final : public rlspb::RateLimitService::CallbackService {
   void add_headers(Call& call) const;
   void fill_metadata(Call& call) const;
 
-  Store& store_;
-  const Clock& clock_;
+  const policy::DecisionStep step_;
   std::atomic<std::shared_ptr<const RlsConfig>> config_;
   const RlsOptions options_;
   std::atomic<OnStoreFailure> on_store_failure_;
   RlsCounters counters_;
   std::atomic<size_t> in_flight_{0};
+  std::atomic<const policy::DecisionObserver*> observer_{nullptr};
+  std::atomic<size_t> observing_{0};  // calls that took observer_
 };
 
 }  // namespace sluice::rls

@@ -160,7 +160,8 @@ class AdminConsumersWrite : public ::testing::Test {
         dir_ + "/sluice.yaml");
     EXPECT_TRUE(loaded.config.has_value());
     testing::register_session_metrics(context_);
-    context_.state.store(build_state(std::move(*loaded.config), 1, context_.registry));
+    context_.state.store(
+        build_state(std::move(*loaded.config), 1, context_.registry, context_.decision_sinks));
     control_ = std::thread([this] { io_.run(); });
   }
   ~AdminConsumersWrite() override {

@@ -27,7 +27,8 @@ class SessionTest : public ::testing::Test {
         "t.yaml");
     EXPECT_TRUE(loaded.config.has_value());
     testing::register_session_metrics(context_);
-    context_.state.store(build_state(std::move(*loaded.config), 1, context_.registry));
+    context_.state.store(
+        build_state(std::move(*loaded.config), 1, context_.registry, context_.decision_sinks));
   }
 
   // What the session writes back to `input`. Bounded: a session still open

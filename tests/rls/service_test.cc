@@ -900,5 +900,60 @@ TEST(RlsServiceKeys, ALongDescriptorValueIsStoredBoundedAndCountedAsOne) {
   EXPECT_EQ(store.keys.back(), "rls|1:d2:ip=8:10.0.0.7");
 }
 
+// What the decision step reported, one line per decided descriptor.
+struct RecordingObserver final : policy::DecisionObserver {
+  void decided(const policy::Decided& d) const override {
+    const std::lock_guard<std::mutex> lock(mutex);
+    lines.push_back(std::string(d.verdict.allowed ? "allowed" : "denied") +
+                    (d.verdict.store_failed ? " store_failed" : "") + (d.shadow ? " shadow" : "") +
+                    " " + std::string(policy::decision_key(d.plan, d.verdict)));
+  }
+  mutable std::mutex mutex;
+  mutable std::vector<std::string> lines;
+};
+
+TEST(RlsServiceObserver, EveryDecidedDescriptorIsReportedOnceAsTheHttpDoorsReportTheirs) {
+  ManualClock clock(testing::kT0);
+  MemoryStore store(testing::test_store_options());
+  RlsService service(store, clock, load_text(kConfig));
+  RecordingObserver observer;
+  service.set_observer(&observer);
+  // vip: 1 per second. Unlimited, no-limit and check-only descriptors are
+  // not decided by the store, so not reported.
+  decide(service,
+         request("d", {Entries{{"ip", "10.0.0.9"}}, Entries{{"ldap", "x"}}, Entries{{"x", "y"}}}));
+  decide(service, one("ip", "10.0.0.9"));
+  decide(service, request("d", {Entries{{"ip", "10.0.0.9"}}}, 0));
+  decide(service, request("d", {Entries{{"soft", "s"}}}));
+  decide(service, request("d", {Entries{{"soft", "s"}}}));
+  pb::RateLimitRequest check_only = one("ip", "10.0.0.8");
+  check_only.mutable_descriptors(0)->mutable_hits_addend()->set_value(0);
+  decide(service, check_only);
+  EXPECT_THAT(observer.lines,
+              ElementsAre("allowed rls|1:d2:ip=8:10.0.0.9", "denied rls|1:d2:ip=8:10.0.0.9",
+                          "denied rls|1:d2:ip=8:10.0.0.9", "allowed shadow rls|1:d4:soft=1:s",
+                          "denied shadow rls|1:d4:soft=1:s"));
+
+  // Nothing is reported once stop_observing() returned.
+  service.stop_observing();
+  decide(service, one("ip", "10.0.0.9"));
+  EXPECT_EQ(observer.lines.size(), 5u);
+}
+
+TEST(RlsServiceObserver, AFailedStoreIsReportedWithTheVerdictOnFailureGave) {
+  ManualClock clock(testing::kT0);
+  UnavailableStore store;
+  RlsOptions options;
+  options.on_store_failure = OnStoreFailure::kDeny;
+  RlsService service(store, clock, load_text(kConfig), options);
+  RecordingObserver observer;
+  service.set_observer(&observer);
+  decide(service, one("ip", "10.0.0.9"));
+  service.set_on_store_failure(OnStoreFailure::kAllow);
+  decide(service, one("ip", "10.0.0.9"));
+  EXPECT_THAT(observer.lines, ElementsAre("denied store_failed rls|1:d2:ip=8:10.0.0.9",
+                                          "allowed store_failed rls|1:d2:ip=8:10.0.0.9"));
+}
+
 }  // namespace
 }  // namespace sluice::rls

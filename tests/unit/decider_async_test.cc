@@ -102,16 +102,17 @@ TEST(DecideAsync, WithTheMemoryStoreAnswersBeforeReturningAsDecideDoes) {
   // Allowed twice (b 2 -> 0), then denied by b with a not charged, weighted.
   for (uint64_t cost : {1, 1, 1, 2, 6}) {
     std::optional<Verdict> got;
-    decide_async(async_store, both, kNow, true, cost, [&](Verdict v) { got = std::move(v); });
+    decide_async(async_store, both, kNow, OnFailure::kAllow, cost,
+                 [&](Verdict v) { got = std::move(v); });
     ASSERT_TRUE(got.has_value()) << "the memory store completes inline";
-    expect_same(*got, decide(sync_store, both, kNow, true, cost));
+    expect_same(*got, decide(sync_store, both, kNow, OnFailure::kAllow, cost));
   }
 }
 
 TEST(DecideAsync, PlanWithoutLimitsIsNotLimitedAndAsksNoStore) {
   DeferredStore store;
   std::optional<Verdict> got;
-  decide_async(store, Plan{}, kNow, true, 1, [&](Verdict v) { got = std::move(v); });
+  decide_async(store, Plan{}, kNow, OnFailure::kAllow, 1, [&](Verdict v) { got = std::move(v); });
   ASSERT_TRUE(got.has_value());
   EXPECT_FALSE(got->limited);
   EXPECT_TRUE(got->allowed);
@@ -125,13 +126,14 @@ TEST(DecideAsync, ALaterCompletionGivesTheVerdictOnceThen) {
   const Plan both = f.plan_of({&f.a, &f.b});
   std::vector<Verdict> got;
   for (int i = 0; i < 3; ++i) {
-    decide_async(store, both, kNow, true, 1, [&](Verdict v) { got.push_back(std::move(v)); });
+    decide_async(store, both, kNow, OnFailure::kAllow, 1,
+                 [&](Verdict v) { got.push_back(std::move(v)); });
   }
   EXPECT_TRUE(got.empty()) << "nothing before the store answers";
   ASSERT_EQ(store.pending.size(), 3u);
   store.complete_all();
   ASSERT_EQ(got.size(), 3u);
-  for (const Verdict& v : got) expect_same(v, decide(reference, both, kNow, true));
+  for (const Verdict& v : got) expect_same(v, decide(reference, both, kNow, OnFailure::kAllow));
   EXPECT_TRUE(got[1].allowed);  // b 2 -> 0
   EXPECT_FALSE(got[2].allowed);
   EXPECT_EQ(got[2].reported, &f.b);
@@ -143,10 +145,8 @@ TEST(DecideAsync, AFailureLaterFollowsOnFailure) {
   DeferredStore store;
   const Plan plan = f.plan_of({&f.a, &f.b});
   std::optional<Verdict> open, closed;
-  decide_async(store, plan, kNow, /*on_failure_allow=*/true, 1,
-               [&](Verdict v) { open = std::move(v); });
-  decide_async(store, plan, kNow, /*on_failure_allow=*/false, 1,
-               [&](Verdict v) { closed = std::move(v); });
+  decide_async(store, plan, kNow, OnFailure::kAllow, 1, [&](Verdict v) { open = std::move(v); });
+  decide_async(store, plan, kNow, OnFailure::kDeny, 1, [&](Verdict v) { closed = std::move(v); });
   store.complete_all(Error{ErrorCode::kStoreUnavailable, "redis: timeout"});
   ASSERT_TRUE(open && closed);
   EXPECT_TRUE(open->store_failed);
@@ -171,10 +171,11 @@ TEST(DecideAsync, TakesAMoveOnlyCallbackAndManyLimits) {
   for (const RouteLimit& l : limits) plan.limits.push_back({&l, l.name + "|k"});
   std::optional<Verdict> got;
   auto token = std::make_unique<int>(42);  // makes the callback move-only
-  decide_async(store, plan, kNow, true, 1, [token = std::move(token), &got](Verdict v) {
-    EXPECT_EQ(*token, 42);
-    got = std::move(v);
-  });
+  decide_async(store, plan, kNow, OnFailure::kAllow, 1,
+               [token = std::move(token), &got](Verdict v) {
+                 EXPECT_EQ(*token, 42);
+                 got = std::move(v);
+               });
   ASSERT_EQ(store.pending.size(), 1u);
   EXPECT_EQ(store.pending[0]->requests.size(), 20u);
   store.complete_all();

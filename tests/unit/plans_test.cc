@@ -250,7 +250,7 @@ TEST(PlansPlan, AKnownConsumersPlanIsKeyedByTheConsumerAndSharedAcrossRoutes) {
   ASSERT_NE(search.consumer_plan, nullptr);
   EXPECT_EQ(search.consumer_plan->name, "pro");
   EXPECT_EQ(search.limits[1].limit, &search.consumer_plan->limits[0]);
-  EXPECT_FALSE(search.consumer_rejected);
+  EXPECT_EQ(search.refusal, policy::Refusal::kNone);
   EXPECT_EQ(search.client_key, "ip:192.0.2.1");  // the route's own key is unchanged
   EXPECT_EQ(keys_of(p.plan(get("/api/orders", &key_a))),
             (Keys{"plan:pro#0|h:x-api-key=key-a", "plan:pro#1|h:x-api-key=key-a"}));
@@ -277,12 +277,12 @@ TEST(PlansPlan, UnknownRejectMarksThePlanAndKnownConsumersPass) {
   const ConsumersDir d("key-a: free\n");
   const Policy p = policy_with(d, "reject");
   const OneHeader stranger("x-api-key", "stranger");
-  EXPECT_TRUE(p.plan(get("/api/orders", &stranger)).consumer_rejected);
-  EXPECT_TRUE(p.plan(get("/api/orders", nullptr)).consumer_rejected);
-  EXPECT_FALSE(p.plan(get("/health", nullptr)).consumer_rejected);  // no `plan` there
+  EXPECT_EQ(p.plan(get("/api/orders", &stranger)).refusal, policy::Refusal::kUnknownConsumer);
+  EXPECT_EQ(p.plan(get("/api/orders", nullptr)).refusal, policy::Refusal::kUnknownConsumer);
+  EXPECT_EQ(p.plan(get("/health", nullptr)).refusal, policy::Refusal::kNone);  // no `plan` there
   const OneHeader key_a("x-api-key", "key-a");
   const Plan known = p.plan(get("/api/orders", &key_a));
-  EXPECT_FALSE(known.consumer_rejected);
+  EXPECT_EQ(known.refusal, policy::Refusal::kNone);
   EXPECT_EQ(keys_of(known), (Keys{"plan:free#0|h:x-api-key=key-a"}));
 }
 
@@ -290,14 +290,14 @@ TEST(PlansPlan, ARuntimeChangeAppliesToTheNextPlan) {
   const ConsumersDir d("key-a: free\n");
   const Policy p = policy_with(d, "reject");
   const OneHeader key_b("x-api-key", "key b");  // escaped in the key like any header value
-  EXPECT_TRUE(p.plan(get("/api/orders", &key_b)).consumer_rejected);
+  EXPECT_EQ(p.plan(get("/api/orders", &key_b)).refusal, policy::Refusal::kUnknownConsumer);
   p.consumers()->set("key b", 1);
   EXPECT_EQ(keys_of(p.plan(get("/api/orders", &key_b))),
             (Keys{"plan:pro#0|h:x-api-key=key%20b", "plan:pro#1|h:x-api-key=key%20b"}));
   // A copy of the Policy shares the consumers in force.
   const Policy copy = p;
   copy.consumers()->set("key b", std::nullopt);
-  EXPECT_TRUE(p.plan(get("/api/orders", &key_b)).consumer_rejected);
+  EXPECT_EQ(p.plan(get("/api/orders", &key_b)).refusal, policy::Refusal::kUnknownConsumer);
 }
 
 TEST(PlansPlan, CheckByConsumer) {
@@ -309,7 +309,8 @@ TEST(PlansPlan, CheckByConsumer) {
             (Keys{"plan:free#0|ip:198.51.100.7"}));
   EXPECT_EQ(keys_of(p.plan_consumer("stranger", "")), (Keys{"plan:free#0|unknown"}));
   const ConsumersDir r("");
-  EXPECT_TRUE(policy_with(r, "reject").plan_consumer("stranger", "").consumer_rejected);
+  EXPECT_EQ(policy_with(r, "reject").plan_consumer("stranger", "").refusal,
+            policy::Refusal::kUnknownConsumer);
   EXPECT_TRUE(Policy(Config{}).plan_consumer("key-a", "").limits.empty());
 }
 
@@ -338,7 +339,7 @@ TEST(PlansPlan, FreeAndProQuotasWithTheRealDecider) {
   const Nanos now = std::chrono::seconds(1'700'000'000);
   auto allowed = [&](std::string_view target, const std::string& id) {
     const OneHeader headers("x-api-key", id);
-    return decide(store, p.plan(get(target, &headers)), now, true).allowed;
+    return decide(store, p.plan(get(target, &headers)), now, OnFailure::kAllow).allowed;
   };
   // pro: 5 an hour, spent across both routes that list `plan`.
   for (int i = 0; i < 3; ++i) EXPECT_TRUE(allowed("/api/search", "key-a")) << i;

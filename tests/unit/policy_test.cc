@@ -535,22 +535,23 @@ TEST(PolicyAccess, AllowedClientsAreNotLimitedAndDeniedOnesAreMarked) {
   };
   // Allowed: the route is known, nothing is limited.
   const Plan allowed = plan_for("10.1.2.3");
-  EXPECT_FALSE(allowed.access_denied);
+  EXPECT_EQ(allowed.refusal, policy::Refusal::kNone);
   EXPECT_NE(allowed.route, nullptr);
   EXPECT_TRUE(allowed.limits.empty());
   EXPECT_TRUE(plan_for("2001:db8::7").limits.empty());
   // Denied, deny winning over allow; also on paths no route limits.
-  EXPECT_TRUE(plan_for("203.0.113.9").access_denied);
-  EXPECT_TRUE(plan_for("10.9.1.1").access_denied);
+  EXPECT_EQ(plan_for("203.0.113.9").refusal, policy::Refusal::kAccessDenied);
+  EXPECT_EQ(plan_for("10.9.1.1").refusal, policy::Refusal::kAccessDenied);
   FakeHeaders none;
-  EXPECT_TRUE(policy.plan(request("GET", "/unrouted", &none, "203.0.113.9")).access_denied);
+  EXPECT_EQ(policy.plan(request("GET", "/unrouted", &none, "203.0.113.9")).refusal,
+            policy::Refusal::kAccessDenied);
   // The address as resolved through trusted proxies, not the peer.
-  EXPECT_TRUE(plan_for("127.0.0.1", "203.0.113.9").access_denied);
+  EXPECT_EQ(plan_for("127.0.0.1", "203.0.113.9").refusal, policy::Refusal::kAccessDenied);
   EXPECT_TRUE(plan_for("127.0.0.1", "10.1.2.3").limits.empty());
   EXPECT_FALSE(plan_for("198.51.100.1", "10.1.2.3").limits.empty());  // untrusted peer
   // Anyone else: limited as usual.
   const Plan other = plan_for("198.51.100.1");
-  EXPECT_FALSE(other.access_denied);
+  EXPECT_EQ(other.refusal, policy::Refusal::kNone);
   EXPECT_EQ(other.limits.size(), 1u);
 }
 
@@ -602,9 +603,10 @@ TEST(PolicyClientIp, OnlyTheConfiguredHeaderNamesTheClient) {
   EXPECT_EQ(p.client, ip("127.0.0.1"));
   EXPECT_EQ(p.client_key, "ip:127.0.0.1");
   // A denied client behind the proxy stays denied whatever else it sends.
-  EXPECT_TRUE(
+  EXPECT_EQ(
       plan_from(policy, "127.0.0.1", {{"X-Forwarded-For", "203.0.113.7"}, {"X-Real-IP", "9.9.9.9"}})
-          .access_denied);
+          .refusal,
+      policy::Refusal::kAccessDenied);
 }
 
 // --- store keys and named policies ---

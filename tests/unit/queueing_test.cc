@@ -22,6 +22,7 @@ namespace sluice {
 namespace {
 
 using namespace std::chrono_literals;
+using policy::OnFailure;
 using testing::kNoon;
 using testing::must;
 
@@ -261,24 +262,24 @@ TEST(QueueingVerdict, AVerdictWaitsForItsLatestLimitAndGiveBackAllFreesThePlace)
   ASSERT_EQ(plan.limits.size(), 2u);
   const auto ignore = [](Status) {};
 
-  policy::Verdict v = policy::decide(store, plan, kNoon, true);
+  policy::Verdict v = policy::decide(store, plan, kNoon, OnFailure::kAllow);
   ASSERT_TRUE(v.allowed);
   EXPECT_EQ(v.wait, 0ns);
-  v = policy::decide(store, plan, kNoon, true);
+  v = policy::decide(store, plan, kNoon, OnFailure::kAllow);
   ASSERT_TRUE(v.allowed);
   EXPECT_EQ(v.wait, 1s);
-  const policy::Verdict third = policy::decide(store, plan, kNoon, true);
+  const policy::Verdict third = policy::decide(store, plan, kNoon, OnFailure::kAllow);
   ASSERT_TRUE(third.allowed);
   EXPECT_EQ(third.wait, 2s);
-  EXPECT_FALSE(policy::decide(store, plan, kNoon, true).allowed);
+  EXPECT_FALSE(policy::decide(store, plan, kNoon, OnFailure::kAllow).allowed);
   // The third leaves: both limits get their charge back; the next arrival
   // takes its turn.
   EXPECT_EQ(policy::give_back_all(store, plan, third, kNoon + 10ms, ignore), 2u);
-  v = policy::decide(store, plan, kNoon + 10ms, true);
+  v = policy::decide(store, plan, kNoon + 10ms, OnFailure::kAllow);
   ASSERT_TRUE(v.allowed);
   EXPECT_EQ(v.wait, 1990ms);
   // A denied verdict charged nothing: nothing to give back.
-  const policy::Verdict denied = policy::decide(store, plan, kNoon + 10ms, true);
+  const policy::Verdict denied = policy::decide(store, plan, kNoon + 10ms, OnFailure::kAllow);
   ASSERT_FALSE(denied.allowed);
   EXPECT_EQ(policy::give_back_all(store, plan, denied, kNoon + 10ms, ignore), 0u);
 }

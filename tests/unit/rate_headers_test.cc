@@ -14,6 +14,7 @@ namespace {
 using namespace std::chrono_literals;
 using policy::HeaderModes;
 using policy::LimitOutcome;
+using policy::OnFailure;
 using policy::Plan;
 using policy::RouteLimit;
 using policy::Verdict;
@@ -47,7 +48,7 @@ class Route {
   explicit Route(std::vector<RouteLimit> limits) : limits_(std::move(limits)) {
     for (const RouteLimit& l : limits_) plan_.limits.push_back({&l, l.name + "|ip:192.0.2.1"});
   }
-  Verdict decide(Nanos now = kNow) { return policy::decide(store_, plan_, now, true); }
+  Verdict decide(Nanos now = kNow) { return policy::decide(store_, plan_, now, OnFailure::kAllow); }
   const RouteLimit& limit(size_t i) const { return limits_[i]; }
 
  private:

@@ -340,7 +340,9 @@ TEST_P(RlsRedisFaults, KilledRedisIsAnsweredPerOnFailureAndRestartedRedisEnforce
   expect_on_failure(*client_, allow, 20, "down-");
   EXPECT_EQ(server_->metric("sluice_rls_store_errors_total"), 20);
   EXPECT_EQ(server_->metric("sluice_rls_request_errors_total"), 0);
-  EXPECT_TRUE(server_->wait_for_log("RLS: store failed: ", 2s)) << server_->log();
+  // Counted where the HTTP doors' store failures are.
+  EXPECT_EQ(server_->metric("sluice_store_errors_total"), 20);
+  EXPECT_TRUE(server_->wait_for_log("store failed on route \"rls\": ", 2s)) << server_->log();
   EXPECT_TRUE(server_->wait_for_log(allow ? "on_failure=allow" : "on_failure=deny", 2s));
 
   // Redis comes back empty: every descriptor starts full.
