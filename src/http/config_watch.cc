@@ -92,7 +92,8 @@ void ConfigWatch::on_events(size_t bytes) {
     // The kernel dropped the watch (its folder was removed): the next
     // check watches what the paths need then.
     if (event.mask & IN_IGNORED) {
-      std::erase_if(folders_, [&](const auto& f) { return f.second == event.wd; });
+      const int wd = event.wd;  // (a lambda cannot capture inotify_event: flexible array member)
+      std::erase_if(folders_, [wd](const auto& f) { return f.second == wd; });
     }
   }
   timer_.expires_at(debounce_.on_event(Debounce::Clock::now()));
