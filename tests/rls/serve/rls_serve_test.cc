@@ -625,11 +625,12 @@ struct Ran {
 };
 
 // Runs `sluice ARGS` (each argument single-quoted by the caller as needed).
-Ran run_sluice(const std::string& args) {
+Ran run_sluice(const std::string& args, const std::string& env = "") {
   Ran run;
   const std::string dir = make_temp_dir();
   const std::string err_path = dir + "/stderr";
-  const std::string command = std::string(SLUICE_BINARY) + " " + args + " 2>'" + err_path + "'";
+  const std::string command =
+      env + std::string(SLUICE_BINARY) + " " + args + " 2>'" + err_path + "'";
   FILE* p = ::popen(command.c_str(), "r");
   if (p != nullptr) {
     char buf[4096];
@@ -853,8 +854,13 @@ TEST(RlsTls, TheGrpcPortSpeaksTlsAndAReloadSwapsItsCertificate) {
   pb::RateLimitResponse ignored;
   EXPECT_FALSE(plain.call(bob, &ignored).ok());
   // sluice rls query --cacert speaks TLS (capacity 3: the second of bob's 3).
+  // Without LeakSanitizer's exit check: gRPC 1.51's TLS client can still
+  // hold an OpenSSL allocation of 904 bytes on its own threads when the
+  // process exits (about 1 run in 10 at ctest -j, never in a run alone);
+  // the plaintext queries (RlsQuery.*) keep the check.
   Ran r = run_sluice("rls query --address 127.0.0.1:" + std::to_string(port) + " --cacert " +
-                     certs.ca() + " --domain try --descriptor user=bob");
+                         certs.ca() + " --domain try --descriptor user=bob",
+                     "ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 ");
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out.substr(0, r.out.find("  limit_remaining: 1\n")),
             "overall: OK\ndescriptor 1 user=bob: OK\n  limit: 3 per hour (per_user)\n");
