@@ -204,10 +204,15 @@ struct RedisStoreOptions {
   // any of its slots) travel in one script call, up to this many: Redis pays
   // a script call's fixed cost once per batch. While a script call of the
   // same thread is in flight to the node, the next batch keeps filling until
-  // its reply comes, unless it reaches this size or spans 2 ms. Each request
-  // is still decided on its own, all-or-nothing, in issue order per slot. 1
-  // sends every call alone.
+  // its reply comes, unless it reaches this size or spans max_hold. Each
+  // request is still decided on its own, all-or-nothing, in issue order per
+  // slot. 1 sends every call alone.
   size_t max_batch = 64;
+  // How long after its first call a batch waiting behind a call in flight
+  // takes more: a Redis that stalls gets the waiting requests in batches of
+  // this span, so a batch's one deadline (its earliest) refuses none much
+  // before its own.
+  std::chrono::milliseconds max_hold{2};
   std::chrono::milliseconds connect_timeout{1'000};
   // Reconnection backoff: doubles from min to max after each failed attempt.
   std::chrono::milliseconds reconnect_min{20};

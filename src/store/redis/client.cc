@@ -18,10 +18,6 @@ constexpr int kMaxRedirects = 5;
 constexpr std::chrono::milliseconds kTryAgainDelay{2};
 constexpr std::string_view kAsking = "*1\r\n$6\r\nASKING\r\n";
 
-// How long a batch takes calls while a call before it is in flight
-// (flush()).
-constexpr std::chrono::milliseconds kMaxHold{2};
-
 Error unavailable(std::string message) {
   return Error{ErrorCode::kStoreUnavailable, std::move(message)};
 }
@@ -593,7 +589,8 @@ void Client::submit(Call* c) {
       // A fast-path call declares all its batch's keys: one slot per batch.
       if ((*it)->fast == c->fast && (!c->fast || slot_of(*it) == c->slot) &&
           (*it)->calls.size() < shared_.options.max_batch &&
-          (!(*it)->held || c->deadline - (*it)->calls.front()->deadline <= kMaxHold))
+          (!(*it)->held ||
+           c->deadline - (*it)->calls.front()->deadline <= shared_.options.max_hold))
         b = *it;
       break;
     }
@@ -627,7 +624,7 @@ void Client::post_flush() {
 // Redis runs one call at a time anyway, so the requests wait about as long,
 // and each call carries all that arrived meanwhile: the fewer, larger calls
 // cost Redis less per decision when the load is heavy, and nothing at all is
-// held when it is light. A held batch takes calls for kMaxHold after its
+// held when it is light. A held batch takes calls for max_hold after its
 // first (submit()); a later one opens the next batch, and the node's batches
 // then leave, pipelined behind the call in flight: a Redis that stalls gets
 // the waiting requests in batches of that span, so the fast path's one
@@ -666,7 +663,8 @@ bool Client::must_leave(const std::vector<Batch*>& batches, const Connection* co
   // Commands alone wait for nothing: there is no batch to fill.
   if (newest == nullptr) return true;
   return oldest_held != nullptr &&
-         newest->calls.back()->deadline - oldest_held->calls.front()->deadline > kMaxHold;
+         newest->calls.back()->deadline - oldest_held->calls.front()->deadline >
+             shared_.options.max_hold;
 }
 
 void Client::send(Batch* b) {

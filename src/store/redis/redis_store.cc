@@ -476,6 +476,7 @@ Result<std::shared_ptr<RedisStore>> RedisStore::create(RedisStoreOptions options
   if (options.timeout.count() <= 0) return invalid("redis store: timeout must be greater than 0");
   if (options.max_in_flight == 0) return invalid("redis store: max_in_flight must be at least 1");
   if (options.max_batch == 0) return invalid("redis store: max_batch must be at least 1");
+  if (options.max_hold.count() < 0) return invalid("redis store: max_hold must be 0 or more");
   if (options.database < 0) return invalid("redis store: database must be 0 or more");
   if (options.key_prefix.find_first_of("{}") != std::string::npos)
     return invalid("redis store: key_prefix must not contain '{' or '}' (hash tag characters)");
