@@ -304,6 +304,15 @@ bool SluiceProcess::wait_for_metric(const std::string& series, long long value,
   return false;
 }
 
+bool SluiceProcess::wait_for_readyz(int status, std::chrono::milliseconds timeout) const {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (admin_get("/readyz").status == status) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
 int SluiceProcess::run_and_capture(const std::string& yaml, std::string* stderr_text) {
   const std::string dir = make_temp_dir();
   const std::string config = dir + "/sluice.yaml";

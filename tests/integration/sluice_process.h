@@ -93,6 +93,10 @@ class SluiceProcess {
   // Waits until metric(series) is `value`; false after `timeout`.
   bool wait_for_metric(const std::string& series, long long value,
                        std::chrono::milliseconds timeout = std::chrono::seconds(10)) const;
+  // Waits until the admin port's /readyz answers `status` (200 or 503);
+  // false after `timeout`.
+  bool wait_for_readyz(int status,
+                       std::chrono::milliseconds timeout = std::chrono::seconds(10)) const;
 
   // Runs `sluice serve --config <file with yaml verbatim>` and returns its exit
   // code and stderr (for configs that must be refused at startup).

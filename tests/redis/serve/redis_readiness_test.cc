@@ -47,16 +47,6 @@ int check(const SluiceProcess& server, const std::string& key) {
   return server.post("/v1/check", R"({"policy":"p","key":")" + key + R"("})", kJson).status;
 }
 
-// /readyz is `status` within `timeout`.
-bool wait_readyz(const SluiceProcess& server, int status, std::chrono::milliseconds timeout) {
-  const auto until = Clock::now() + timeout;
-  while (Clock::now() < until) {
-    if (server.admin_get("/readyz").status == status) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return false;
-}
-
 TEST(RedisReadiness, TheFirstDecisionsAfterStartAreRedissOverASlowTlsConnection) {
   SLUICE_REQUIRE_REDIS();
   const testing::TestCerts certs;
@@ -111,7 +101,7 @@ TEST(RedisReadiness, ARedisThatRefusesWritesMakesReadyz503UntilMemoryIsFreed) {
                                      "    deny_cache: false\nserver:\n  threads: 2\n" +
                                      kTwoPolicy);
   ASSERT_NE(server, nullptr);
-  ASSERT_TRUE(wait_readyz(*server, 200, 10s)) << server->log();
+  ASSERT_TRUE(server->wait_for_readyz(200, 10s)) << server->log();
   EXPECT_EQ(server->metric("sluice_redis_writes_refused"), 0);
 
   testing::Reply filled = redis.command(
@@ -119,7 +109,7 @@ TEST(RedisReadiness, ARedisThatRefusesWritesMakesReadyz503UntilMemoryIsFreed) {
        "for i = 1, 40000 do redis.call('SET', 'fill:' .. i, string.rep('x', 100)) end return 1",
        "0"});
   ASSERT_TRUE(filled && filled->type == REDIS_REPLY_INTEGER);
-  EXPECT_TRUE(wait_readyz(*server, 503, 10s)) << server->log();
+  EXPECT_TRUE(server->wait_for_readyz(503, 10s)) << server->log();
   EXPECT_EQ(server->metric("sluice_redis_writes_refused"), 1);
   EXPECT_TRUE(server->wait_for_log("refuses writes")) << server->log();
   // Decisions are on_failure's (allow): every one, counted as oom errors.
@@ -129,7 +119,7 @@ TEST(RedisReadiness, ARedisThatRefusesWritesMakesReadyz503UntilMemoryIsFreed) {
   EXPECT_EQ(server->admin_get("/healthz").status, 200);
 
   ASSERT_EQ(redis.text({"FLUSHALL"}), "OK");
-  EXPECT_TRUE(wait_readyz(*server, 200, 10s)) << server->log();
+  EXPECT_TRUE(server->wait_for_readyz(200, 10s)) << server->log();
   EXPECT_EQ(server->metric("sluice_redis_writes_refused"), 0);
   EXPECT_TRUE(server->wait_for_log("accepts writes again")) << server->log();
   EXPECT_EQ(check(*server, "k"), 200);

@@ -73,17 +73,6 @@ bool wait_for(Done done, std::chrono::milliseconds timeout) {
   return true;
 }
 
-// /readyz is 200 (want_ready) or 503 within `timeout`.
-bool wait_ready(const SluiceProcess& server, bool want_ready, std::chrono::milliseconds timeout) {
-  const auto until = Clock::now() + timeout;
-  while (Clock::now() < until) {
-    const int status = server.admin_get("/readyz").status;
-    if (status == (want_ready ? 200 : 503)) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return false;
-}
-
 HttpResponse check(const SluiceProcess& server, const std::string& key) {
   return server.post("/v1/check", R"({"policy":"p","key":")" + key + R"("})", kJson);
 }
@@ -132,7 +121,7 @@ void expect_exactly_capacity(const std::vector<std::string>& addresses, bool clu
         SluiceProcess::start(redis_yaml(addresses, cluster, "deny", "2s", kExactPolicy)));
     ASSERT_NE(servers.back(), nullptr);
   }
-  for (const auto& s : servers) ASSERT_TRUE(wait_ready(*s, true, 10s)) << s->log();
+  for (const auto& s : servers) ASSERT_TRUE(s->wait_for_readyz(200, 10s)) << s->log();
 
   std::atomic<int> others{0};
   const int allowed = hammer_one_key(servers, 3'000, 4, &others);
@@ -178,7 +167,7 @@ void expect_one_lockout_for_all(const std::vector<std::string>& addresses, bool 
     servers.push_back(SluiceProcess::start(redis_yaml(addresses, cluster, "deny", "2s", rest)));
     ASSERT_NE(servers.back(), nullptr);
   }
-  for (const auto& s : servers) ASSERT_TRUE(wait_ready(*s, true, 10s)) << s->log();
+  for (const auto& s : servers) ASSERT_TRUE(s->wait_for_readyz(200, 10s)) << s->log();
   const std::vector<std::pair<std::string, std::string>> mallory = {{"X-User", "mallory"}};
   constexpr int kAttempts = 99;
   std::vector<std::future<int>> statuses;
@@ -240,7 +229,7 @@ TEST(RedisServe, OverTlsWithAnAclUserTwoServersAllowExactlyTheCapacity) {
   for (int i = 0; i < 2; ++i) {
     servers.push_back(SluiceProcess::start(yaml));
     ASSERT_NE(servers.back(), nullptr);
-    ASSERT_TRUE(wait_ready(*servers.back(), true, 10s)) << servers.back()->log();
+    ASSERT_TRUE(servers.back()->wait_for_readyz(200, 10s)) << servers.back()->log();
   }
   EXPECT_TRUE(servers[0]->wait_for_log("store redis over TLS 127.0.0.1:")) << servers[0]->log();
   std::atomic<int> others{0};
@@ -393,7 +382,7 @@ class RedisServeFaults : public ::testing::TestWithParam<bool> {
     server = SluiceProcess::start(
         redis_yaml({redis.address()}, false, allow ? "allow" : "deny", "100ms", kFaultPolicy));
     ASSERT_NE(server, nullptr);
-    ASSERT_TRUE(wait_ready(*server, true, 10s)) << server->log();
+    ASSERT_TRUE(server->wait_for_readyz(200, 10s)) << server->log();
     bool enforced = false;
     for (int attempt = 0; attempt < 5 && !enforced; ++attempt)
       enforced = enforced_from_start(*server, "before-" + std::to_string(attempt));
@@ -412,7 +401,7 @@ class RedisServeFaults : public ::testing::TestWithParam<bool> {
 TEST_P(RedisServeFaults, KilledRedisIsAnsweredPerOnFailureAndRestartedRedisEnforcesAgain) {
   redis.kill();
   expect_on_failure(*server, allow, 20, "down-");
-  EXPECT_TRUE(wait_ready(*server, false, 3s)) << "/readyz should say 503 while Redis is down";
+  EXPECT_TRUE(server->wait_for_readyz(503, 3s)) << "/readyz should say 503 while Redis is down";
   expect_on_failure(*server, allow, 5, "still-down-");
   EXPECT_EQ(server->metric(R"(sluice_requests_total{route="policy:p",result="error"})"),
             setup_errors + 25);
@@ -428,7 +417,7 @@ TEST_P(RedisServeFaults, KilledRedisIsAnsweredPerOnFailureAndRestartedRedisEnfor
   // real decision says one is up, not all three (the store's and 2 workers').
   EXPECT_TRUE(server->wait_for_metric(kConnectionsUp, 3)) << server->metric(kConnectionsUp);
   expect_enforced(*server, "after-");
-  EXPECT_TRUE(wait_ready(*server, true, 3s));
+  EXPECT_TRUE(server->wait_for_readyz(200, 3s));
   EXPECT_GE(server->metric(R"(sluice_redis_events_total{kind="script_load"})"), 1);
 }
 
@@ -438,12 +427,12 @@ TEST_P(RedisServeFaults, StoppedRedisIsAnsweredPerOnFailureWithinTheTimeout) {
   ASSERT_TRUE(redis.pause());
   expect_on_failure(*server, allow, 5, "paused-");
   EXPECT_GT(server->metric(R"(sluice_redis_errors_total{kind="timeout"})"), 0);
-  EXPECT_TRUE(wait_ready(*server, false, 10s)) << "/readyz should say 503 while Redis is stopped";
+  EXPECT_TRUE(server->wait_for_readyz(503, 10s)) << "/readyz should say 503 while Redis is stopped";
   ASSERT_TRUE(redis.resume());
 
   EXPECT_LT(time_until_enforced(*server, "resumed-"), kRecovery);
   expect_enforced(*server, "after-");
-  EXPECT_TRUE(wait_ready(*server, true, 3s));
+  EXPECT_TRUE(server->wait_for_readyz(200, 3s));
 }
 
 // The attack this guards against: Redis stopped for a while under load. The
@@ -544,7 +533,7 @@ TEST(RedisServe, AdminStatsNamesTheRedisStore) {
   auto server =
       SluiceProcess::start(redis_yaml({redis.address()}, false, "deny", "2s", kExactPolicy));
   ASSERT_NE(server, nullptr);
-  ASSERT_TRUE(wait_ready(*server, true, 10s)) << server->log();
+  ASSERT_TRUE(server->wait_for_readyz(200, 10s)) << server->log();
   const HttpResponse stats = server->admin_get("/admin/stats");
   EXPECT_EQ(stats.status, 200);
   EXPECT_NE(stats.body.find(R"("store":{"backend":"redis","ready":true},)"), std::string::npos)
@@ -566,7 +555,7 @@ TEST(RedisServe, AnExhaustedKeyIsDeniedWithoutRedisUntilAnAdminReset) {
   ASSERT_TRUE(redis.start());
   auto server = SluiceProcess::start(deny_cache_yaml(redis, true));
   ASSERT_NE(server, nullptr);
-  ASSERT_TRUE(wait_ready(*server, true, 10s)) << server->log();
+  ASSERT_TRUE(server->wait_for_readyz(200, 10s)) << server->log();
   for (int i = 0; i < 3; ++i) ASSERT_EQ(check(*server, "attacker").status, 200);
   ASSERT_EQ(check(*server, "attacker").status, 429);  // Redis denies: remembered
   const long long before = redis.script_calls();
@@ -597,7 +586,7 @@ TEST(RedisServe, WithoutTheDenyCacheEveryDenialIsAScriptCall) {
   ASSERT_TRUE(redis.start());
   auto server = SluiceProcess::start(deny_cache_yaml(redis, false));
   ASSERT_NE(server, nullptr);
-  ASSERT_TRUE(wait_ready(*server, true, 10s)) << server->log();
+  ASSERT_TRUE(server->wait_for_readyz(200, 10s)) << server->log();
   for (int i = 0; i < 3; ++i) ASSERT_EQ(check(*server, "attacker").status, 200);
   const long long before = redis.script_calls();
   for (int i = 0; i < 10; ++i) ASSERT_EQ(check(*server, "attacker").status, 429);
@@ -618,7 +607,7 @@ TEST(RedisServe, CachedModeDecidesLocallyAndOnlySyncsCallRedis) {
       "]\n    timeout: 2s\n    mode: cached\n    sync_interval: 20ms\nserver:\n  threads: "
       "2\npolicies:\n  p: {algorithm: token_bucket, capacity: 100, refill_rate: 1/d}\n");
   ASSERT_NE(server, nullptr);
-  ASSERT_TRUE(wait_ready(*server, true, 10s)) << server->log();
+  ASSERT_TRUE(server->wait_for_readyz(200, 10s)) << server->log();
   const std::string syncs = R"(sluice_redis_syncs_total{result="ok"})";
   ASSERT_EQ(check(*server, "hot").status, 200);  // Redis decides, the next sync fetches
   ASSERT_TRUE(wait_for([&] { return server->metric(syncs) >= 1; }, 10s)) << server->log();
@@ -657,7 +646,7 @@ TEST(RedisServe, AReloadChangesOnFailureWithoutARestart) {
   auto server =
       SluiceProcess::start(redis_yaml({redis.address()}, false, "allow", "100ms", kFaultPolicy));
   ASSERT_NE(server, nullptr);
-  ASSERT_TRUE(wait_ready(*server, true, 10s)) << server->log();
+  ASSERT_TRUE(server->wait_for_readyz(200, 10s)) << server->log();
   redis.kill();
   expect_on_failure(*server, true, 3, "allow-");
 
@@ -726,7 +715,7 @@ TEST_P(RedisServeChaos, AKilledMasterIsAnsweredPerOnFailureUntilItsReplicaServes
   auto server = SluiceProcess::start(
       redis_yaml(cluster.addresses(), true, allow ? "allow" : "deny", "500ms", policy));
   ASSERT_NE(server, nullptr);
-  ASSERT_TRUE(wait_ready(*server, true, 10s)) << server->log();
+  ASSERT_TRUE(server->wait_for_readyz(200, 10s)) << server->log();
   const std::string on_failure_body =
       allow
           ? R"({"allowed":true,"limit":100,"remaining":0,"reset_after_ms":0,"retry_after_ms":0})"
@@ -883,7 +872,7 @@ TEST_P(RedisServeChaos, AKilledMasterIsAnsweredPerOnFailureUntilItsReplicaServes
     EXPECT_LE(replicated[k], allowed_before[k] + failed_before[k]) << "k" << k;
     unreplicated += std::max(0LL, allowed_before[k] - replicated[k]);
   }
-  EXPECT_TRUE(wait_ready(*server, true, 5s)) << "/readyz not 200 after the failover";
+  EXPECT_TRUE(server->wait_for_readyz(200, 5s)) << "/readyz not 200 after the failover";
   const auto promoted_after =
       std::chrono::duration_cast<std::chrono::milliseconds>(seen_at - killed_at);
   std::printf(

@@ -59,15 +59,6 @@ std::string rls_redis_yaml(const DescriptorDir& dir, const std::string& address,
          "\nserver:\n  threads: 2\n  shutdown_grace: " + shutdown_grace + "\n";
 }
 
-bool wait_ready(const SluiceProcess& server, bool want_ready, std::chrono::milliseconds timeout) {
-  const auto until = SteadyClock::now() + timeout;
-  while (SteadyClock::now() < until) {
-    if (server.admin_get("/readyz").status == (want_ready ? 200 : 503)) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return false;
-}
-
 pb::RateLimitRequest tenant(const std::string& name) {
   return request("edge", {{{"tenant", name}}});
 }
@@ -87,7 +78,7 @@ class RlsRedis : public ::testing::Test {
                                               const std::string& shutdown_grace = "2s") {
     auto server = SluiceProcess::start(
         rls_redis_yaml(dir_, redis_.address(), on_failure, timeout, shutdown_grace));
-    if (server != nullptr && !wait_ready(*server, true, 10s)) {
+    if (server != nullptr && !server->wait_for_readyz(200, 10s)) {
       ADD_FAILURE() << "not ready: " << server->log();
       return nullptr;
     }
