@@ -126,6 +126,20 @@ class ProxyExchange : public std::enable_shared_from_this<ProxyExchange> {
 
  private:
   enum class Stage { kConnect, kSend, kReceive };
+  // Where the exchange is, in order: each phase implies the ones before it
+  // (a retry goes back to kRequestHead; an error answer jumps to kAnswering).
+  enum class Phase {
+    kRequestHead,       // connecting, or the request header not yet written upstream
+    kRequestBody,       // the header went upstream, the body is being relayed
+    kAwaitingResponse,  // the whole request went upstream, no byte of a response yet
+    kResponseHead,      // a response is arriving (its header, or 1xx ones skipped)
+    kAnswering,         // the client is being answered: its status is fixed
+    kRelaying,          // the response header went to the client, its body follows
+    kDone,              // the response went to the client whole
+  };
+  // Which connection the request is on: one from the pool, a new one, or the
+  // new one of the one retry (retry_allowed()).
+  enum class Attempt { kPooled, kNew, kRetry };
   // What the exchange timer guards (one timer per exchange, re-armed per phase).
   enum class Waiting { kNothing, kConnect, kUpstream, kClient };
 
@@ -186,14 +200,9 @@ class ProxyExchange : public std::enable_shared_from_this<ProxyExchange> {
   bool client_keep_alive_ = true;
   bool has_body_ = false;         // the request has a body to relay
   bool expect_continue_ = false;  // the client waits for "100 Continue" before its body
-  bool conn_reused_ = false;      // conn_ came from the pool
-  bool retried_ = false;
-  bool response_seen_ = false;     // a byte of an upstream response arrived
-  bool response_started_ = false;  // something was written to the client (status fixed)
-  bool request_done_ = false;
-  bool response_done_ = false;
-  bool slots_given_back_ = false;  // concurrency: the last answer waited for charge.release()
-  bool upgrade_ = false;           // the request asks to switch protocols (wants_upgrade)
+  bool upgrade_ = false;          // the request asks to switch protocols (wants_upgrade)
+  Phase phase_ = Phase::kRequestHead;
+  Attempt attempt_ = Attempt::kNew;
   Framing request_framing_ = Framing::kNone;
   Framing response_framing_ = Framing::kNone;
   uint64_t request_bytes_written_ = 0;
@@ -203,8 +212,6 @@ class ProxyExchange : public std::enable_shared_from_this<ProxyExchange> {
   std::unique_ptr<UpstreamConnection> conn_;
   std::string request_head_;
   std::string response_head_;
-  bool request_head_sent_ = false;
-  bool response_head_sent_ = false;
   Gather gather_;
   std::optional<bhttp::request_parser<bhttp::buffer_body>> body_parser_;
   std::optional<bhttp::response_parser<bhttp::buffer_body>> response_parser_;

@@ -61,7 +61,7 @@ bool is_parse_error(const beast::error_code& ec) {
 // - Never after a timeout: the upstream may still be working on it, and the
 //   time the client was promised is spent.
 bool ProxyExchange::retry_allowed() const {
-  if (retried_ || !conn_reused_ || response_seen_ || has_body_) return false;
+  if (attempt_ != Attempt::kPooled || phase_ >= Phase::kResponseHead || has_body_) return false;
   if (request_bytes_written_ == 0) return true;
   return is_idempotent(method_);
 }
@@ -71,7 +71,7 @@ void ProxyExchange::upstream_failed(beast::error_code ec, Stage stage) {
   const bool connect_timed_out =
       timed_out && stage == Stage::kConnect && SteadyClock::now() < deadline_;
   drop_upstream();
-  if (response_started_) {
+  if (phase_ >= Phase::kAnswering) {
     // The status and perhaps part of the body are with the client: the only
     // honest signal left is to cut the connection short.
     log_failure("the upstream failed in the middle of a response (" +
@@ -79,11 +79,11 @@ void ProxyExchange::upstream_failed(beast::error_code ec, Stage stage) {
     return end(false);
   }
   if (!timed_out && retry_allowed()) {
-    retried_ = true;
+    attempt_ = Attempt::kRetry;
     spdlog::debug("gateway: pooled upstream connection failed ({}); retrying once on a new one",
                   ec.message());
     request_bytes_written_ = 0;
-    request_head_sent_ = false;
+    phase_ = Phase::kRequestHead;
     return connect_new();
   }
   if (timed_out && !connect_timed_out) {
@@ -118,7 +118,7 @@ void ProxyExchange::upstream_failed(beast::error_code ec, Stage stage) {
 
 void ProxyExchange::client_failed(beast::error_code ec) {
   drop_upstream();
-  if (is_parse_error(ec) && !response_started_) {
+  if (is_parse_error(ec) && phase_ < Phase::kAnswering) {
     return respond_error(HttpStatus::bad_request, "BAD_REQUEST",
                          "malformed HTTP request body: " + ec.message());
   }
@@ -128,9 +128,8 @@ void ProxyExchange::client_failed(beast::error_code ec) {
 
 void ProxyExchange::respond_error(HttpStatus status, std::string_view code,
                                   const std::string& message) {
-  if (!slots_given_back_) {
+  if (ex_->charge.holds_slots()) {
     // As write_response(): the slots go back before the client learns the outcome.
-    slots_given_back_ = true;
     return ex_->charge.release([self = shared_from_this(), status, code, message] {
       self->respond_error(status, code, message);
     });
@@ -149,7 +148,7 @@ void ProxyExchange::respond_error(HttpStatus status, std::string_view code,
   error_response_->keep_alive(keep_alive);
   error_response_->prepare_payload();
   if (method_ == bhttp::verb::head) error_response_->body().clear();  // Content-Length stays
-  response_started_ = true;
+  phase_ = Phase::kAnswering;
   arm(Waiting::kClient, SteadyClock::now() + client_timeout_);
   bhttp::async_write(client(), *error_response_,
                      [self = shared_from_this(), keep_alive](beast::error_code ec, size_t) {

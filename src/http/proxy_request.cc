@@ -86,14 +86,13 @@ void ProxyExchange::acquire() {
   if (upgrade_) return connect_new();
   conn_ = shared_->pool.take(endpoint_, now);
   if (conn_) {
-    conn_reused_ = true;
+    attempt_ = Attempt::kPooled;
     return write_first_piece();
   }
   connect_new();
 }
 
 void ProxyExchange::connect_new() {
-  conn_reused_ = false;
   conn_ = std::make_unique<UpstreamConnection>(shared_->io_context);
   conn_->endpoint = endpoint_;
   arm(Waiting::kConnect, std::min(SteadyClock::now() + upstream_.connect_timeout, deadline_));
@@ -162,9 +161,9 @@ void ProxyExchange::write_first_piece() {
 
 void ProxyExchange::write_request(const char* data, size_t size, bool last) {
   arm(Waiting::kUpstream, deadline_);
-  const auto buffers =
-      gather_.make(request_head_sent_ ? std::string_view() : std::string_view(request_head_),
-                   request_framing_ == Framing::kChunked, data, size, last);
+  const auto buffers = gather_.make(
+      phase_ != Phase::kRequestHead ? std::string_view() : std::string_view(request_head_),
+      request_framing_ == Framing::kChunked, data, size, last);
   if (buffers.empty()) return on_write_request({}, 0, last);  // nothing left to say
   asio::async_write(conn_->socket, buffers,
                     [self = shared_from_this(), last](beast::error_code ec, size_t n) {
@@ -175,9 +174,9 @@ void ProxyExchange::write_request(const char* data, size_t size, bool last) {
 void ProxyExchange::on_write_request(beast::error_code ec, size_t n, bool last) {
   request_bytes_written_ += n;
   if (ec) return upstream_failed(ec, Stage::kSend);
-  request_head_sent_ = true;
+  phase_ = Phase::kRequestBody;
   if (!last) return do_read_request_body();
-  request_done_ = true;
+  phase_ = Phase::kAwaitingResponse;
   do_read_response_header();
 }
 

@@ -35,7 +35,7 @@ void ProxyExchange::do_read_response_header() {
 }
 
 void ProxyExchange::on_response_header(beast::error_code ec) {
-  if (response_parser_->got_some()) response_seen_ = true;
+  if (response_parser_->got_some()) phase_ = Phase::kResponseHead;
   if (ec) return upstream_failed(ec, Stage::kReceive);
   const unsigned status = response_parser_->get().result_int();
   // An interim response (103 Early Hints; 100 Continue although Sluice never
@@ -124,17 +124,16 @@ void ProxyExchange::on_read_response_body(beast::error_code ec) {
 }
 
 void ProxyExchange::write_response(const char* data, size_t size, bool last) {
-  if (last && !slots_given_back_) {
+  if (last && ex_->charge.holds_slots()) {
     // The upstream is done with it: its concurrency slots go back before
     // the response ends, so the client's next request finds them free.
-    slots_given_back_ = true;
     return ex_->charge.release(
         [self = shared_from_this(), data, size] { self->write_response(data, size, true); });
   }
-  response_started_ = true;
-  const auto buffers =
-      gather_.make(response_head_sent_ ? std::string_view() : std::string_view(response_head_),
-                   response_framing_ == Framing::kChunked, data, size, last);
+  if (phase_ < Phase::kAnswering) phase_ = Phase::kAnswering;
+  const auto buffers = gather_.make(
+      phase_ == Phase::kRelaying ? std::string_view() : std::string_view(response_head_),
+      response_framing_ == Framing::kChunked, data, size, last);
   if (buffers.empty()) return on_write_response({}, last);
   arm(Waiting::kClient, SteadyClock::now() + client_timeout_);
   asio::async_write(client(), buffers,
@@ -145,18 +144,17 @@ void ProxyExchange::write_response(const char* data, size_t size, bool last) {
 
 void ProxyExchange::on_write_response(beast::error_code ec, bool last) {
   if (ec) return client_failed(ec);
-  response_head_sent_ = true;
+  phase_ = last ? Phase::kDone : Phase::kRelaying;
   if (!last) return do_read_response_body();
-  response_done_ = true;
   finish();
 }
 
 void ProxyExchange::finish() {
   session().log_access(response_parser_->get().result_int(), response_body_bytes_);
-  // Clean: both messages complete, the upstream did not ask to close, and no
-  // stray bytes after the response (looks_open() checks the buffer too).
-  const bool reusable =
-      request_done_ && response_parser_->is_done() && response_parser_->keep_alive() && !upgrade_;
+  // Clean: both messages complete (a response is only read once the whole
+  // request went), the upstream did not ask to close, and no stray bytes
+  // after the response (looks_open() checks the buffer too).
+  const bool reusable = response_parser_->is_done() && response_parser_->keep_alive() && !upgrade_;
   if (reusable) {
     ++conn_->exchanges;
     shared_->pool.put(std::move(conn_), upstream_.max_idle_connections, SteadyClock::now());
@@ -179,7 +177,7 @@ void ProxyExchange::start_tunnel() {
   proxy::append_field("Connection", "Upgrade", out);
   proxy::append_field("Upgrade", sv(in[bhttp::field::upgrade]), out);
   out.append("\r\n", 2);
-  response_started_ = true;
+  phase_ = Phase::kAnswering;
   arm(Waiting::kClient, SteadyClock::now() + client_timeout_);
   asio::async_write(
       client(), asio::buffer(out), [self = shared_from_this()](beast::error_code ec, size_t) {
