@@ -263,24 +263,24 @@ TEST(QueueingVerdict, AVerdictWaitsForItsLatestLimitAndGiveBackAllFreesThePlace)
   const auto ignore = [](Status) {};
 
   policy::Verdict v = policy::decide(store, plan, kNoon, OnFailure::kAllow);
-  ASSERT_TRUE(v.allowed);
+  ASSERT_TRUE(v.allowed());
   EXPECT_EQ(v.wait, 0ns);
   v = policy::decide(store, plan, kNoon, OnFailure::kAllow);
-  ASSERT_TRUE(v.allowed);
+  ASSERT_TRUE(v.allowed());
   EXPECT_EQ(v.wait, 1s);
   const policy::Verdict third = policy::decide(store, plan, kNoon, OnFailure::kAllow);
-  ASSERT_TRUE(third.allowed);
+  ASSERT_TRUE(third.allowed());
   EXPECT_EQ(third.wait, 2s);
-  EXPECT_FALSE(policy::decide(store, plan, kNoon, OnFailure::kAllow).allowed);
+  EXPECT_FALSE(policy::decide(store, plan, kNoon, OnFailure::kAllow).allowed());
   // The third leaves: both limits get their charge back; the next arrival
   // takes its turn.
   EXPECT_EQ(policy::give_back_all(store, plan, third, kNoon + 10ms, ignore), 2u);
   v = policy::decide(store, plan, kNoon + 10ms, OnFailure::kAllow);
-  ASSERT_TRUE(v.allowed);
+  ASSERT_TRUE(v.allowed());
   EXPECT_EQ(v.wait, 1990ms);
   // A denied verdict charged nothing: nothing to give back.
   const policy::Verdict denied = policy::decide(store, plan, kNoon + 10ms, OnFailure::kAllow);
-  ASSERT_FALSE(denied.allowed);
+  ASSERT_FALSE(denied.allowed());
   EXPECT_EQ(policy::give_back_all(store, plan, denied, kNoon + 10ms, ignore), 0u);
 }
 
