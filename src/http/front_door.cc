@@ -243,7 +243,8 @@ void FrontDoor::decide(Session& session, const std::shared_ptr<const State>& sta
         }
         if (session->access_log_on()) note_access(*session, plan, metrics, verdict);
         if (verdict.allowed() && verdict.wait.count() > 0) {
-          return hold(*session, plan, std::move(verdict), std::move(place), std::move(then));
+          return hold(*session, plan, metrics, std::move(verdict), std::move(place),
+                      std::move(then));
         }
         place = HeldPlace();  // not held: the place is free for another
         then(std::move(verdict));
@@ -266,8 +267,8 @@ void FrontDoor::note_held_refused(const State& state, const RouteMetrics& metric
 }
 
 template <class Then>
-void FrontDoor::hold(Session& session, const policy::Plan& plan, policy::Verdict verdict,
-                     HeldPlace place, Then&& then) {
+void FrontDoor::hold(Session& session, const policy::Plan& plan, const RouteMetrics& metrics,
+                     policy::Verdict verdict, HeldPlace place, Then&& then) {
   context_.metrics.held->add();
   // Session::hold takes a copyable callback and `then` may own the plan
   // (move-only): both travel in one shared block, the one allocation a held
@@ -281,13 +282,13 @@ void FrontDoor::hold(Session& session, const policy::Plan& plan, policy::Verdict
   auto held =
       std::make_shared<Held>(Held{std::move(verdict), std::move(place), std::forward<Then>(then)});
   const auto until = std::chrono::steady_clock::now() + held->verdict.wait;
-  session.hold(until, [this, &plan, held](bool present) {
+  // The State (and `metrics` in it) stays until a charge given back is done.
+  session.hold(until, [this, &plan, &metrics, held, state = session.state()](bool present) {
     held->place = HeldPlace();
     if (present) return held->then(std::move(held->verdict));
     // The client left before its turn: its place goes to whoever comes next.
     // `plan` is owned by `then`, alive in `held` for this call.
-    policy::give_back_all(context_.store, plan, held->verdict, context_.clock.now(),
-                          [](const Status&) {});
+    policy::Charge(context_.store, context_.clock, plan, held->verdict, metrics).cancel([state] {});
   });
 }
 
@@ -473,7 +474,9 @@ void FrontDoor::handle_auth(const std::shared_ptr<Session>& session) {
            const std::shared_ptr<const State>& state = session->state();  // held until answered
            // auth_request never says when the request it asked about ends, so a
            // concurrency slot is checked here, not held: it goes back at once.
-           policy::give_back_slots(context_.store, *plan, verdict, now, [](Status) {});
+           policy::Charge(context_.store, context_.clock, *plan, verdict,
+                          state->metrics_for(plan->route))
+               .release([state] {});  // the route's metrics stay until the store is done
            RateHeaders rate;
            append_rate_headers(verdict, state->policy.config().headers, now, rate);
            if (verdict.allowed() || shadow_route(*plan)) {

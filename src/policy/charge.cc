@@ -25,6 +25,7 @@ Charge& Charge::operator=(Charge&& other) noexcept {
   observer_ = other.observer_;
   settled_ = other.settled_;
   slots_held_ = std::exchange(other.slots_held_, false);
+  partly_given_back_ = std::exchange(other.partly_given_back_, true);
   other.settled_ = true;
   return *this;
 }
