@@ -76,7 +76,7 @@ std::string_view check_body(const policy::Verdict& verdict, std::span<char, 192>
   };
   const auto put_uint = [&p, end](uint64_t v) { p = std::to_chars(p, end, v).ptr; };
   const Decision& d = verdict.decision;
-  put(verdict.allowed ? "{\"allowed\":true" : "{\"allowed\":false");
+  put(verdict.allowed() ? "{\"allowed\":true" : "{\"allowed\":false");
   put(",\"limit\":");
   put_uint(d.limit);
   put(",\"remaining\":");
@@ -146,7 +146,7 @@ void note_client(Session& session, const policy::Plan& plan) {
 // free) denied a request that the route's `delay` would have held: its
 // turn, the latest of its limits', would have come within `delay`.
 bool denied_for_want_of_a_place(const policy::Verdict& verdict, Nanos delay) {
-  return verdict.limited && !verdict.allowed && !verdict.store_failed && !verdict.invalid &&
+  return verdict.result == policy::Verdict::Result::kDenied &&
          verdict.decision.retry_after <= delay;
 }
 
@@ -242,8 +242,9 @@ void FrontDoor::decide(Session& session, const std::shared_ptr<const State>& sta
           note_held_refused(*state, metrics);
         }
         if (session->access_log_on()) note_access(*session, plan, metrics, verdict);
-        if (verdict.allowed && verdict.wait.count() > 0) {
-          return hold(*session, plan, std::move(verdict), std::move(place), std::move(then));
+        if (verdict.allowed() && verdict.wait.count() > 0) {
+          return hold(*session, plan, metrics, std::move(verdict), std::move(place),
+                      std::move(then));
         }
         place = HeldPlace();  // not held: the place is free for another
         then(std::move(verdict));
@@ -266,8 +267,8 @@ void FrontDoor::note_held_refused(const State& state, const RouteMetrics& metric
 }
 
 template <class Then>
-void FrontDoor::hold(Session& session, const policy::Plan& plan, policy::Verdict verdict,
-                     HeldPlace place, Then&& then) {
+void FrontDoor::hold(Session& session, const policy::Plan& plan, const RouteMetrics& metrics,
+                     policy::Verdict verdict, HeldPlace place, Then&& then) {
   context_.metrics.held->add();
   // Session::hold takes a copyable callback and `then` may own the plan
   // (move-only): both travel in one shared block, the one allocation a held
@@ -281,13 +282,13 @@ void FrontDoor::hold(Session& session, const policy::Plan& plan, policy::Verdict
   auto held =
       std::make_shared<Held>(Held{std::move(verdict), std::move(place), std::forward<Then>(then)});
   const auto until = std::chrono::steady_clock::now() + held->verdict.wait;
-  session.hold(until, [this, &plan, held](bool present) {
+  // The State (and `metrics` in it) stays until a charge given back is done.
+  session.hold(until, [this, &plan, &metrics, held, state = session.state()](bool present) {
     held->place = HeldPlace();
     if (present) return held->then(std::move(held->verdict));
     // The client left before its turn: its place goes to whoever comes next.
     // `plan` is owned by `then`, alive in `held` for this call.
-    policy::give_back_all(context_.store, plan, held->verdict, context_.clock.now(),
-                          [](const Status&) {});
+    policy::Charge(context_.store, context_.clock, plan, held->verdict, metrics).cancel([state] {});
   });
 }
 
@@ -298,15 +299,15 @@ void FrontDoor::note_access(Session& session, const policy::Plan& plan, const Ro
   std::string redacted;
   note.key = observe::shown_key(session.state()->policy.config().logging.redact_keys,
                                 policy::decision_key(plan, verdict), redacted);
-  if (verdict.store_failed) {
+  if (verdict.store_failed()) {
     note.decision = "error";
-  } else if (!verdict.limited) {
+  } else if (!verdict.limited()) {
     note.decision = "none";
   } else {
-    note.decision = verdict.allowed                    ? "allowed"
+    note.decision = verdict.allowed()                  ? "allowed"
                     : metrics.shadow_denied != nullptr ? "shadow_denied"
                                                        : "denied";
-    if (!verdict.allowed && verdict.reported != nullptr) note.limit = verdict.reported->name;
+    if (!verdict.allowed() && verdict.reported != nullptr) note.limit = verdict.reported->name;
   }
 }
 
@@ -368,12 +369,12 @@ void FrontDoor::answer_check(const std::shared_ptr<Session>& session,
   decide(
       *session, state, planned, metrics, now, cost,
       [this, session, state, now, cost, &metrics, plan = std::move(plan)](policy::Verdict verdict) {
-        if (verdict.invalid) return session->respond(bad_request(verdict.error));
+        if (verdict.invalid()) return session->respond(bad_request(verdict.error));
         char buf[192];
         RateHeaders headers;
         append_rate_headers(verdict, state->policy.config().headers, now, headers);
         Reply reply;
-        reply.status = verdict.allowed ? HttpStatus::ok : HttpStatus::too_many_requests;
+        reply.status = verdict.allowed() ? HttpStatus::ok : HttpStatus::too_many_requests;
         reply.content_type = "application/json";
         reply.rate_headers = &headers;
         reply.body = check_body(verdict, buf);
@@ -473,10 +474,12 @@ void FrontDoor::handle_auth(const std::shared_ptr<Session>& session) {
            const std::shared_ptr<const State>& state = session->state();  // held until answered
            // auth_request never says when the request it asked about ends, so a
            // concurrency slot is checked here, not held: it goes back at once.
-           policy::give_back_slots(context_.store, *plan, verdict, now, [](Status) {});
+           policy::Charge(context_.store, context_.clock, *plan, verdict,
+                          state->metrics_for(plan->route))
+               .release([state] {});  // the route's metrics stay until the store is done
            RateHeaders rate;
            append_rate_headers(verdict, state->policy.config().headers, now, rate);
-           if (verdict.allowed || shadow_route(*plan)) {
+           if (verdict.allowed() || shadow_route(*plan)) {
              Reply reply;
              reply.status = HttpStatus::no_content;
              reply.rate_headers = &rate;
@@ -512,11 +515,11 @@ void FrontDoor::handle_gateway(const std::shared_ptr<Session>& session) {
            const policy::Verdict& verdict = exchange->verdict;
            append_rate_headers(verdict, state->policy.config().headers, now,
                                exchange->rate_headers);
-           if (verdict.invalid) {
+           if (verdict.invalid()) {
              return session->respond(
                  error_response(HttpStatus::internal_server_error, "INTERNAL", verdict.error));
            }
-           if (!verdict.allowed && !shadow_route(exchange->plan)) {
+           if (!verdict.allowed() && !shadow_route(exchange->plan)) {
              return session->respond(
                  gateway_denied_reply(exchange->rate_headers, state->policy.config().deny));
            }

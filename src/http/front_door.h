@@ -23,7 +23,7 @@
 //
 // A route with `delay`: an allowed verdict with a wait is held on its
 // connection (Session::hold) and then goes on as if allowed then; a client
-// that leaves while held gets its charge given back (policy::give_back_all).
+// that leaves while held gets its charge given back (policy::Charge::cancel).
 //
 // Every door builds a policy::Plan, asks the decision step (policy/step.h;
 // the answer may come later, from the store's event loop: the session
@@ -85,8 +85,8 @@ class FrontDoor final : public RequestHandler {
   // then `then(verdict)`; gives its charge back if the client leaves first.
   // `place` is the request's among server.max_held, kept until then.
   template <class Then>
-  void hold(Session& session, const policy::Plan& plan, policy::Verdict verdict, HeldPlace place,
-            Then&& then);
+  void hold(Session& session, const policy::Plan& plan, const RouteMetrics& metrics,
+            policy::Verdict verdict, HeldPlace place, Then&& then);
   // Counts (and logs, at most once a second) a request answered at once
   // because server.max_held requests were held.
   void note_held_refused(const State& state, const RouteMetrics& metrics);

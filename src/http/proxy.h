@@ -29,7 +29,7 @@
 // whenever the request body was not read to its end.
 //
 // Retries: at most one, on a fresh connection, and only when the failed
-// connection came from the pool — see the comment at retry_allowed() in proxy.cc.
+// connection came from the pool — see the comment at retry_allowed() in proxy_failure.cc.
 //
 // Upgrades (WebSocket; any HTTP/1.1 Upgrade but h2c, on a request without a
 // body): the request goes on a new connection with Connection: Upgrade; a 101

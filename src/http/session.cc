@@ -486,8 +486,7 @@ void Session::on_timer(beast::error_code ec, uint64_t seq) {
 // ---------------------------------------------------------------- holding
 
 void Session::hold(SteadyClock::time_point until, std::function<void(bool present)> then) {
-  holding_ = true;
-  client_left_ = false;
+  hold_ = Hold::kWaiting;
   // The hold takes the connection's one timer: no deadline runs while a
   // request is being decided, and a deadline armed for later (idle) is
   // superseded, its handler seeing an old sequence number.
@@ -497,8 +496,9 @@ void Session::hold(SteadyClock::time_point until, std::function<void(bool presen
   // `then` travels in the wait, not in a member: a session whose io_context
   // is destroyed with the wait pending is freed with it.
   timer_.async_wait([self = shared_from_this(), then = std::move(then)](beast::error_code) {
-    self->holding_ = false;
-    if (self->client_left_ || self->phase_ != Phase::kInRequest) {
+    const bool client_left = self->hold_ == Hold::kClientLeft;
+    self->hold_ = Hold::kNone;
+    if (client_left || self->phase_ != Phase::kInRequest) {
       self->context_.metrics.held_gave_up->add();
       self->close_now();
       return then(false);
@@ -518,7 +518,7 @@ void Session::watch_while_held() {
 }
 
 void Session::on_watched(beast::error_code ec) {
-  if (ec || !holding_) return;  // the turn came (cancelled), or closing
+  if (ec || hold_ == Hold::kNone) return;  // the turn came (cancelled), or closing
   // Readable: the client closed, or sent bytes. A peek tells which without
   // taking anything from the socket.
   char byte;
@@ -526,8 +526,8 @@ void Session::on_watched(beast::error_code ec) {
   if (n > 0) return;  // bytes: held to its turn (see hold())
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
     return watch_while_held();
-  client_left_ = true;  // end of stream (0) or an error such as a reset
-  timer_.cancel();      // the hold's handler ends it now
+  hold_ = Hold::kClientLeft;  // end of stream (0) or an error such as a reset
+  timer_.cancel();            // the hold's handler ends it now
 }
 
 // ---------------------------------------------------------------- writing

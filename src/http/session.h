@@ -193,6 +193,9 @@ class Session : public std::enable_shared_from_this<Session> {
   enum class Wait { kNone, kIdle, kRead, kWrite, kLinger };
   // What do_write() sends.
   enum class Pending { kNone, kText, kBeast };
+  // Where hold() is: not holding; waiting for the request's turn; or
+  // waiting, and the client closed meanwhile (the turn ends the hold at once).
+  enum class Hold { kNone, kWaiting, kClientLeft };
   using SteadyClock = std::chrono::steady_clock;
 
   void do_handshake();
@@ -275,9 +278,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
   std::list<Session*>::iterator handshake_entry_;  // in registry_.handshakes
   bool in_handshake_ = false;
-  bool dropped_ = false;      // drop_handshake() closed it
-  bool holding_ = false;      // hold() waits for the request's turn
-  bool client_left_ = false;  // ... and the client closed meanwhile
+  bool dropped_ = false;  // drop_handshake() closed it
+  Hold hold_ = Hold::kNone;
   bool timed_out_ = false;
   bool draining_ = false;
   bool body_read_ = false;

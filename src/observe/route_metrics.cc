@@ -77,22 +77,22 @@ const RouteMetrics::LimitCounters& RouteMetrics::limit_at(size_t index,
 
 void RouteMetrics::decided(const policy::Decided& d) const {
   const policy::Verdict& verdict = d.verdict;
-  if (!verdict.limited) {
+  if (!verdict.limited()) {
     allowed->add();
     return;
   }
   sinks->store_latency->observe_ns(d.store_ns);
-  if (verdict.invalid) return;  // a bad request, answered as such by its door
-  if (verdict.store_failed) return store_failed(d);
+  if (verdict.invalid()) return;  // a bad request, answered as such by its door
+  if (verdict.store_failed()) return store_failed(d);
   const bool shadow = d.shadow && shadow_denied != nullptr;
-  (verdict.allowed ? allowed : shadow ? shadow_denied : denied)->add();
+  (verdict.allowed() ? allowed : shadow ? shadow_denied : denied)->add();
   for (size_t i = 0; i < verdict.outcomes.size(); ++i) {
     const policy::LimitOutcome& outcome = verdict.outcomes[i];
     const LimitCounters& c = limit_at(i, *outcome.limit);
     Counter* counter = outcome.decision.allowed ? c.allowed : c.denied;
     if (counter != nullptr) counter->add();
   }
-  if (verdict.allowed) return;
+  if (verdict.allowed()) return;
   if (shadow) return denied_shadow(d);
   denied_for_real(d);
 }
@@ -125,7 +125,7 @@ void RouteMetrics::store_failed(const policy::Decided& d) const {
   const DenialLogGate::Admission a = log->gate.admit(d.now);
   if (!a.log) return;
   spdlog::error("store failed on route \"{}\": {}; on_failure={}", name, d.verdict.error,
-                d.verdict.allowed ? "allow" : "deny");
+                d.verdict.allowed() ? "allow" : "deny");
 }
 
 void RouteMetrics::denied_shadow(const policy::Decided& d) const {

@@ -10,7 +10,7 @@ Charge::Charge(Store& store, const Clock& clock, const Plan& plan, const Verdict
   slots_held_ = policy::holds_slots(verdict);
   if (slots_held_) observer.on_slots_taken();
   // Nothing to settle without count_status: no store call, no allocation.
-  settled_ = !verdict.allowed ||
+  settled_ = !verdict.allowed() ||
              std::none_of(verdict.outcomes.begin(), verdict.outcomes.end(),
                           [](const LimitOutcome& o) { return !o.limit->count_status.empty(); });
 }
@@ -25,6 +25,7 @@ Charge& Charge::operator=(Charge&& other) noexcept {
   observer_ = other.observer_;
   settled_ = other.settled_;
   slots_held_ = std::exchange(other.slots_held_, false);
+  partly_given_back_ = std::exchange(other.partly_given_back_, true);
   other.settled_ = true;
   return *this;
 }

@@ -1,9 +1,12 @@
 // Charge: what an allowed request took from the store and may still give
 // back, each part at most once: its count_status charge, settled when the
-// request's outcome is known (settle), and its concurrency slots, released
-// when it ends (release). The gateway's exchange holds one per proxied
-// request; whatever gives back goes through it, so that nothing is given
-// back twice (a slot given back twice would free another request's).
+// request's outcome is known (settle), its concurrency slots, released
+// when it ends (release), or all of it when the request never goes on
+// (cancel). The gateway's exchange holds one per proxied request; /v1/auth
+// releases its slots through one at once, and a held request whose client
+// left cancels through one. Whatever gives back goes through it, so that
+// nothing is given back twice (a slot given back twice would free another
+// request's).
 //
 // Thread-safety: one thread at a time (the exchange's worker); the store
 // may complete a give-back on that thread's event loop.
@@ -59,6 +62,13 @@ class Charge {
   void release() {
     release([] {});
   }
+  // The request never went on (a held request whose client left before its
+  // turn): every limit it charged goes back (policy::give_back_all), its
+  // slots counted as released, and nothing is left to settle or release.
+  // Gives nothing back once settle() or release() has given part of it
+  // back. `then` as for settle().
+  template <class Then>
+  void cancel(Then&& then);
 
   bool holds_slots() const { return slots_held_; }
   // Whether settle() has nothing (left) to give back: settled, or no
@@ -73,6 +83,7 @@ class Charge {
   const ChargeObserver* observer_ = nullptr;
   bool settled_ = false;
   bool slots_held_ = false;
+  bool partly_given_back_ = false;  // by settle() or release(): cancel() is too late
 };
 
 // ---- implementation -------------------------------------------------------
@@ -81,6 +92,7 @@ template <class Then>
 void Charge::settle(Settlement outcome, Then&& then) {
   if (settled_ || verdict_ == nullptr) return then();
   settled_ = true;
+  partly_given_back_ = true;
   auto pending = std::make_shared<std::decay_t<Then>>(std::forward<Then>(then));
   const size_t given_back =
       give_back_uncounted(*store_, *plan_, *verdict_, outcome.status, clock_->now(),
@@ -99,6 +111,7 @@ template <class Then>
 void Charge::release(Then&& then) {
   // Cleared first: whatever happens next, these slots are never given back twice.
   if (!std::exchange(slots_held_, false)) return then();
+  partly_given_back_ = true;
   // Counted when asked, before the client can see the response end:
   // whoever reads the metric after a response sees its slot released.
   observer_->on_slots_released();
@@ -109,6 +122,20 @@ void Charge::release(Then&& then) {
                                      if (!s.ok()) observer->on_give_back_failed();
                                      (*pending)();
                                    });
+  if (n == 0) (*pending)();
+}
+
+template <class Then>
+void Charge::cancel(Then&& then) {
+  if (verdict_ == nullptr || std::exchange(partly_given_back_, true)) return then();
+  settled_ = true;
+  if (std::exchange(slots_held_, false)) observer_->on_slots_released();
+  auto pending = std::make_shared<std::decay_t<Then>>(std::forward<Then>(then));
+  const size_t n = give_back_all(*store_, *plan_, *verdict_, clock_->now(),
+                                 [observer = observer_, pending](const Status& s) {
+                                   if (!s.ok()) observer->on_give_back_failed();
+                                   (*pending)();
+                                 });
   if (n == 0) (*pending)();
 }
 

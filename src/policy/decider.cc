@@ -32,7 +32,6 @@ Verdict make_verdict(const Plan& plan, uint64_t cost, OnFailure on_failure, cons
   Verdict v;
   const size_t n = plan.limits.size();
   if (n == 0) return v;
-  v.limited = true;
   v.outcomes.reserve(n);
 
   if (!status.ok()) {
@@ -42,12 +41,10 @@ Verdict make_verdict(const Plan& plan, uint64_t cost, OnFailure on_failure, cons
     d.limit = plan.limits.front().limit->limit.size();
     if (error.code == ErrorCode::kInvalidArgument || error.code == ErrorCode::kCostExceedsLimit) {
       // Waiting would not help, so no retry time is invented.
-      v.invalid = true;
-      v.allowed = false;
+      v.result = Verdict::Result::kInvalid;
     } else {
       const bool allow = on_failure == OnFailure::kAllow;
-      v.store_failed = true;
-      v.allowed = allow;
+      v.result = allow ? Verdict::Result::kFailedAllowed : Verdict::Result::kFailedDenied;
       d.allowed = allow;
       // A denial must say when to retry; one second is a polite guess while
       // the store is away.
@@ -57,7 +54,7 @@ Verdict make_verdict(const Plan& plan, uint64_t cost, OnFailure on_failure, cons
     return v;
   }
 
-  v.allowed = all_allowed(out);
+  v.result = all_allowed(out) ? Verdict::Result::kAllowed : Verdict::Result::kDenied;
   v.decision = most_restrictive(out);
   // most_restrictive returns a copy; the first equal decision names the limit
   // (equal decisions produce equal headers, so the choice is immaterial).
@@ -68,11 +65,11 @@ Verdict make_verdict(const Plan& plan, uint64_t cost, OnFailure on_failure, cons
     }
   }
   for (size_t i = 0; i < n; ++i) {
-    if (v.allowed) v.wait = std::max(v.wait, out[i].wait);
+    if (v.allowed()) v.wait = std::max(v.wait, out[i].wait);
     Decision d = out[i];
     // On an overall denial nothing was charged, but a limit that would have
     // allowed reports what would be left after this request: give back the cost.
-    if (!v.allowed && d.allowed) {
+    if (!v.allowed() && d.allowed) {
       d.remaining = cost >= d.limit - std::min(d.remaining, d.limit) ? d.limit : d.remaining + cost;
     }
     v.outcomes.push_back({plan.limits[i].limit, d});
@@ -114,7 +111,7 @@ Verdict decide(Store& store, const Plan& plan, Nanos now, OnFailure on_failure, 
 namespace {
 
 bool charged(const Verdict& verdict) {
-  return verdict.limited && verdict.allowed && !verdict.store_failed && !verdict.invalid;
+  return verdict.result == Verdict::Result::kAllowed;
 }
 
 // Refunds the charge of each outcome `give_back(limit)` selects.

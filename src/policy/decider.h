@@ -28,8 +28,31 @@ struct LimitOutcome {
 };
 
 struct Verdict {
-  bool limited = false;  // false: no route/limit applied (no rate-limit headers)
-  bool allowed = true;
+  // What the request came to: one of these, never a mix.
+  enum class Result : uint8_t {
+    kUnlimited,      // no route or limit applied: allowed, no rate-limit headers
+    kAllowed,        // every limit allowed (and charged) it
+    kDenied,         // a limit denied it (nothing was charged)
+    kFailedAllowed,  // the store could not decide; on_failure: allow
+    kFailedDenied,   // the store could not decide; on_failure: deny
+    // The request itself can never be allowed (a cost of 0, or above a
+    // limit's size), `error` says why. Not a rate-limit denial: front doors
+    // answer it as a bad request.
+    kInvalid,
+  };
+  Result result = Result::kUnlimited;
+
+  // Views of `result`.
+  bool limited() const { return result != Result::kUnlimited; }
+  bool allowed() const {
+    return result == Result::kUnlimited || result == Result::kAllowed ||
+           result == Result::kFailedAllowed;
+  }
+  bool store_failed() const {  // on_failure was applied
+    return result == Result::kFailedAllowed || result == Result::kFailedDenied;
+  }
+  bool invalid() const { return result == Result::kInvalid; }
+
   Decision decision;                     // the most restrictive (see sluice::most_restrictive)
   const RouteLimit* reported = nullptr;  // the limit `decision` belongs to
   // One per planned limit, in route order. On an overall denial, a limit that
@@ -41,24 +64,19 @@ struct Verdict {
   // request that goes on now. Its charge is made: a caller that gives up on
   // a held request gives it back with give_back_all().
   Nanos wait{0};
-  bool store_failed = false;  // on_failure was applied
-  // The request itself can never be allowed (a cost of 0, or above a limit's
-  // size): allowed == false, store_failed == false, `error` says why. Not a
-  // rate-limit denial: front doors answer it as a bad request.
-  bool invalid = false;
-  std::string error;  // the store's error message when it failed
+  std::string error;  // the store's error message when it failed (or kInvalid's reason)
 };
 
 // store.redis.on_failure: the verdict of a request the store could not
 // decide (Redis down, late or overloaded).
 enum class OnFailure : uint8_t { kAllow, kDeny };
 
-// `on_failure`: the verdict when the store fails. A failure gives limited ==
-// true, store_failed == true, allowed as on_failure says, and decision
+// `on_failure`: the verdict when the store fails. A failure gives
+// kFailedAllowed or kFailedDenied as on_failure says, and decision
 // {allowed, limit of the first limit, remaining 0, reset_after 0,
 // retry_after 1s when denying}; `reported` is the first limit and each
 // outcome carries that same decision.
-// A plan without limits gives limited == false, allowed == true.
+// A plan without limits gives kUnlimited.
 Verdict decide(Store& store, const Plan& plan, Nanos now, OnFailure on_failure);
 // The same with a weighted cost (/v1/check's "cost"; >= 1).
 Verdict decide(Store& store, const Plan& plan, Nanos now, OnFailure on_failure, uint64_t cost);

@@ -197,9 +197,9 @@ void RateHeaders::commit_value(std::string_view name, size_t used_bytes) {
 
 void append_rate_headers(const policy::Verdict& verdict, const policy::HeaderModes& modes,
                          Nanos now, RateHeaders& out) {
-  if (!verdict.limited || verdict.invalid) return;
-  if (verdict.store_failed) {
-    if (!verdict.allowed) {
+  if (!verdict.limited() || verdict.invalid()) return;
+  if (verdict.store_failed()) {
+    if (!verdict.allowed()) {
       add_uint(out, kRetryAfter,
                static_cast<uint64_t>(
                    std::max<int64_t>(1, seconds_rounded_up(verdict.decision.retry_after))));
@@ -231,7 +231,7 @@ void append_rate_headers(const policy::Verdict& verdict, const policy::HeaderMod
     append_draft_fields(items, out);
   }
 
-  if (!verdict.allowed) {
+  if (!verdict.allowed()) {
     // Never 0: "retry after 0 seconds" would invite an immediate, denied retry.
     add_uint(out, kRetryAfter,
              static_cast<uint64_t>(std::max<int64_t>(1, seconds_rounded_up(d.retry_after))));

@@ -405,7 +405,7 @@ grpc::Status RlsService::plan_match(const Domain& domain, const rlspb::RateLimit
 
 void RlsService::finish(Call& call) {
   for (const Item& item : call.items) {
-    if (item.kind != Kind::kStore || !item.verdict.store_failed) continue;
+    if (item.kind != Kind::kStore || !item.verdict.store_failed()) continue;
     // No on_failure configured: the call fails and Envoy applies its own
     // failure_mode_deny.
     if (call.on_store_failure == OnStoreFailure::kError) {
@@ -454,14 +454,14 @@ void RlsService::finish_item(Call& call, size_t i) {
   Outcome& out = item.outcome;
   out.decision.limit = item.requests_per_unit;
   const policy::Verdict& v = item.verdict;
-  if (item.kind == Kind::kStore && v.store_failed) {
+  if (item.kind == Kind::kStore && v.store_failed()) {
     // The verdict on_failure gave, as the HTTP doors answer it: allowed
     // with nothing left, or denied with its retry; no quota is claimed.
     counters_.store_errors.fetch_add(1, std::memory_order_relaxed);
     out.store_failed = true;
-    out.over = !v.allowed;
+    out.over = !v.allowed();
     out.decision.retry_after = v.decision.retry_after;
-  } else if (item.kind == Kind::kBlocked || v.invalid) {
+  } else if (item.kind == Kind::kBlocked || v.invalid()) {
     // Refused without a store decision (requests_per_unit 0, or more hits
     // than the limit holds): the window (or the period) has to pass.
     out.over = true;
@@ -469,11 +469,11 @@ void RlsService::finish_item(Call& call, size_t i) {
     out.decision.retry_after =
         item.window_aligned ? aligned_reset(item.window, call.now) : item.window;
   } else {
-    out.over = !v.allowed;
+    out.over = !v.allowed();
     out.claims_quota = true;
     out.decision = v.decision;
     out.decision.limit = item.requests_per_unit;
-    if (v.allowed) counters_.hits.fetch_add(item.hits, std::memory_order_relaxed);
+    if (v.allowed()) counters_.hits.fetch_add(item.hits, std::memory_order_relaxed);
   }
   out.decision.allowed = !out.over;
   if (out.over) out.decision.remaining = 0;

@@ -904,9 +904,10 @@ TEST(RlsServiceKeys, ALongDescriptorValueIsStoredBoundedAndCountedAsOne) {
 struct RecordingObserver final : policy::DecisionObserver {
   void decided(const policy::Decided& d) const override {
     const std::lock_guard<std::mutex> lock(mutex);
-    lines.push_back(std::string(d.verdict.allowed ? "allowed" : "denied") +
-                    (d.verdict.store_failed ? " store_failed" : "") + (d.shadow ? " shadow" : "") +
-                    " " + std::string(policy::decision_key(d.plan, d.verdict)));
+    lines.push_back(std::string(d.verdict.allowed() ? "allowed" : "denied") +
+                    (d.verdict.store_failed() ? " store_failed" : "") +
+                    (d.shadow ? " shadow" : "") + " " +
+                    std::string(policy::decision_key(d.plan, d.verdict)));
   }
   mutable std::mutex mutex;
   mutable std::vector<std::string> lines;

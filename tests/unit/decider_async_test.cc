@@ -80,12 +80,12 @@ struct Fixture {
 };
 
 void expect_same(const Verdict& got, const Verdict& want) {
-  EXPECT_EQ(got.limited, want.limited);
-  EXPECT_EQ(got.allowed, want.allowed);
+  EXPECT_EQ(got.limited(), want.limited());
+  EXPECT_EQ(got.allowed(), want.allowed());
   EXPECT_EQ(got.decision, want.decision);
   EXPECT_EQ(got.reported, want.reported);
-  EXPECT_EQ(got.store_failed, want.store_failed);
-  EXPECT_EQ(got.invalid, want.invalid);
+  EXPECT_EQ(got.store_failed(), want.store_failed());
+  EXPECT_EQ(got.invalid(), want.invalid());
   EXPECT_EQ(got.error, want.error);
   ASSERT_EQ(got.outcomes.size(), want.outcomes.size());
   for (size_t i = 0; i < got.outcomes.size(); ++i) {
@@ -114,8 +114,8 @@ TEST(DecideAsync, PlanWithoutLimitsIsNotLimitedAndAsksNoStore) {
   std::optional<Verdict> got;
   decide_async(store, Plan{}, kNow, OnFailure::kAllow, 1, [&](Verdict v) { got = std::move(v); });
   ASSERT_TRUE(got.has_value());
-  EXPECT_FALSE(got->limited);
-  EXPECT_TRUE(got->allowed);
+  EXPECT_FALSE(got->limited());
+  EXPECT_TRUE(got->allowed());
   EXPECT_TRUE(store.pending.empty());
 }
 
@@ -134,8 +134,8 @@ TEST(DecideAsync, ALaterCompletionGivesTheVerdictOnceThen) {
   store.complete_all();
   ASSERT_EQ(got.size(), 3u);
   for (const Verdict& v : got) expect_same(v, decide(reference, both, kNow, OnFailure::kAllow));
-  EXPECT_TRUE(got[1].allowed);  // b 2 -> 0
-  EXPECT_FALSE(got[2].allowed);
+  EXPECT_TRUE(got[1].allowed());  // b 2 -> 0
+  EXPECT_FALSE(got[2].allowed());
   EXPECT_EQ(got[2].reported, &f.b);
   EXPECT_EQ(got[2].outcomes[0].decision.remaining, 3u);  // a was not charged
 }
@@ -149,14 +149,14 @@ TEST(DecideAsync, AFailureLaterFollowsOnFailure) {
   decide_async(store, plan, kNow, OnFailure::kDeny, 1, [&](Verdict v) { closed = std::move(v); });
   store.complete_all(Error{ErrorCode::kStoreUnavailable, "redis: timeout"});
   ASSERT_TRUE(open && closed);
-  EXPECT_TRUE(open->store_failed);
-  EXPECT_TRUE(open->allowed);
+  EXPECT_TRUE(open->store_failed());
+  EXPECT_TRUE(open->allowed());
   EXPECT_EQ(open->decision.limit, 5u);
   EXPECT_EQ(open->error, "redis: timeout");
   ASSERT_EQ(open->outcomes.size(), 2u);
   EXPECT_EQ(open->outcomes[1].decision.limit, 2u);
-  EXPECT_TRUE(closed->store_failed);
-  EXPECT_FALSE(closed->allowed);
+  EXPECT_TRUE(closed->store_failed());
+  EXPECT_FALSE(closed->allowed());
   EXPECT_EQ(closed->decision.retry_after, 1s);
 }
 
@@ -180,7 +180,7 @@ TEST(DecideAsync, TakesAMoveOnlyCallbackAndManyLimits) {
   EXPECT_EQ(store.pending[0]->requests.size(), 20u);
   store.complete_all();
   ASSERT_TRUE(got.has_value());
-  EXPECT_TRUE(got->allowed);
+  EXPECT_TRUE(got->allowed());
   ASSERT_EQ(got->outcomes.size(), 20u);
   EXPECT_EQ(got->reported, &limits[19]);
   EXPECT_EQ(got->decision.remaining, 80u);  // 81 - 1

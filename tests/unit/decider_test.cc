@@ -62,8 +62,8 @@ const Nanos kNow = 1'000'000s;
 TEST(Decide, PlanWithoutLimitsIsNotLimited) {
   CountingStore store;
   const Verdict v = decide(store, Plan{}, kNow, OnFailure::kAllow);
-  EXPECT_FALSE(v.limited);
-  EXPECT_TRUE(v.allowed);
+  EXPECT_FALSE(v.limited());
+  EXPECT_TRUE(v.allowed());
   EXPECT_EQ(v.reported, nullptr);
   EXPECT_TRUE(v.outcomes.empty());
   EXPECT_EQ(store.calls, 0);
@@ -75,20 +75,20 @@ TEST(Decide, OneLimitAllowsCapacityThenDenies) {
   const Plan plan = f.plan_of({&f.a});
   for (uint64_t i = 0; i < 5; ++i) {
     const Verdict v = decide(store, plan, kNow, OnFailure::kAllow);
-    EXPECT_TRUE(v.limited);
-    EXPECT_TRUE(v.allowed);
+    EXPECT_TRUE(v.limited());
+    EXPECT_TRUE(v.allowed());
     EXPECT_EQ(v.decision.remaining, 4 - i);  // 5 -> 0 tokens
     EXPECT_EQ(v.reported, &f.a);
   }
   const Verdict denied = decide(store, plan, kNow, OnFailure::kAllow);
-  EXPECT_FALSE(denied.allowed);
+  EXPECT_FALSE(denied.allowed());
   EXPECT_FALSE(denied.decision.allowed);
   EXPECT_EQ(denied.decision.retry_after, 1s);
   EXPECT_EQ(denied.reported, &f.a);
-  EXPECT_FALSE(denied.store_failed);
+  EXPECT_FALSE(denied.store_failed());
   EXPECT_TRUE(denied.error.empty());
   // Waiting exactly retry_after is enough.
-  EXPECT_TRUE(decide(store, plan, kNow + 1s, OnFailure::kAllow).allowed);
+  EXPECT_TRUE(decide(store, plan, kNow + 1s, OnFailure::kAllow).allowed());
 }
 
 TEST(Decide, AllLimitsInOneStoreCall) {
@@ -118,11 +118,11 @@ TEST(Decide, SeveralLimitsAreAllOrNothing) {
   Fixture f;
   CountingStore store;
   const Plan both = f.plan_of({&f.a, &f.b});
-  EXPECT_TRUE(decide(store, both, kNow, OnFailure::kAllow).allowed);  // a 5 -> 4, b 2 -> 1
-  EXPECT_TRUE(decide(store, both, kNow, OnFailure::kAllow).allowed);  // a 4 -> 3, b 1 -> 0
+  EXPECT_TRUE(decide(store, both, kNow, OnFailure::kAllow).allowed());  // a 5 -> 4, b 2 -> 1
+  EXPECT_TRUE(decide(store, both, kNow, OnFailure::kAllow).allowed());  // a 4 -> 3, b 1 -> 0
   for (int i = 0; i < 3; ++i) {
     const Verdict v = decide(store, both, kNow, OnFailure::kAllow);  // b denies; a is not charged
-    EXPECT_FALSE(v.allowed);
+    EXPECT_FALSE(v.allowed());
     EXPECT_EQ(v.reported, &f.b);
     EXPECT_EQ(v.decision.retry_after, 10s);
     ASSERT_EQ(v.outcomes.size(), 2u);
@@ -134,7 +134,7 @@ TEST(Decide, SeveralLimitsAreAllOrNothing) {
   }
   // a alone (same store key): 3 -> 2, proving the denials charged nothing.
   const Verdict a_only = decide(store, f.plan_of({&f.a}), kNow, OnFailure::kAllow);
-  EXPECT_TRUE(a_only.allowed);
+  EXPECT_TRUE(a_only.allowed());
   EXPECT_EQ(a_only.decision.remaining, 2u);
 }
 
@@ -143,11 +143,11 @@ TEST(Decide, DeniedReportsTheLongestRetry) {
   CountingStore store;
   const Plan both = f.plan_of({&f.a, &f.b});
   const Plan a_only = f.plan_of({&f.a});
-  for (int i = 0; i < 5; ++i) ASSERT_TRUE(decide(store, a_only, kNow, OnFailure::kAllow).allowed);
-  ASSERT_TRUE(decide(store, f.plan_of({&f.b}), kNow, OnFailure::kAllow).allowed);
-  ASSERT_TRUE(decide(store, f.plan_of({&f.b}), kNow, OnFailure::kAllow).allowed);
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(decide(store, a_only, kNow, OnFailure::kAllow).allowed());
+  ASSERT_TRUE(decide(store, f.plan_of({&f.b}), kNow, OnFailure::kAllow).allowed());
+  ASSERT_TRUE(decide(store, f.plan_of({&f.b}), kNow, OnFailure::kAllow).allowed());
   const Verdict v = decide(store, both, kNow, OnFailure::kAllow);  // a: retry 1 s, b: retry 10 s
-  EXPECT_FALSE(v.allowed);
+  EXPECT_FALSE(v.allowed());
   EXPECT_FALSE(v.outcomes[0].decision.allowed);
   EXPECT_FALSE(v.outcomes[1].decision.allowed);
   EXPECT_EQ(v.reported, &f.b);
@@ -159,10 +159,10 @@ TEST(Decide, WeightedCost) {
   CountingStore store;
   const Plan plan = f.plan_of({&f.a});
   const Verdict v = decide(store, plan, kNow, OnFailure::kAllow, 3);
-  EXPECT_TRUE(v.allowed);
+  EXPECT_TRUE(v.allowed());
   EXPECT_EQ(v.decision.remaining, 2u);  // 5 -> 2
   const Verdict denied = decide(store, plan, kNow, OnFailure::kAllow, 3);
-  EXPECT_FALSE(denied.allowed);
+  EXPECT_FALSE(denied.allowed());
   EXPECT_EQ(denied.decision.retry_after, 1s);  // 2 -> 3 tokens takes 1 s
 }
 
@@ -171,10 +171,10 @@ TEST(Decide, CostAboveALimitIsAnInvalidRequestNotAStoreFailure) {
   CountingStore store;
   const Verdict v =
       decide(store, f.plan_of({&f.a, &f.b}), kNow, OnFailure::kAllow, 3);  // b holds 2
-  EXPECT_TRUE(v.limited);
-  EXPECT_FALSE(v.allowed);
-  EXPECT_TRUE(v.invalid);
-  EXPECT_FALSE(v.store_failed);
+  EXPECT_TRUE(v.limited());
+  EXPECT_FALSE(v.allowed());
+  EXPECT_TRUE(v.invalid());
+  EXPECT_FALSE(v.store_failed());
   EXPECT_FALSE(v.error.empty());
   EXPECT_EQ(v.decision.retry_after, 0ns);
 }
@@ -184,10 +184,10 @@ TEST(Decide, StoreFailureFailsOpenWhenConfigured) {
   FailingStore store(ErrorCode::kStoreUnavailable);
   const Verdict v = decide(store, f.plan_of({&f.a, &f.b}), kNow, OnFailure::kAllow);
   EXPECT_EQ(store.calls, 1);
-  EXPECT_TRUE(v.limited);
-  EXPECT_TRUE(v.allowed);
-  EXPECT_TRUE(v.store_failed);
-  EXPECT_FALSE(v.invalid);
+  EXPECT_TRUE(v.limited());
+  EXPECT_TRUE(v.allowed());
+  EXPECT_TRUE(v.store_failed());
+  EXPECT_FALSE(v.invalid());
   EXPECT_EQ(v.error, "redis: connection refused");
   EXPECT_TRUE(v.decision.allowed);
   EXPECT_EQ(v.decision.limit, 5u);
@@ -203,9 +203,9 @@ TEST(Decide, StoreFailureFailsClosedWhenConfigured) {
   Fixture f;
   FailingStore store(ErrorCode::kStoreUnavailable);
   const Verdict v = decide(store, f.plan_of({&f.a}), kNow, OnFailure::kDeny);
-  EXPECT_TRUE(v.limited);
-  EXPECT_FALSE(v.allowed);
-  EXPECT_TRUE(v.store_failed);
+  EXPECT_TRUE(v.limited());
+  EXPECT_FALSE(v.allowed());
+  EXPECT_TRUE(v.store_failed());
   EXPECT_FALSE(v.decision.allowed);
   EXPECT_EQ(v.decision.retry_after, 1s);
   EXPECT_EQ(v.error, "redis: connection refused");
@@ -215,8 +215,8 @@ TEST(Decide, InternalStoreErrorsFollowOnFailure) {
   Fixture f;
   FailingStore store(ErrorCode::kInternal);
   const Verdict v = decide(store, f.plan_of({&f.a}), kNow, OnFailure::kDeny);
-  EXPECT_TRUE(v.store_failed);
-  EXPECT_FALSE(v.allowed);
+  EXPECT_TRUE(v.store_failed());
+  EXPECT_FALSE(v.allowed());
 }
 
 TEST(Decide, ManyLimitsBeyondTheInlineArray) {
@@ -229,7 +229,7 @@ TEST(Decide, ManyLimitsBeyondTheInlineArray) {
   Plan plan;
   for (const RouteLimit& l : limits) plan.limits.push_back({&l, l.name + "|k"});
   const Verdict v = decide(store, plan, kNow, OnFailure::kAllow);
-  EXPECT_TRUE(v.allowed);
+  EXPECT_TRUE(v.allowed());
   EXPECT_EQ(store.last_batch, 20u);
   ASSERT_EQ(v.outcomes.size(), 20u);
   EXPECT_EQ(v.reported, &limits[19]);
@@ -249,7 +249,7 @@ TEST(GiveBackUncounted, RefundsOnlyChargedLimitsWhoseCountStatusOmitsTheStatus) 
   };
   // A success (200): the failures limit is given back, `a` (no count_status) is not.
   Verdict v = decide(store, plan, kNow, OnFailure::kAllow);
-  ASSERT_TRUE(v.allowed);
+  ASSERT_TRUE(v.allowed());
   EXPECT_EQ(v.outcomes[1].decision.decided_at, kNow);
   EXPECT_EQ(give_back_uncounted(store, plan, v, 200, kNow, count_done), 1u);
   EXPECT_EQ(done_calls, 1);
@@ -265,11 +265,11 @@ TEST(GiveBackUncounted, RefundsOnlyChargedLimitsWhoseCountStatusOmitsTheStatus) 
   EXPECT_EQ(give_back_uncounted(store, plan, v, std::nullopt, kNow, count_done), 1u);
   EXPECT_EQ(done_calls, 2);
   v = decide(store, plan, kNow, OnFailure::kAllow);
-  EXPECT_TRUE(v.allowed);
+  EXPECT_TRUE(v.allowed());
   EXPECT_EQ(v.outcomes[1].decision.remaining, 0u);
   // A denial charged nothing: nothing to give back.
   v = decide(store, plan, kNow, OnFailure::kAllow);
-  ASSERT_FALSE(v.allowed);
+  ASSERT_FALSE(v.allowed());
   EXPECT_EQ(give_back_uncounted(store, plan, v, 200, kNow, count_done), 0u);
   EXPECT_EQ(done_calls, 2);
 }
@@ -280,8 +280,8 @@ TEST(GiveBackUncounted, AFailedStoreChargedNothing) {
   Plan plan;
   plan.limits.push_back({&failures, "r#0|ip:1.2.3.4"});
   const Verdict v = decide(store, plan, kNow, OnFailure::kAllow);
-  ASSERT_TRUE(v.store_failed);
-  ASSERT_TRUE(v.allowed);
+  ASSERT_TRUE(v.store_failed());
+  ASSERT_TRUE(v.allowed());
   EXPECT_EQ(give_back_uncounted(store, plan, v, 200, kNow, [](Status) { FAIL(); }), 0u);
 }
 
@@ -311,25 +311,25 @@ routes:
   const auto ignore = [](Status) {};
   for (int i = 0; i < 5; ++i) {
     const Verdict v = decide(store, attacker, t0 + std::chrono::seconds(i), OnFailure::kAllow);
-    ASSERT_TRUE(v.allowed) << i;
+    ASSERT_TRUE(v.allowed()) << i;
     EXPECT_EQ(give_back_uncounted(store, attacker, v, 401, t0, ignore), 0u);
   }
   const Nanos blocked_at = t0 + 10s;
   Verdict v = decide(store, attacker, blocked_at, OnFailure::kAllow);
-  EXPECT_FALSE(v.allowed);
+  EXPECT_FALSE(v.allowed());
   EXPECT_EQ(v.decision.retry_after, 30min);
   // The window has turned twice meanwhile: only the block holds the key.
   v = decide(store, attacker, blocked_at + 30min - 1us, OnFailure::kAllow);
-  EXPECT_FALSE(v.allowed);
+  EXPECT_FALSE(v.allowed());
   EXPECT_EQ(v.decision.retry_after, 1us);
   for (int i = 0; i < 10; ++i) {
     const Verdict ok = decide(store, user, blocked_at + std::chrono::seconds(i), OnFailure::kAllow);
-    ASSERT_TRUE(ok.allowed) << i;
+    ASSERT_TRUE(ok.allowed()) << i;
     EXPECT_EQ(ok.decision.remaining, 4u) << i;
     EXPECT_EQ(give_back_uncounted(store, user, ok, 200, blocked_at, ignore), 1u);
   }
   v = decide(store, attacker, blocked_at + 30min, OnFailure::kAllow);
-  EXPECT_TRUE(v.allowed);
+  EXPECT_TRUE(v.allowed());
   EXPECT_EQ(v.decision.remaining, 4u);
 }
 

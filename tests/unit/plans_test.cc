@@ -339,7 +339,7 @@ TEST(PlansPlan, FreeAndProQuotasWithTheRealDecider) {
   const Nanos now = std::chrono::seconds(1'700'000'000);
   auto allowed = [&](std::string_view target, const std::string& id) {
     const OneHeader headers("x-api-key", id);
-    return decide(store, p.plan(get(target, &headers)), now, OnFailure::kAllow).allowed;
+    return decide(store, p.plan(get(target, &headers)), now, OnFailure::kAllow).allowed();
   };
   // pro: 5 an hour, spent across both routes that list `plan`.
   for (int i = 0; i < 3; ++i) EXPECT_TRUE(allowed("/api/search", "key-a")) << i;

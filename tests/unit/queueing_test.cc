@@ -13,8 +13,10 @@
 #include "core/gcra.h"
 #include "core/refund.h"
 #include "core/token_bucket.h"
+#include "policy/charge.h"
 #include "policy/config_loader.h"
 #include "policy/decider.h"
+#include "sluice/clock.h"
 #include "sluice/memory_store.h"
 #include "test_util.h"
 
@@ -263,25 +265,71 @@ TEST(QueueingVerdict, AVerdictWaitsForItsLatestLimitAndGiveBackAllFreesThePlace)
   const auto ignore = [](Status) {};
 
   policy::Verdict v = policy::decide(store, plan, kNoon, OnFailure::kAllow);
-  ASSERT_TRUE(v.allowed);
+  ASSERT_TRUE(v.allowed());
   EXPECT_EQ(v.wait, 0ns);
   v = policy::decide(store, plan, kNoon, OnFailure::kAllow);
-  ASSERT_TRUE(v.allowed);
+  ASSERT_TRUE(v.allowed());
   EXPECT_EQ(v.wait, 1s);
   const policy::Verdict third = policy::decide(store, plan, kNoon, OnFailure::kAllow);
-  ASSERT_TRUE(third.allowed);
+  ASSERT_TRUE(third.allowed());
   EXPECT_EQ(third.wait, 2s);
-  EXPECT_FALSE(policy::decide(store, plan, kNoon, OnFailure::kAllow).allowed);
+  EXPECT_FALSE(policy::decide(store, plan, kNoon, OnFailure::kAllow).allowed());
   // The third leaves: both limits get their charge back; the next arrival
   // takes its turn.
   EXPECT_EQ(policy::give_back_all(store, plan, third, kNoon + 10ms, ignore), 2u);
   v = policy::decide(store, plan, kNoon + 10ms, OnFailure::kAllow);
-  ASSERT_TRUE(v.allowed);
+  ASSERT_TRUE(v.allowed());
   EXPECT_EQ(v.wait, 1990ms);
   // A denied verdict charged nothing: nothing to give back.
   const policy::Verdict denied = policy::decide(store, plan, kNoon + 10ms, OnFailure::kAllow);
-  ASSERT_FALSE(denied.allowed);
+  ASSERT_FALSE(denied.allowed());
   EXPECT_EQ(policy::give_back_all(store, plan, denied, kNoon + 10ms, ignore), 0u);
+}
+
+struct CountingObserver final : policy::ChargeObserver {
+  void on_slots_taken() const override { ++taken; }
+  void on_slots_released() const override { ++released; }
+  void on_refunded() const override { ++refunded; }
+  void on_give_back_failed() const override { ++failed; }
+  mutable int taken = 0, released = 0, refunded = 0, failed = 0;
+};
+
+// A held request whose client left: its Charge gives every limit back, once,
+// and then nothing more, however often it is asked.
+TEST(QueueingVerdict, ACancelledChargeGivesEverythingBackOnce) {
+  const policy::Policy policy(config_with_delay());
+  MemoryStore store(MemoryStoreOptions{.seed = 3});
+  ManualClock clock(kNoon + 10ms);
+  policy::RequestInfo info;
+  info.method = "GET";
+  info.target = "/api/feed";
+  info.peer = policy::parse_ip("192.0.2.1").value();
+  const policy::Plan plan = policy.plan(info);
+  ASSERT_TRUE(policy::decide(store, plan, kNoon, OnFailure::kAllow).allowed());
+  ASSERT_EQ(policy::decide(store, plan, kNoon, OnFailure::kAllow).wait, 1s);
+  const policy::Verdict third = policy::decide(store, plan, kNoon, OnFailure::kAllow);
+  ASSERT_EQ(third.wait, 2s);
+
+  const CountingObserver observer;
+  policy::Charge charge(store, clock, plan, third, observer);
+  int thens = 0;
+  charge.cancel([&] { ++thens; });
+  EXPECT_EQ(thens, 1);
+  // Its place is free: the next arrival waits as the third would have.
+  const policy::Verdict next = policy::decide(store, plan, kNoon + 10ms, OnFailure::kAllow);
+  ASSERT_TRUE(next.allowed());
+  EXPECT_EQ(next.wait, 1990ms);
+  // Asked again (and settled, released): nothing more goes back, so the
+  // queue stays full.
+  charge.cancel([&] { ++thens; });
+  charge.settle(policy::Settlement{500}, [&] { ++thens; });
+  charge.release([&] { ++thens; });
+  EXPECT_EQ(thens, 4);
+  EXPECT_FALSE(policy::decide(store, plan, kNoon + 10ms, OnFailure::kAllow).allowed());
+  EXPECT_EQ(observer.taken, 0);  // no concurrency limit here
+  EXPECT_EQ(observer.released, 0);
+  EXPECT_EQ(observer.refunded, 0);
+  EXPECT_EQ(observer.failed, 0);
 }
 
 // ---- config: where delay is refused, at its file:line:col

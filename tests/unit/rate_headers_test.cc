@@ -62,8 +62,7 @@ struct OneLimit {
   RouteLimit limit;
   Verdict verdict;
   OneLimit(Limit l, Decision d, std::string name = "x") : limit{std::move(name), false, l} {
-    verdict.limited = true;
-    verdict.allowed = d.allowed;
+    verdict.result = d.allowed ? Verdict::Result::kAllowed : Verdict::Result::kDenied;
     verdict.decision = d;
     verdict.reported = &limit;
     verdict.outcomes = {LimitOutcome{&limit, d}};
@@ -89,7 +88,7 @@ TEST(RateHeaders, AllowedLegacy) {
 
 TEST(RateHeaders, DeniedLegacy) {
   Route route({login()});
-  for (int i = 0; i < 5; ++i) ASSERT_TRUE(route.decide().allowed);
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(route.decide().allowed());
   EXPECT_EQ(headers_of(route.decide(), kLegacy),
             "X-RateLimit-Limit: 5\n"
             "X-RateLimit-Remaining: 0\n"
@@ -106,7 +105,7 @@ TEST(RateHeaders, AllowedDraft) {
 
 TEST(RateHeaders, DeniedDraftStillCarriesRetryAfter) {
   Route route({login()});
-  for (int i = 0; i < 5; ++i) ASSERT_TRUE(route.decide().allowed);
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(route.decide().allowed());
   EXPECT_EQ(headers_of(route.decide(), kDraft),
             "RateLimit-Policy: \"login\";q=5;w=5\n"
             "RateLimit: \"login\";r=0;t=1\n"
@@ -138,7 +137,7 @@ TEST(RateHeaders, SeveralLimitsAllowed) {
 
 TEST(RateHeaders, SeveralLimitsDeniedByOne) {
   Route route({login(), hourly()});
-  for (int i = 0; i < 5; ++i) ASSERT_TRUE(route.decide().allowed);
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(route.decide().allowed());
   // login denies; the hourly window would allow and was not charged: 95 left.
   EXPECT_EQ(headers_of(route.decide(), kBoth),
             "X-RateLimit-Limit: 5\n"
@@ -336,14 +335,14 @@ TEST(RateHeaders, WaitingExactlyRetryAfterIsAlwaysAllowed) {
     for (int step = 0; step < 300; ++step) {
       now += Nanos{static_cast<int64_t>(rng() % 400'000'000)};
       const Verdict v = route.decide(now);
-      if (v.allowed) continue;
+      if (v.allowed()) continue;
       ++denials;
       RateHeaders h;
       append_rate_headers(v, kDraft, now, h);
       const int64_t seconds = std::stoll(std::string(h.find(kRetryAfter).value()));
       ASSERT_GE(seconds, 1);
       const Verdict retry = route.decide(now + std::chrono::seconds(seconds));
-      ASSERT_TRUE(retry.allowed) << l.describe() << " at step " << step;
+      ASSERT_TRUE(retry.allowed()) << l.describe() << " at step " << step;
       now += std::chrono::seconds(seconds);
     }
     EXPECT_GT(denials, 0) << l.describe();
@@ -366,16 +365,14 @@ TEST(RateHeaders, BothModesOffLeaveOnlyRetryAfter) {
 TEST(RateHeaders, StoreFailureClaimsNoQuota) {
   RouteLimit l = login();
   Verdict open;
-  open.limited = true;
-  open.allowed = true;
-  open.store_failed = true;
+  open.result = Verdict::Result::kFailedAllowed;
   open.decision = allowed(5, 0, 0ns);
   open.reported = &l;
   open.outcomes = {LimitOutcome{&l, open.decision}};
   EXPECT_EQ(headers_of(open, kBoth), "");
 
   Verdict closed = open;
-  closed.allowed = false;
+  closed.result = Verdict::Result::kFailedDenied;
   closed.decision = denied(5, 0, 0ns, 1s);
   closed.outcomes = {LimitOutcome{&l, closed.decision}};
   EXPECT_EQ(headers_of(closed, kBoth), "Retry-After: 1\n");
@@ -384,8 +381,7 @@ TEST(RateHeaders, StoreFailureClaimsNoQuota) {
 TEST(RateHeaders, InvalidRequestHasNoHeaders) {
   Route route({login()});
   Verdict v = route.decide();
-  v.invalid = true;
-  v.allowed = false;
+  v.result = Verdict::Result::kInvalid;
   EXPECT_EQ(headers_of(v, kBoth), "");
 }
 
@@ -464,7 +460,7 @@ TEST(ConcurrencyHeaders, AllowedSaysTheSlotsLeftWithoutWindowOrReset) {
 
 TEST(ConcurrencyHeaders, DeniedSaysRetryAfterOne) {
   Route route({RouteLimit{"POST /api/reports", false, Limit::concurrency(1, 60s).value()}});
-  ASSERT_TRUE(route.decide().allowed);
+  ASSERT_TRUE(route.decide().allowed());
   EXPECT_EQ(headers_of(route.decide(kNow + 1s), kBoth, kNow + 1s),
             "X-RateLimit-Limit: 1\n"
             "X-RateLimit-Remaining: 0\n"
@@ -477,7 +473,7 @@ TEST(ConcurrencyHeaders, DeniedSaysRetryAfterOne) {
 TEST(ConcurrencyHeaders, BesideARateLimitEachItemKeepsItsOwnParameters) {
   Route route({RouteLimit{"slots", true, Limit::concurrency(2, 60s).value()},
                RouteLimit{"rate", true, Limit::token_bucket(1, 1, 1s).value()}});
-  ASSERT_TRUE(route.decide().allowed);
+  ASSERT_TRUE(route.decide().allowed());
   // The bucket denies; the concurrency limit would have allowed (2 free).
   EXPECT_EQ(headers_of(route.decide(), kDraft),
             "RateLimit-Policy: \"slots\";q=2;qu=\"concurrent-requests\", \"rate\";q=1;w=1\n"

@@ -26,13 +26,16 @@ Error invalid(std::string message) {
   return Error{ErrorCode::kInvalidArgument, std::move(message)};
 }
 
+// What a call (and the batch that carries it) sends: entry.lua, the fast
+// path's fast_fixed_window.lua, or a command of its own (never batched).
+enum class CallKind { kScript, kFastScript, kCommand };
+
 }  // namespace
 
 struct Client::Call {
-  bool is_command = false;
-  // acquire or refund: one request of the script (entry.lua)
+  CallKind kind = CallKind::kScript;
+  // kScript: an acquire or a refund (one request of entry.lua)
   bool is_refund = false;
-  bool fast = false;        // an acquire for the fast path (fast_fixed_window.lua)
   std::span<Decision> out;  // acquire
   Store::Done done;
   std::string keys;  // RESP bulks of its keys: state keys, and acquire's lockout keys
@@ -55,13 +58,12 @@ struct Client::Call {
 
 struct Client::Batch {
   std::vector<Call*> calls;
-  Connection* connection = nullptr;  // where it goes (or went)
-  Connection* waiting_on = nullptr;  // whose calls_waiting_ counts its calls
-  bool is_command = false;
-  bool fast = false;      // its calls take the fast path
-  bool use_eval = false;  // after NOSCRIPT: send the script itself
-  bool asking = false;    // after ASK: ASKING first
-  bool held = false;      // kept open by a flush for a call in flight (flush())
+  Connection* connection = nullptr;   // where it goes (or went)
+  Connection* waiting_on = nullptr;   // whose calls_waiting_ counts its calls
+  CallKind kind = CallKind::kScript;  // of all its calls
+  bool use_eval = false;              // after NOSCRIPT: send the script itself
+  bool asking = false;                // after ASK: ASKING first
+  bool held = false;                  // kept open by a flush for a call in flight (flush())
   int redirects = 0;
   int refs = 0;                                   // open or in flight, a pending retry
   std::chrono::steady_clock::time_point sent_at;  // of the last send, for the clock offset
@@ -116,9 +118,8 @@ Client::Call* Client::new_call() {
     call_pool_.push_back(std::make_unique<Call>());
     c = call_pool_.back().get();
   }
-  c->is_command = false;
+  c->kind = CallKind::kScript;
   c->is_refund = false;
-  c->fast = false;
   c->key_count = 0;
   c->keys.clear();
   c->limits.clear();
@@ -150,8 +151,7 @@ Client::Batch* Client::new_batch() {
   b->calls.clear();
   b->connection = nullptr;
   b->waiting_on = nullptr;
-  b->is_command = false;
-  b->fast = false;
+  b->kind = CallKind::kScript;
   b->use_eval = false;
   b->asking = false;
   b->held = false;
@@ -199,7 +199,7 @@ void Client::on_timer(TimeoutQueue& q) {
     Call* c = q.calls.front();
     if (!c->completed) {
       if (c->deadline > now) break;
-      if (c->is_command) {
+      if (c->kind == CallKind::kCommand) {
         complete(c, unavailable("no reply from Redis in time"));
       } else {
         // A node that stopped answering without closing its connections
@@ -457,8 +457,9 @@ void Client::acquire(std::span<const AcquireRequest> requests, Nanos now, std::s
     append_limit(c, *sl, keys_[i], sl->block_us > 0, r.cost, 0, c->window_now_us);
   }
   const ScriptLimit& first = c->limits.front().limit;
-  c->fast = shared_.options.fixed_window_fast_path && n == 1 &&
-            first.algorithm == algorithm_name(Algorithm::kFixedWindow) && first.block_us == 0;
+  if (shared_.options.fixed_window_fast_path && n == 1 &&
+      first.algorithm == algorithm_name(Algorithm::kFixedWindow) && first.block_us == 0)
+    c->kind = CallKind::kFastScript;
   c->out = out;
   start(c, std::move(done), slot);
 }
@@ -539,7 +540,7 @@ void Client::command(std::string frame, std::string node, int slot,
     return;
   }
   Call* c = new_call();
-  c->is_command = true;
+  c->kind = CallKind::kCommand;
   c->frame = std::move(frame);
   c->node = std::move(node);
   c->slot = slot;
@@ -564,7 +565,7 @@ void Client::submit(Call* c) {
   // A command (health check, slot map, sentinel question) may wait for a
   // connection within its own timeout; a decision never does: its timeout
   // would pay for a connect and a TLS handshake.
-  if (!(c->is_command ? conn.usable() : conn.up())) {
+  if (!(c->kind == CallKind::kCommand ? conn.usable() : conn.up())) {
     // In a cluster the node may be gone for good, its slots served by a
     // promoted replica: only a fresh slot map says so (debounced), as no
     // MOVED can come from a node that does not answer; with a sentinel,
@@ -582,12 +583,12 @@ void Client::submit(Call* c) {
     return;
   }
   Batch* b = nullptr;
-  if (!c->is_command) {
+  if (c->kind != CallKind::kCommand) {
     // The newest open batch for this connection, if it has room.
     for (auto it = open_.rbegin(); it != open_.rend(); ++it) {
-      if ((*it)->connection != &conn || (*it)->is_command) continue;
+      if ((*it)->connection != &conn || (*it)->kind == CallKind::kCommand) continue;
       // A fast-path call declares all its batch's keys: one slot per batch.
-      if ((*it)->fast == c->fast && (!c->fast || slot_of(*it) == c->slot) &&
+      if ((*it)->kind == c->kind && (c->kind != CallKind::kFastScript || slot_of(*it) == c->slot) &&
           (*it)->calls.size() < shared_.options.max_batch &&
           (!(*it)->held ||
            c->deadline - (*it)->calls.front()->deadline <= shared_.options.max_hold))
@@ -599,8 +600,7 @@ void Client::submit(Call* c) {
     b = new_batch();
     b->connection = &conn;
     b->waiting_on = &conn;
-    b->is_command = c->is_command;
-    b->fast = c->fast;
+    b->kind = c->kind;
     b->refs = 1;  // released when its reply (or failure) has been handled
     open_.push_back(b);
     post_flush();
@@ -655,7 +655,7 @@ bool Client::must_leave(const std::vector<Batch*>& batches, const Connection* co
   const Batch* oldest_held = nullptr;
   const Batch* newest = nullptr;
   for (const Batch* b : batches) {
-    if (b->connection != conn || b->is_command) continue;
+    if (b->connection != conn || b->kind == CallKind::kCommand) continue;
     if (b->calls.size() >= shared_.options.max_batch) return true;
     if (b->held && oldest_held == nullptr) oldest_held = b;
     newest = b;
@@ -693,9 +693,9 @@ void Client::send(Batch* b) {
   conn.ensure_connecting();
   b->sent_at = std::chrono::steady_clock::now();
   std::string_view frame;
-  if (b->is_command) {
+  if (b->kind == CallKind::kCommand) {
     frame = b->calls.front()->frame;
-  } else if (b->fast) {
+  } else if (b->kind == CallKind::kFastScript) {
     write_fast_frame(b, conn);
     frame = frame_;
   } else {
@@ -705,12 +705,12 @@ void Client::send(Batch* b) {
   if (b->asking) conn.send_no_reply(kAsking);
   // A resend (redirection, NOSCRIPT) to a node not connected yet fails as a
   // first call would: no call waits for a connection.
-  if ((!b->is_command && !conn.up()) || !conn.send(frame, b)) {
+  if ((b->kind != CallKind::kCommand && !conn.up()) || !conn.send(frame, b)) {
     fail_all(b, ErrorKind::kConnection, "cannot send to Redis at " + conn.name());
     unref(b);
     return;
   }
-  if (!b->is_command) ++scripts_in_flight_[&conn];
+  if (b->kind != CallKind::kCommand) ++scripts_in_flight_[&conn];
 }
 
 // entry.lua's call: each distinct limit of the batch once, then per call
@@ -874,7 +874,8 @@ void Client::on_reply(Connection& connection, redisReply* reply, void* privdata)
   Batch* b = static_cast<Batch*>(privdata);
   // The batches held for this reply leave at the end of this turn, with what
   // the calls it completes issue meanwhile.
-  if (!b->is_command && --scripts_in_flight_[&connection] == 0 && !open_.empty()) post_flush();
+  if (b->kind != CallKind::kCommand && --scripts_in_flight_[&connection] == 0 && !open_.empty())
+    post_flush();
   // The reference this attempt held is released at the end; a resend made
   // meanwhile takes its own.
   if (reply == nullptr) {
@@ -887,7 +888,7 @@ void Client::on_reply(Connection& connection, redisReply* reply, void* privdata)
     }
   } else if (reply->type == REDIS_REPLY_ERROR) {
     on_error(connection, b, reply);
-  } else if (b->is_command) {
+  } else if (b->kind == CallKind::kCommand) {
     Call* c = b->calls.front();
     if (!c->completed) complete(c, Status(), reply);
   } else {
@@ -900,7 +901,7 @@ void Client::deliver(Connection& from, Batch* b, const redisReply* reply) {
   const auto received = std::chrono::steady_clock::now();
   const bool own_time = shared_.options.time_source == RedisTimeSource::kLocal;
   bool read = false;
-  if (b->fast) {
+  if (b->kind == CallKind::kFastScript) {
     fast_shapes_.clear();
     for (Call* c : b->calls) {
       const ScriptLimit& l = c->limits.front().limit;
@@ -972,7 +973,7 @@ void Client::on_error(Connection& from, Batch* b, const redisReply* reply) {
   using Kind = ErrorReply::Kind;
   const std::string_view message(reply->str, reply->len);
   const ErrorReply error = read_error_reply(message);
-  if (error.kind == Kind::kNoScript && !b->is_command && !b->use_eval) {
+  if (error.kind == Kind::kNoScript && b->kind != CallKind::kCommand && !b->use_eval) {
     // The node lost its script cache (restart, SCRIPT FLUSH, failover): EVAL
     // sends the script itself, which Redis caches again for later EVALSHAs.
     Counters::add(shared_.counters.script_loads);
@@ -1039,7 +1040,7 @@ void Client::on_error(Connection& from, Batch* b, const redisReply* reply) {
     retry_later(b);
     return;
   }
-  if (b->is_command) {
+  if (b->kind == CallKind::kCommand) {
     Call* c = b->calls.front();
     if (!c->completed)
       complete(c, Error{ErrorCode::kStoreUnavailable, std::string(message)}, reply);
@@ -1084,7 +1085,7 @@ void Client::split(Batch* b, Parts parts) {
       part = new_batch();
       part->connection = route(c->slot, std::string());
       part->waiting_on = b->waiting_on;
-      part->fast = b->fast;
+      part->kind = b->kind;
       part->use_eval = b->use_eval;
       part->redirects = b->redirects;
       part->refs = 1;
@@ -1111,7 +1112,7 @@ void Client::retry_later(Batch* b) {
 
 void Client::complete(Call* c, Status status, const redisReply* reply) {
   c->completed = true;
-  if (c->is_command) {
+  if (c->kind == CallKind::kCommand) {
     CommandDone done = std::move(c->command_done);
     c->command_done = nullptr;
     if (done) done(std::move(status), reply);
@@ -1145,14 +1146,14 @@ void Client::fail(Call* c, ErrorKind kind, std::string message) {
     case ErrorKind::kCount:
       break;
   }
-  if (!c->is_command) shared_.log.log(kind, message);
+  if (c->kind != CallKind::kCommand) shared_.log.log(kind, message);
   complete(c, unavailable(std::move(message)));
 }
 
 void Client::fail_all(Batch* b, ErrorKind kind, const std::string& message) {
   for (Call* c : b->calls) {
     if (c->completed) continue;
-    if (c->is_command) {
+    if (c->kind == CallKind::kCommand) {
       complete(c, unavailable(message));
     } else {
       fail(c, kind, message);
