@@ -167,7 +167,7 @@ routes:
       " client=127.0.0.1 peer=127.0.0.1 method=GET path=/a route=\"GET /a\" key=ip:127.0.0.1 "
       "decision=allowed limit=- status=200 bytes=16 upstream_ms=- ms=",
       " client=127.0.0.1 peer=127.0.0.1 method=GET path=/a route=\"GET /a\" key=ip:127.0.0.1 "
-      "decision=denied limit=\"GET /a\" status=429 bytes=107 upstream_ms=- ms=",
+      "decision=denied limit=\"GET /a\" status=429 bytes=124 upstream_ms=- ms=",
       " client=127.0.0.1 peer=127.0.0.1 method=GET path=/k route=\"GET /k\" key=\"" + hashed +
           "\" decision=allowed limit=- status=200 ",
       " client=127.0.0.1 peer=127.0.0.1 method=GET path=/k route=\"GET /k\" key=\"" + hashed +
