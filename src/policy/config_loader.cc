@@ -968,9 +968,10 @@ class Loader {
   // A route that lists `plan`: its limits' names differ from every plan's.
   void plan_names_differ(const std::map<std::string, Item>& route_names) {
     for (const ConsumerPlan& plan : config_.plans) {
+      std::set<std::string_view> reported;  // once per name and plan
       for (const RouteLimit& limit : plan.limits) {
         const auto it = route_names.find(limit.name);
-        if (it == route_names.end()) continue;
+        if (it == route_names.end() || !reported.insert(limit.name).second) continue;
         walker_.error(it->second, "this route lists `plan`, and plan " + quoted(plan.name) +
                                       " has a limit named " + quoted(limit.name) + " too (at " +
                                       limit.mark.text() + "): a denial must name one limit");

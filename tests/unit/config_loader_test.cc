@@ -7,6 +7,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -34,6 +36,15 @@ Config valid(std::string_view yaml) {
 }
 
 using Errors = std::vector<std::string>;
+
+// A consumers file that puts one consumer on plan `free`: its path.
+std::string free_consumers_file() {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "sluice_config_loader_test_consumers.yaml")
+          .string();
+  std::ofstream(path) << "a: free\n";
+  return path;
+}
 
 // ---- valid files ---------------------------------------------------------
 
@@ -132,7 +143,8 @@ TEST(ConfigLoader, ALimitsNameKeyNamesItAndKeepsItsCounter) {
 plans:
   free: [{name: free-minute, limit: 10, algorithm: fixed_window, window: 1m},
          {capacity: 100, refill_rate: 1/s}]
-consumers: {key: header:x-api-key, file: /dev/null, unknown: free}
+consumers: {key: header:x-api-key, file: )" +
+                         free_consumers_file() + R"(, unknown: free}
 routes:
   - match: GET /a
     limits: [login, {name: per-second, capacity: 2, refill_rate: 2/s},
@@ -163,6 +175,7 @@ TEST(ConfigLoader, LimitNameErrors) {
   EXPECT_EQ(
       errors_of(R"(policies:
   p: {name: q, capacity: 5, refill_rate: 1/s}
+  ok: {capacity: 5, refill_rate: 1/s}
 routes:
   - match: GET /a
     limits: [{name: "", capacity: 2, refill_rate: 2/s},
@@ -173,34 +186,35 @@ routes:
   - match: GET /b
     limits: [{name: twice, capacity: 2, refill_rate: 2/s}, {name: twice, capacity: 3, refill_rate: 3/s}]
   - match: GET /c
-    limits: [p, {name: p, capacity: 2, refill_rate: 2/s}]
+    limits: [ok, {name: ok, capacity: 2, refill_rate: 2/s}]
 )"),
       (Errors{"t.yaml:2:13: policies.p.name: a policy's limit is named by the policy: remove "
               "`name`",
-              "t.yaml:5:21: routes[0].limits[0].name: a limit name is 1 to 64 letters, digits, "
+              "t.yaml:6:21: routes[0].limits[0].name: a limit name is 1 to 64 letters, digits, "
               "'_', '-', '.' and ':', got \"\"",
-              "t.yaml:6:21: routes[0].limits[1].name: a limit name is 1 to 64 letters, digits, "
+              "t.yaml:7:21: routes[0].limits[1].name: a limit name is 1 to 64 letters, digits, "
               "'_', '-', '.' and ':', got \"has space\"",
-              "t.yaml:7:21: routes[0].limits[2].name: a limit name is 1 to 64 letters, digits, "
+              "t.yaml:8:21: routes[0].limits[2].name: a limit name is 1 to 64 letters, digits, "
               "'_', '-', '.' and ':', got \"" +
                   long_name + "\"",
-              "t.yaml:8:21: routes[0].limits[3].name: must be a limit name like per-minute, got a "
+              "t.yaml:9:21: routes[0].limits[3].name: must be a limit name like per-minute, got a "
               "list",
-              "t.yaml:10:74: routes[1].limits[1].name: two limits of this list are named "
-              "\"twice\" (the other at t.yaml:10:21): a denial must name one limit",
-              "t.yaml:12:24: routes[2].limits[1].name: two limits of this list are named \"p\" "
-              "(the other at t.yaml:12:15): a denial must name one limit"}));
+              "t.yaml:11:67: routes[1].limits[1].name: two limits of this list are named "
+              "\"twice\" (the other at t.yaml:11:21): a denial must name one limit",
+              "t.yaml:13:25: routes[2].limits[1].name: two limits of this list are named \"ok\" "
+              "(the other at t.yaml:13:14): a denial must name one limit"}));
 }
 
 TEST(ConfigLoader, ARouteThatListsPlanNamesItsLimitsApartFromThePlans) {
   EXPECT_EQ(errors_of(R"(plans:
   free: [{name: minute, capacity: 10, refill_rate: 1/s}, {name: minute, capacity: 1, refill_rate: 1/s}]
-consumers: {key: header:x-api-key, file: /dev/null, unknown: free}
+consumers: {key: header:x-api-key, file: )" +
+                      free_consumers_file() + R"(, unknown: free}
 routes:
   - match: GET /a
     limits: [{name: minute, capacity: 2, refill_rate: 2/s}, plan]
 )"),
-            (Errors{"t.yaml:2:73: plans.free[1].name: two limits of this list are named "
+            (Errors{"t.yaml:2:65: plans.free[1].name: two limits of this list are named "
                     "\"minute\" (the other at t.yaml:2:17): a denial must name one limit",
                     "t.yaml:6:21: routes[0].limits[0].name: this route lists `plan`, and plan "
                     "\"free\" has a limit named \"minute\" too (at t.yaml:2:10): a denial must "

@@ -291,12 +291,15 @@ routes:
 // ROUTE#i when it has several inline limits, PLAN#i; i counts `plan` and
 // policy names too), and read back as written.
 TEST(ConfigYaml, LimitNamesRoundTrip) {
+  const std::filesystem::path consumers =
+      temp_file("sluice_config_yaml_test_named.yaml", "key-a: free\n");
   const Config c = valid(R"(
 policies:
   search: {capacity: 9, refill_rate: 1/s}
 plans:
   free: [{capacity: 2, refill_rate: 1/h}, {name: free-day, capacity: 20, refill_rate: 1/h}]
-consumers: {key: header:x-api-key, file: /dev/null, unknown: free}
+consumers: {key: header:x-api-key, file: ")" +
+                         consumers.string() + R"(", unknown: free}
 default:
   limits: [{name: everyone, capacity: 1, refill_rate: 1/s}]
 routes:
@@ -325,6 +328,7 @@ routes:
   Config renamed = c;
   renamed.routes[0].limits[2].name = "b:hour";
   EXPECT_FALSE(renamed == c);
+  std::filesystem::remove(consumers);
 }
 
 TEST(ConfigYaml, AccessListsRoundTrip) {
