@@ -242,7 +242,8 @@ descriptors:
   EXPECT_EQ(server->metric(series + R"("tenant_globex",result="ok"})"), 1);
   const std::string metrics = server->admin_get("/metrics").body;
   EXPECT_NE(metrics.find("# TYPE sluice_rls_descriptor_total counter\n"), std::string::npos);
-  EXPECT_EQ(metrics.find("plain"), std::string::npos) << "not a detailed_metric descriptor";
+  EXPECT_EQ(metrics.find("descriptor=\"plain"), std::string::npos)
+      << "not a detailed_metric descriptor";
 }
 
 TEST(RlsServe, ShadowModeDescriptorsAnswerOkButCountAsOver) {
