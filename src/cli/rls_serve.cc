@@ -178,6 +178,10 @@ void RlsRuntime::register_metrics(observe::Registry& registry,
   // Shadow: shadow_mode descriptors are counted as shadow_denied.
   decisions_ = std::make_unique<observe::RouteMetrics>(observe::make_route_metrics(
       registry, "rls", {}, /*shadow=*/true, nullptr, sinks, *decision_log_));
+  // sluice_limit_denials_total{route="rls"}: by rule, each from the load
+  // that brings it (the registry outlives the runtime's decisions).
+  decisions_->denials_registry = &registry;
+  if (const auto config = service_->config()) show_limit_denials(*config);
   service_->set_observer(decisions_.get());
   const rls::RlsCounters* c = &service_->counters();
   auto read = [](const std::atomic<uint64_t>& counter) {
@@ -247,6 +251,12 @@ void RlsRuntime::register_metrics(observe::Registry& registry,
   });
 }
 
+void RlsRuntime::show_limit_denials(const rls::RlsConfig& config) {
+  for (const std::string& name : rls::limit_names(config)) {
+    observe::limit_denials_counter(*decisions_->denials_registry, decisions_->name, name);
+  }
+}
+
 void RlsRuntime::end_metrics() {
   if (service_ != nullptr) service_->stop_observing();
 }
@@ -299,6 +309,7 @@ void RlsRuntime::commit_reload() {
   pending_.reset();
   if (service_ == nullptr) return;  // grpc was added by this reload: a restart serves it
   service_->set_config(config);
+  if (decisions_ != nullptr) show_limit_denials(*config);
   if (pending_handshake_log_rate_ != handshake_log_rate_) {
     handshake_log_rate_ = pending_handshake_log_rate_;
     rls::GrpcLog::set_handshake_log_rate(handshake_log_rate_);

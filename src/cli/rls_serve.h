@@ -73,6 +73,10 @@ class RlsRuntime final : public http::Companion {
   std::optional<std::string> not_ready() const override;
 
  private:
+  // Registers sluice_limit_denials_total{route="rls"} of every rule of
+  // `config` (zero until a denial), so the series show before one.
+  void show_limit_denials(const rls::RlsConfig& config);
+
   Store& store_;
   WorkerLoops* loops_;
   policy::RlsSettings settings_;  // as started (options other than the folder need a restart)

@@ -25,7 +25,6 @@ namespace sluice::http {
 
 namespace bhttp = boost::beast::http;
 using render::append_rate_headers;
-using render::kRateLimitedBody;
 using render::kRateLimitedContentType;
 
 namespace {
@@ -44,19 +43,27 @@ uint64_t ms_rounded_up(Nanos d) {
   return static_cast<uint64_t>((d.count() + 999'999) / 1'000'000);
 }
 
-Reply rate_limited_reply(const RateHeaders& headers, int status) {
+// The default body of a denial, naming the limit that fired.
+std::string rate_limited_body(const policy::Verdict& verdict) {
+  return render::rate_limited_body(
+      verdict.reported != nullptr ? std::string_view(verdict.reported->name) : std::string_view());
+}
+
+// `body` (rate_limited_body) must outlive the reply.
+Reply rate_limited_reply(const RateHeaders& headers, int status, std::string_view body) {
   Reply reply;
   reply.status = static_cast<bhttp::status>(status);
   reply.content_type = kRateLimitedContentType;
   reply.rate_headers = &headers;
-  reply.body = kRateLimitedBody;
+  reply.body = body;
   return reply;
 }
 
 // The gateway's answer to a denied request, as `deny:` says (its views live
 // in the config, which the caller's State holds).
-Reply gateway_denied_reply(const RateHeaders& headers, const policy::DenyResponse& deny) {
-  Reply reply = rate_limited_reply(headers, deny.status);
+Reply gateway_denied_reply(const RateHeaders& headers, const policy::DenyResponse& deny,
+                           std::string_view default_body) {
+  Reply reply = rate_limited_reply(headers, deny.status, default_body);
   if (!deny.body_file.empty()) {
     reply.body = deny.body;
     reply.content_type = deny.content_type;
@@ -469,24 +476,26 @@ void FrontDoor::handle_auth(const std::shared_ptr<Session>& session) {
   note_client(*session, *plan);
   if (plan->refusal != policy::Refusal::kNone) return respond_refusal(*session, plan->refusal);
   const policy::Plan& planned = *plan;
-  decide(*session, state, planned, state->metrics_for(planned.route), now, 1,
-         [this, session, now, plan = std::move(plan)](policy::Verdict verdict) {
-           const std::shared_ptr<const State>& state = session->state();  // held until answered
-           // auth_request never says when the request it asked about ends, so a
-           // concurrency slot is checked here, not held: it goes back at once.
-           policy::Charge(context_.store, context_.clock, *plan, verdict,
-                          state->metrics_for(plan->route))
-               .release([state] {});  // the route's metrics stay until the store is done
-           RateHeaders rate;
-           append_rate_headers(verdict, state->policy.config().headers, now, rate);
-           if (verdict.allowed() || shadow_route(*plan)) {
-             Reply reply;
-             reply.status = HttpStatus::no_content;
-             reply.rate_headers = &rate;
-             return session->respond(reply);
-           }
-           session->respond(rate_limited_reply(rate, state->policy.config().auth_deny_status));
-         });
+  decide(
+      *session, state, planned, state->metrics_for(planned.route), now, 1,
+      [this, session, now, plan = std::move(plan)](policy::Verdict verdict) {
+        const std::shared_ptr<const State>& state = session->state();  // held until answered
+        // auth_request never says when the request it asked about ends, so a
+        // concurrency slot is checked here, not held: it goes back at once.
+        policy::Charge(context_.store, context_.clock, *plan, verdict,
+                       state->metrics_for(plan->route))
+            .release([state] {});  // the route's metrics stay until the store is done
+        RateHeaders rate;
+        append_rate_headers(verdict, state->policy.config().headers, now, rate);
+        if (verdict.allowed() || shadow_route(*plan)) {
+          Reply reply;
+          reply.status = HttpStatus::no_content;
+          reply.rate_headers = &rate;
+          return session->respond(reply);
+        }
+        const std::string body = rate_limited_body(verdict);
+        session->respond(rate_limited_reply(rate, state->policy.config().auth_deny_status, body));
+      });
 }
 
 void FrontDoor::handle_gateway(const std::shared_ptr<Session>& session) {
@@ -520,8 +529,9 @@ void FrontDoor::handle_gateway(const std::shared_ptr<Session>& session) {
                  error_response(HttpStatus::internal_server_error, "INTERNAL", verdict.error));
            }
            if (!verdict.allowed() && !shadow_route(exchange->plan)) {
-             return session->respond(
-                 gateway_denied_reply(exchange->rate_headers, state->policy.config().deny));
+             const policy::DenyResponse& deny = state->policy.config().deny;
+             const std::string body = deny.body_file.empty() ? rate_limited_body(verdict) : "";
+             return session->respond(gateway_denied_reply(exchange->rate_headers, deny, body));
            }
            exchange->session = session;
            exchange->state = state;

@@ -20,6 +20,11 @@ constexpr std::string_view kDecisionsName = "sluice_decisions_total";
 constexpr std::string_view kDecisionsHelp =
     "Limit decisions, by route, algorithm and result (one per limit of a request).";
 
+constexpr std::string_view kLimitDenialsName = "sluice_limit_denials_total";
+constexpr std::string_view kLimitDenialsHelp =
+    "Requests denied, by route and the limit that fired (its name: the policy's, `name:`, or "
+    "ROUTE#i; the first in the route's order when several deny). Shadow denials are not counted.";
+
 constexpr std::string_view kRefundsName = "sluice_refunds_total";
 constexpr std::string_view kRefundsHelp =
     "Requests whose charge was given back because the upstream answered with a status their "
@@ -60,6 +65,11 @@ std::string_view limit_name(const policy::Verdict& verdict) {
 
 }  // namespace
 
+Counter* limit_denials_counter(Registry& registry, std::string_view route, std::string_view limit) {
+  return registry.counter(kLimitDenialsName, kLimitDenialsHelp,
+                          {{"route", std::string(route)}, {"limit", std::string(limit)}});
+}
+
 std::string_view shown_key(bool redact, std::string_view key, std::string& buffer) {
   // Every value part has a '='; IPs, "global" and scopes have none.
   if (!redact || key.find('=') == std::string_view::npos) return key;
@@ -73,6 +83,23 @@ const RouteMetrics::LimitCounters& RouteMetrics::limit_at(size_t index,
   if (index < limits.size()) return limits[index];
   const auto algorithm = static_cast<size_t>(limit.limit.algorithm());
   return algorithm < plan_limits.size() ? plan_limits[algorithm] : kNone;
+}
+
+Counter* RouteMetrics::denials_of(std::string_view limit) const {
+  for (const auto& entry : named_denials) {
+    if (entry.first == limit) return entry.second;
+  }
+  return denials_registry != nullptr ? limit_denials_counter(*denials_registry, name, limit)
+                                     : nullptr;
+}
+
+void RouteMetrics::count_limit_denial(const policy::Verdict& verdict) const {
+  if (verdict.reported == nullptr) return;
+  // The route's own limits come first in a plan, in route order.
+  for (size_t i = 0; i < verdict.outcomes.size() && i < limit_denials.size(); ++i) {
+    if (verdict.outcomes[i].limit == verdict.reported) return limit_denials[i]->add();
+  }
+  if (Counter* c = denials_of(verdict.reported->name)) c->add();
 }
 
 void RouteMetrics::decided(const policy::Decided& d) const {
@@ -94,6 +121,7 @@ void RouteMetrics::decided(const policy::Decided& d) const {
   }
   if (verdict.allowed()) return;
   if (shadow) return denied_shadow(d);
+  count_limit_denial(verdict);
   denied_for_real(d);
 }
 
@@ -193,11 +221,20 @@ RouteMetrics make_route_metrics(Registry& registry, const std::string& name,
     };
     return RouteMetrics::LimitCounters{series("allowed"), series("denied"), series("error")};
   };
-  for (const policy::RouteLimit& limit : limits) m.limits.push_back(counters(limit));
+  for (const policy::RouteLimit& limit : limits) {
+    m.limits.push_back(counters(limit));
+    m.limit_denials.push_back(limit_denials_counter(registry, name, limit.name));
+  }
   if (plans != nullptr) {
     for (const policy::ConsumerPlan& plan : *plans) {
       for (const policy::RouteLimit& limit : plan.limits) {
         m.plan_limits[static_cast<size_t>(limit.limit.algorithm())] = counters(limit);
+        const bool known = std::any_of(m.named_denials.begin(), m.named_denials.end(),
+                                       [&](const auto& n) { return n.first == limit.name; });
+        if (!known) {
+          m.named_denials.emplace_back(limit.name,
+                                       limit_denials_counter(registry, name, limit.name));
+        }
       }
     }
   }

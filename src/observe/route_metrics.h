@@ -2,7 +2,8 @@
 // Envoy RLS descriptors), resolved once at load so the hot path increments
 // counters through pointers and never looks a series up by its labels, and
 // the policy::DecisionObserver that counts every decision of every front
-// door into them: sluice_requests_total, sluice_decisions_total, the
+// door into them: sluice_requests_total, sluice_decisions_total,
+// sluice_limit_denials_total, the
 // server-wide store latency, store errors and top denied keys
 // (DecisionSinks), and the rate-limited log lines of denials, shadow
 // denials and store failures (DecisionLog).
@@ -14,6 +15,7 @@
 #include <atomic>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "observe/denial_log.h"
@@ -70,12 +72,25 @@ struct RouteMetrics final : policy::DecisionObserver, policy::ChargeObserver {
   // the route's own in a Plan), by algorithm (plans differ per consumer).
   // Null for algorithms no plan uses.
   std::array<LimitCounters, 6> plan_limits{};
+  // sluice_limit_denials_total{route,limit}: the limit that fired (the
+  // verdict's `reported`) of each denial that was not let through. One per
+  // limit of the route in route order, then the plan limits by name (a
+  // route that lists `plan`), made at load so every series shows from the
+  // first scrape.
+  std::vector<Counter*> limit_denials;
+  std::vector<std::pair<std::string, Counter*>> named_denials;
+  // Where a limit named in neither gets its series (the Envoy RLS
+  // descriptors, whose rules change with reloads); null: not counted.
+  Registry* denials_registry = nullptr;
   const DecisionSinks* sinks = nullptr;
   DecisionLog* log = nullptr;
 
   // The series of the limit at `index` of a Plan of this route; null
   // counters when there is none.
   const LimitCounters& limit_at(size_t index, const policy::RouteLimit& limit) const;
+  // sluice_limit_denials_total of the limit named `limit` (registered in
+  // denials_registry if it is not yet, null without one).
+  Counter* denials_of(std::string_view limit) const;
 
   // policy::DecisionObserver
   void decided(const policy::Decided& decided) const override;
@@ -89,7 +104,12 @@ struct RouteMetrics final : policy::DecisionObserver, policy::ChargeObserver {
   void store_failed(const policy::Decided& decided) const;
   void denied_shadow(const policy::Decided& decided) const;
   void denied_for_real(const policy::Decided& decided) const;
+  void count_limit_denial(const policy::Verdict& verdict) const;
 };
+
+// Registers sluice_limit_denials_total{route, limit} in `registry` (zero
+// until counted) and returns it.
+Counter* limit_denials_counter(Registry& registry, std::string_view route, std::string_view limit);
 
 // The series of one route with `limits` (`plans`: the config's plans when
 // the route lists `plan`, else null), registered in `registry`; counted

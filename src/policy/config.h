@@ -126,7 +126,10 @@ struct KeySpec {
 
 // One limit of a route: either a named policy or an inline limit.
 struct RouteLimit {
-  std::string name;  // the policy name, or "<route name>#<index>" for an inline limit
+  // What a denial names (access log, 429 body, sluice_limit_denials_total,
+  // RateLimit-Policy items): the policy name, an inline limit's `name:`, or
+  // by default its counter's name (below).
+  std::string name;
   bool named_policy = false;
   Limit limit;
   config::SourceMark mark{};  // where the limit is defined (the policy's, for a named one)
@@ -134,12 +137,22 @@ struct RouteLimit {
   // request counts. Otherwise the gateway charges before proxying and gives
   // the charge back when the upstream answers with another status.
   std::vector<int> count_status{};
+  // What its store keys are made of (policy.h's scopes): the policy name, or
+  // for an inline limit "<route name>", "<route name>#<index in the list>"
+  // when the route has several ("<plan>#<index>" in a plan). Empty: `name`
+  // (a limit without `name:`). Never `name:`, so renaming keeps the counts.
+  std::string counter{};
+  const std::string& counter_name() const { return counter.empty() ? name : counter; }
   // Equal when they mean the same: where they are written (mark) is not compared.
   friend bool operator==(const RouteLimit& a, const RouteLimit& b) {
     return a.name == b.name && a.named_policy == b.named_policy && a.limit == b.limit &&
-           a.count_status == b.count_status;
+           a.count_status == b.count_status && a.counter_name() == b.counter_name();
   }
 };
+
+// `name:` of a limit: 1 to kMaxLimitNameLength letters, digits, '_', '-',
+// '.' and ':' (as policy names), so it is safe in logs, JSON and metric labels.
+inline constexpr size_t kMaxLimitNameLength = 64;
 
 struct Route {
   std::string name;     // "GET /api/users/{id}" as written after `match:`, or "default"

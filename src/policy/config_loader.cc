@@ -8,6 +8,7 @@
 #include <ctime>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "config/files.h"
 #include "config/limit_block.h"
@@ -71,8 +72,8 @@ const Keys kTopKeys = {"listen",
 // A limit block of the server config: config::kLimitKeys (written out: a
 // namespace-scope copy of another file's vector would depend on the order
 // of static initialisation) and count_status.
-const Keys kServerLimitKeys = {"algorithm", "capacity", "refill_rate", "limit",       "window",
-                               "max",       "lease",    "block",       "count_status"};
+const Keys kServerLimitKeys = {"algorithm", "capacity", "refill_rate", "limit",        "window",
+                               "max",       "lease",    "block",       "count_status", "name"};
 const Keys kDecisionApiKeys = {"listen", "token_file"};
 const Keys kDenyKeys = {"status", "body_file", "content_type"};
 const Keys kJwtKeys = {"jwks_file", "secret_file", "issuer", "audience"};
@@ -751,24 +752,61 @@ class Loader {
   struct ServerLimit {
     Limit limit;
     std::vector<int> count_status;
+    std::optional<Item> name;  // `name:`, valid, where written; absent: the default name
   };
 
-  // An inline limit mapping.
-  std::optional<ServerLimit> limit(const Item& item) {
+  // An inline limit mapping. `nameable`: it may carry `name:` (a policy's
+  // limit is named by the policy).
+  std::optional<ServerLimit> limit(const Item& item, bool nameable) {
     const std::optional<Mapping> m =
         walker_.mapping(item, &kServerLimitKeys, "a limit like {capacity: 10, refill_rate: 2/s}");
     if (!m) return std::nullopt;
     std::optional<std::vector<int>> statuses = std::vector<int>{};
     if (const Item* c = m->get("count_status")) statuses = count_status(*c);
+    std::optional<Item> name;
+    bool name_ok = true;
+    if (const Item* n = m->get("name")) {
+      name_ok = nameable ? limit_name(*n) : false;
+      if (!nameable) {
+        walker_.error(*n, "a policy's limit is named by the policy: remove `name`");
+      } else if (name_ok) {
+        name = *n;
+      }
+    }
     std::optional<Limit> l = config::read_limit(walker_, item, config::LimitBlock::of(*m));
-    if (!l || !statuses) return std::nullopt;
+    if (!l || !statuses || !name_ok) return std::nullopt;
     if (l->algorithm() == Algorithm::kConcurrency && !statuses->empty()) {
       walker_.error(*m->get("count_status"),
                     "a concurrency slot is given back when the response has been sent, whatever "
                     "its status: count_status does not apply");
       return std::nullopt;
     }
-    return ServerLimit{std::move(*l), std::move(*statuses)};
+    return ServerLimit{std::move(*l), std::move(*statuses), std::move(name)};
+  }
+
+  // A limit's `name:`: checked as RouteLimit's name says (config.h).
+  bool limit_name(const Item& item) {
+    const std::optional<std::string> s = walker_.scalar(item, "a limit name like per-minute");
+    if (!s) return false;
+    if (s->empty() || s->size() > kMaxLimitNameLength || !valid_policy_name(*s)) {
+      walker_.error(item, "a limit name is 1 to " + std::to_string(kMaxLimitNameLength) +
+                              " letters, digits, '_', '-', '.' and ':', got " + quoted(*s));
+      return false;
+    }
+    return true;
+  }
+
+  // Names are unique within a route (and a plan): `seen` holds those met so
+  // far with where each was written; reports `name` (written at `where`) if
+  // it is one of them.
+  void unique_limit_name(std::map<std::string, Item>& seen, const std::string& name,
+                         const Item& where) {
+    const auto [it, inserted] = seen.emplace(name, where);
+    if (!inserted) {
+      walker_.error(where, "two limits of this list are named " + quoted(name) + " (the other at " +
+                               walker_.where(it->second).text() +
+                               "): a denial must name one limit");
+    }
   }
 
   // count_status: [401, 403] (or one status alone), ascending and once each.
@@ -837,7 +875,7 @@ class Loader {
         broken_policies_.insert(name);
         continue;
       }
-      if (std::optional<ServerLimit> l = limit(value)) {
+      if (std::optional<ServerLimit> l = limit(value, /*nameable=*/false)) {
         config_.policies.push_back(
             NamedPolicy{name, l->limit, walker_.where(value), std::move(l->count_status)});
       } else {
@@ -869,6 +907,7 @@ class Loader {
     const size_t inline_count =
         std::count_if(items->begin(), items->end(), [](const Item& i) { return i.node.IsMap(); });
     std::set<std::string> named;
+    std::map<std::string, Item> names;  // of the limits, for unique_limit_name
     for (size_t i = 0; i < items->size(); ++i) {
       const Item& li = (*items)[i];
       if (li.node.IsScalar() && li.node.Scalar() == kPlanWord) {
@@ -885,6 +924,7 @@ class Loader {
             walker_.error(li, "policy " + quoted(name) + " is listed twice");
             continue;
           }
+          unique_limit_name(names, name, li);
           out.push_back(RouteLimit{name, true, p->limit, p->mark, p->count_status});
           if (p->limit.algorithm() == Algorithm::kConcurrency) concurrency_items_.push_back(li);
         } else if (broken_policies_.count(name) == 0) {
@@ -901,12 +941,19 @@ class Loader {
           walker_.error(li, "unknown policy " + quoted(name) + hint);
         }
       } else if (li.node.IsMap()) {
-        if (std::optional<ServerLimit> l = limit(li)) {
+        if (std::optional<ServerLimit> l = limit(li, /*nameable=*/true)) {
+          // By default named as its counter: the route's name, with its
+          // index when the route has several inline limits.
           std::string name = route_name;
           if (inline_count > 1) name += "#" + std::to_string(i);
+          std::string counter;
+          if (l->name) {
+            counter = std::exchange(name, l->name->node.Scalar());
+            unique_limit_name(names, name, *l->name);
+          }
           if (l->limit.algorithm() == Algorithm::kConcurrency) concurrency_items_.push_back(li);
-          out.push_back(
-              RouteLimit{name, false, l->limit, walker_.where(li), std::move(l->count_status)});
+          out.push_back(RouteLimit{std::move(name), false, l->limit, walker_.where(li),
+                                   std::move(l->count_status), std::move(counter)});
         }
       } else {
         walker_.error(
@@ -914,7 +961,22 @@ class Loader {
                     Walker::describe(li.node));
       }
     }
+    if (*plan_at) plan_names_differ(names);
     return out;
+  }
+
+  // A route that lists `plan`: its limits' names differ from every plan's.
+  void plan_names_differ(const std::map<std::string, Item>& route_names) {
+    for (const ConsumerPlan& plan : config_.plans) {
+      std::set<std::string_view> reported;  // once per name and plan
+      for (const RouteLimit& limit : plan.limits) {
+        const auto it = route_names.find(limit.name);
+        if (it == route_names.end() || !reported.insert(limit.name).second) continue;
+        walker_.error(it->second, "this route lists `plan`, and plan " + quoted(plan.name) +
+                                      " has a limit named " + quoted(limit.name) + " too (at " +
+                                      limit.mark.text() + "): a denial must name one limit");
+      }
+    }
   }
 
   void key_spec(const Item* item, KeySpec* out) {
@@ -1234,6 +1296,7 @@ class Loader {
       if (!items) continue;
       if (items->empty()) walker_.error(value, "must list at least one limit");
       ConsumerPlan plan{name, {}, walker_.where(value)};
+      std::map<std::string, Item> names;  // of its limits, for unique_limit_name
       for (size_t i = 0; i < items->size(); ++i) {
         const Item& li = (*items)[i];
         if (!li.node.IsMap()) {
@@ -1241,15 +1304,22 @@ class Loader {
                                 Walker::describe(li.node));
           continue;
         }
-        if (std::optional<ServerLimit> l = limit(li)) {
+        if (std::optional<ServerLimit> l = limit(li, /*nameable=*/true)) {
           if (l->limit.algorithm() == Algorithm::kConcurrency) {
             walker_.error(li,
                           "a plan cannot hold a concurrency limit: /v1/check applies plans too, "
                           "and gives back only a policy's slot; put it on the route");
             continue;
           }
-          plan.limits.push_back(RouteLimit{name + "#" + std::to_string(i), false, l->limit,
-                                           walker_.where(li), std::move(l->count_status)});
+          std::string limit_name = name + "#" + std::to_string(i);
+          std::string counter;
+          if (l->name) {
+            counter = std::exchange(limit_name, l->name->node.Scalar());
+            unique_limit_name(names, limit_name, *l->name);
+          }
+          plan.limits.push_back(RouteLimit{std::move(limit_name), false, l->limit,
+                                           walker_.where(li), std::move(l->count_status),
+                                           std::move(counter)});
         }
       }
       config_.plans.push_back(std::move(plan));

@@ -65,10 +65,15 @@ void quoted(YAML::Emitter& out, const std::string& s) {
   out << YAML::DoubleQuoted << s;
 }
 
-void limit_block(YAML::Emitter& out, const Limit& limit,
-                 const std::vector<int>& count_status = {}) {
+// `name`: the limit's `name:`, "" when it has its default name.
+void limit_block(YAML::Emitter& out, const Limit& limit, const std::vector<int>& count_status = {},
+                 const std::string& name = {}) {
   const LimitSpec& spec = limit.spec();
   out << YAML::Flow << YAML::BeginMap;
+  if (!name.empty()) {
+    out << YAML::Key << "name" << YAML::Value;
+    quoted(out, name);
+  }
   out << YAML::Key << "algorithm" << YAML::Value << std::string(algorithm_name(spec.algorithm));
   if (spec.algorithm == Algorithm::kTokenBucket || spec.algorithm == Algorithm::kGcra) {
     out << YAML::Key << "capacity" << YAML::Value << spec.capacity;
@@ -96,6 +101,12 @@ void host_port(YAML::Emitter& out, const char* key, const HostPort& hp) {
   quoted(out, hp.text());
 }
 
+// An inline limit's `name:` as written: "" for its default name (its
+// counter's, config.h).
+std::string own_name(const RouteLimit& limit) {
+  return limit.name == limit.counter_name() ? std::string() : limit.name;
+}
+
 // `plan_at`: where `plan` (the consumer's plan) goes in the list.
 void limits(YAML::Emitter& out, const std::vector<RouteLimit>& list,
             std::optional<size_t> plan_at) {
@@ -107,7 +118,7 @@ void limits(YAML::Emitter& out, const std::vector<RouteLimit>& list,
     if (l.named_policy) {
       quoted(out, l.name);
     } else {
-      limit_block(out, l.limit, l.count_status);
+      limit_block(out, l.limit, l.count_status, own_name(l));
     }
   }
   // A position past the end (a config built by hand) still writes `plan`.
@@ -360,7 +371,7 @@ void plans(YAML::Emitter& out, const Config& c) {
   out << YAML::Key << "plans" << YAML::Value << YAML::BeginMap;
   for (const ConsumerPlan& p : c.plans) {
     out << YAML::Key << p.name << YAML::Value << YAML::BeginSeq;
-    for (const RouteLimit& l : p.limits) limit_block(out, l.limit, l.count_status);
+    for (const RouteLimit& l : p.limits) limit_block(out, l.limit, l.count_status, own_name(l));
     out << YAML::EndSeq;
   }
   out << YAML::EndMap;

@@ -56,10 +56,11 @@ Verdict make_verdict(const Plan& plan, uint64_t cost, OnFailure on_failure, cons
 
   v.result = all_allowed(out) ? Verdict::Result::kAllowed : Verdict::Result::kDenied;
   v.decision = most_restrictive(out);
-  // most_restrictive returns a copy; the first equal decision names the limit
-  // (equal decisions produce equal headers, so the choice is immaterial).
+  // A denial names the limit that fired: the first in the route's order that
+  // denied, whichever is the most restrictive. Otherwise most_restrictive
+  // returns a copy; the first equal decision names the limit.
   for (size_t i = 0; i < n; ++i) {
-    if (out[i] == v.decision) {
+    if (v.allowed() ? out[i] == v.decision : !out[i].allowed) {
       v.reported = plan.limits[i].limit;
       break;
     }

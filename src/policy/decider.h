@@ -53,8 +53,11 @@ struct Verdict {
   }
   bool invalid() const { return result == Result::kInvalid; }
 
-  Decision decision;                     // the most restrictive (see sluice::most_restrictive)
-  const RouteLimit* reported = nullptr;  // the limit `decision` belongs to
+  Decision decision;  // the most restrictive (see sluice::most_restrictive)
+  // The limit the verdict names: on a denial the first in the plan's order
+  // that denied (the limit that fired; `decision` may be another's, the most
+  // restrictive), else the one `decision` belongs to.
+  const RouteLimit* reported = nullptr;
   // One per planned limit, in route order. On an overall denial, a limit that
   // would have allowed has allowed == true and `remaining` as it is now
   // (nothing was charged).

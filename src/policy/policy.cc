@@ -27,8 +27,8 @@ struct CompiledRoute {
   std::string exact_path;
   std::vector<Segment> segments;
   bool wildcard = false;  // the pattern ended in "/*"
-  // One per limit, "policy:<name>|" or "route:<route name>#<i>|": the store
-  // key is this plus the client key.
+  // One per limit, "policy:<name>|" or "route:<route name>[#<i>]|"
+  // (RouteLimit::counter_name): the store key is this plus the client key.
   std::vector<std::string> scopes;
 };
 
@@ -40,7 +40,7 @@ std::vector<std::string> scopes_of(const Route& route) {
   std::vector<std::string> scopes;
   scopes.reserve(route.limits.size());
   for (const RouteLimit& limit : route.limits) {
-    scopes.push_back((limit.named_policy ? "policy:" : "route:") + limit.name + "|");
+    scopes.push_back((limit.named_policy ? "policy:" : "route:") + limit.counter_name() + "|");
   }
   return scopes;
 }
@@ -249,7 +249,7 @@ Policy::Policy(Config config) : config_(std::move(config)) {
   }
   for (const ConsumerPlan& p : config_.plans) {
     std::vector<std::string>& scopes = compiled->plan_scopes.emplace_back();
-    for (const RouteLimit& limit : p.limits) scopes.push_back("plan:" + limit.name + "|");
+    for (const RouteLimit& limit : p.limits) scopes.push_back("plan:" + limit.counter_name() + "|");
   }
   // The directory takes the table over: after a fold of runtime changes the
   // old table would otherwise stay alive here, twice the memory.

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <vector>
 
+#include "util/json_escape.h"
+
 namespace sluice::render {
 namespace {
 
@@ -236,6 +238,18 @@ void append_rate_headers(const policy::Verdict& verdict, const policy::HeaderMod
     add_uint(out, kRetryAfter,
              static_cast<uint64_t>(std::max<int64_t>(1, seconds_rounded_up(d.retry_after))));
   }
+}
+
+std::string rate_limited_body(std::string_view limit) {
+  if (limit.empty()) return std::string(kRateLimitedBody);
+  constexpr std::string_view kEnd = "}}";
+  const std::string_view head = kRateLimitedBody.substr(0, kRateLimitedBody.size() - kEnd.size());
+  std::string body;
+  body.reserve(kRateLimitedBody.size() + limit.size() + 12);
+  body.append(head).append(",\"limit\":\"");
+  append_json_escaped(limit, body);
+  body.append("\"").append(kEnd);
+  return body;
 }
 
 }  // namespace sluice::render

@@ -61,6 +61,11 @@ inline constexpr std::string_view kRateLimitedBody =
     R"({"error":{"code":"RATE_LIMITED","message":"Too many requests. Please retry after the Retry-After period."}})";
 inline constexpr std::string_view kRateLimitedContentType = "application/json";
 
+// The default 429 body of a denial by `limit` (the limit that fired, its
+// RouteLimit::name): kRateLimitedBody with "limit":"NAME" after the message.
+// kRateLimitedBody itself when `limit` is empty.
+std::string rate_limited_body(std::string_view limit);
+
 inline constexpr std::string_view kXRateLimitLimit = "X-RateLimit-Limit";
 inline constexpr std::string_view kXRateLimitRemaining = "X-RateLimit-Remaining";
 inline constexpr std::string_view kXRateLimitReset = "X-RateLimit-Reset";

@@ -113,4 +113,14 @@ struct RlsConfig {
   const Domain* find_domain(std::string_view name) const;
 };
 
+// The name a denial by a node's rule gives (sluice_limit_denials_total's
+// `limit`): its rate_limit `name`, else the node's stat key
+// ("domain.key_value.subkey", as the file writes it: never a request's
+// values, even for a detailed_metric node).
+const std::string& limit_name(const DescriptorNode& node);
+// The name of a descriptor's `limit` override (sent by Envoy, not in a file).
+inline constexpr std::string_view kOverrideLimitName = "override";
+// Every rule's limit_name(), once each, in domain and file order.
+std::vector<std::string> limit_names(const RlsConfig& config);
+
 }  // namespace sluice::rls

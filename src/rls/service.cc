@@ -161,8 +161,12 @@ const NoObserver kNoObserver;
 // A descriptor's limit under its store key: the one-limit plan of the
 // shared decision path.
 void RlsService::plan_store(Item& item, Limit limit, std::string key) {
-  item.limit = policy::RouteLimit{
-      std::string(item.name.empty() ? item.stat_key : item.name), false, std::move(limit), {}};
+  item.limit =
+      policy::RouteLimit{std::string(item.node != nullptr ? std::string_view(limit_name(*item.node))
+                                                          : kOverrideLimitName),
+                         false,
+                         std::move(limit),
+                         {}};
   item.plan.limits.push_back(policy::PlannedLimit{&*item.limit, std::move(key)});
   item.kind = Kind::kStore;
 }

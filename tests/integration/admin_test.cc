@@ -143,6 +143,54 @@ policies:
   EXPECT_EQ(server->post("/v1/check", R"({"policy":"lasting","key":"z"})").status, 429);
 }
 
+// Two limits deny: the first in the route's order fired (small), though
+// tiny is the more restrictive (its retry is longer, and the headers say so).
+// Each denial names it in the 429 body, the access log and
+// sluice_limit_denials_total, whose series show from the load, at zero.
+const std::string kNamedLimits = R"(
+logging: {access_log: true}
+headers: [legacy]
+routes:
+  - match: GET /two
+    limits: [{name: small, capacity: 1, refill_rate: 1/h}, {name: tiny, capacity: 1, refill_rate: 1/2h}]
+)";
+
+TEST(LimitNames, ADenialNamesTheFirstDenyingLimitInBodyLogAndMetric) {
+  auto server = SluiceProcess::start(kNamedLimits);
+  ASSERT_NE(server, nullptr);
+  const std::string small = R"(sluice_limit_denials_total{route="GET /two",limit="small"})";
+  const std::string tiny = R"(sluice_limit_denials_total{route="GET /two",limit="tiny"})";
+  EXPECT_EQ(server->metric(small), 0);
+  EXPECT_EQ(server->metric(tiny), 0);
+  EXPECT_EQ(server->get("/two").status, 200);
+  for (int i = 0; i < 3; ++i) {
+    const HttpResponse r = server->get("/two");
+    EXPECT_EQ(r.status, 429);
+    EXPECT_EQ(r.body, rate_limited_body("small"));
+    EXPECT_EQ(r.header("Retry-After"), "7200");  // tiny's: the most restrictive
+  }
+  EXPECT_EQ(server->metric(small), 3);
+  EXPECT_EQ(server->metric(tiny), 0);
+  const std::string denied =
+      " route=\"GET /two\" key=ip:127.0.0.1 decision=denied limit=small status=429 bytes=123 ";
+  const std::string log = server->wait_for_access_log({denied});
+  EXPECT_NE(log.find(denied), std::string::npos) << log;
+
+  // Renamed by a reload: the next denial names the new name, and the count
+  // goes on (the store keys do not depend on `name:`).
+  std::string renamed = kNamedLimits;
+  renamed.replace(renamed.find("name: small"), 11, "name: first");
+  server->rewrite_config(renamed);
+  ASSERT_EQ(server->admin_post("/admin/reload").status, 200);
+  const std::string first = R"(sluice_limit_denials_total{route="GET /two",limit="first"})";
+  EXPECT_EQ(server->metric(first), 0);
+  const HttpResponse r = server->get("/two");
+  EXPECT_EQ(r.status, 429);
+  EXPECT_EQ(r.body, rate_limited_body("first"));
+  EXPECT_EQ(server->metric(first), 1);
+  EXPECT_EQ(server->metric(small), 3);
+}
+
 TEST(AccessLog, OneLinePerRequestWithRouteKeyAndDecisionWhenEnabled) {
   auto server = SluiceProcess::start(R"(
 logging: {access_log: true}
@@ -167,7 +215,7 @@ routes:
       " client=127.0.0.1 peer=127.0.0.1 method=GET path=/a route=\"GET /a\" key=ip:127.0.0.1 "
       "decision=allowed limit=- status=200 bytes=16 upstream_ms=- ms=",
       " client=127.0.0.1 peer=127.0.0.1 method=GET path=/a route=\"GET /a\" key=ip:127.0.0.1 "
-      "decision=denied limit=\"GET /a\" status=429 bytes=107 upstream_ms=- ms=",
+      "decision=denied limit=\"GET /a\" status=429 bytes=124 upstream_ms=- ms=",
       " client=127.0.0.1 peer=127.0.0.1 method=GET path=/k route=\"GET /k\" key=\"" + hashed +
           "\" decision=allowed limit=- status=200 ",
       " client=127.0.0.1 peer=127.0.0.1 method=GET path=/k route=\"GET /k\" key=\"" + hashed +

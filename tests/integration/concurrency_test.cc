@@ -75,7 +75,7 @@ TEST(Concurrency, WithMaxFourTenSlowRequestsGiveFourProxiedAndSix429s) {
     EXPECT_EQ(r.header("RateLimit"), "\"POST /api/reports\";r=0;t=1");
     EXPECT_EQ(
         r.body,
-        R"({"error":{"code":"RATE_LIMITED","message":"Too many requests. Please retry after the Retry-After period."}})");
+        R"({"error":{"code":"RATE_LIMITED","message":"Too many requests. Please retry after the Retry-After period.","limit":"POST /api/reports"}})");
   }
   EXPECT_EQ(denied, 6);
   ASSERT_EQ(waiting.size(), 4u);

@@ -85,7 +85,7 @@ TEST_F(Consumers, FreeAndProQuotasAreOneAcrossTheRoutesThatListPlan) {
   EXPECT_EQ(count_allowed(*server, "GET", "/health", 3, api_key("key-free")), 3);
   const HttpResponse r = server->get("/api/orders", api_key("key-pro"));
   EXPECT_EQ(r.status, 429);
-  EXPECT_EQ(r.body, kRateLimitedBody);
+  EXPECT_EQ(r.body, rate_limited_body("pro#0"));
 }
 
 TEST_F(Consumers, UnknownIdsShareTheUnknownPlanOfTheirAddress) {

@@ -149,7 +149,7 @@ TEST_F(DecisionApi, AuthDeniesWith429AndTheSeedsBody) {
   EXPECT_EQ(auth(h).status, 204);
   const HttpResponse r = auth(h);
   EXPECT_EQ(r.status, 429);
-  EXPECT_EQ(r.body, kRateLimitedBody);
+  EXPECT_EQ(r.body, rate_limited_body("GET /api/search"));
   EXPECT_TRUE(r.has_header("Retry-After"));
   EXPECT_EQ(r.header("X-RateLimit-Remaining"), "0");
 }

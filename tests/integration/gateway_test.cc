@@ -86,7 +86,7 @@ TEST(Gateway, AllowedRequestsGetTheUpstreamsAnswerWithTheRateHeaders) {
   }
   const HttpResponse denied = c->request("GET", "/api/hello");
   EXPECT_EQ(denied.status, 429);
-  EXPECT_EQ(denied.body, kRateLimitedBody);
+  EXPECT_EQ(denied.body, rate_limited_body("GET /api/hello"));
   EXPECT_EQ(denied.header("Retry-After"), "3600");
   EXPECT_EQ(denied.header("X-RateLimit-Remaining"), "0");
   EXPECT_FALSE(denied.has_header("Server"));  // Sluice's own answer, not the upstream's
@@ -105,7 +105,7 @@ TEST(Gateway, DeniedRequestsNeverReachTheUpstream) {
       EXPECT_EQ(r.body, "{\"n\":" + std::to_string(i) + "}");
     } else {
       EXPECT_EQ(r.status, 429);
-      EXPECT_EQ(r.body, kRateLimitedBody);
+      EXPECT_EQ(r.body, rate_limited_body("GET /api/hello"));
     }
   }
   EXPECT_EQ(upstream.requests(), 3);
@@ -240,7 +240,7 @@ TEST(Gateway, TheAccessLogHasTheUpstreamTimeOfProxiedRequests) {
   const std::string denied =
       " client=127.0.0.1 peer=127.0.0.1 method=GET path=/api/hello route=\"GET /api/hello\" "
       "key=ip:127.0.0.1 "
-      "decision=denied limit=\"GET /api/hello\" status=429 bytes=107 upstream_ms=- ms=";
+      "decision=denied limit=\"GET /api/hello\" status=429 bytes=132 upstream_ms=- ms=";
   // Lines are written once their responses are sent: wait for the fourth.
   const std::string log = server->wait_for_access_log({denied});
   EXPECT_NE(log.find(denied), std::string::npos) << log;

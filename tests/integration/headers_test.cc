@@ -63,7 +63,7 @@ TEST(Headers, DeniedResponseIsTheSeeds429WithRetryAfter) {
   const double after = epoch_seconds();
   const auto elapsed = std::chrono::steady_clock::now() - start;
   ASSERT_EQ(r.status, 429);
-  EXPECT_EQ(r.body, kRateLimitedBody);
+  EXPECT_EQ(r.body, rate_limited_body("GET /api/search"));
   EXPECT_EQ(r.header("Content-Type"), "application/json");
   EXPECT_EQ(r.header("X-RateLimit-Limit"), "3");
   EXPECT_EQ(r.header("X-RateLimit-Remaining"), "0");
@@ -157,7 +157,7 @@ routes:
   EXPECT_FALSE(ok.has_header("X-RateLimit-Limit"));
   const HttpResponse denied = server->get("/a");
   EXPECT_EQ(denied.status, 429);
-  EXPECT_EQ(denied.body, kRateLimitedBody);
+  EXPECT_EQ(denied.body, rate_limited_body("GET /a"));
   EXPECT_TRUE(denied.has_header("Retry-After"));
   EXPECT_FALSE(denied.has_header("X-RateLimit-Remaining"));
 }
@@ -194,7 +194,7 @@ routes:
   // Limited before proxying: the next request is denied without reaching the upstream.
   const HttpResponse denied = server->get("/a");
   EXPECT_EQ(denied.status, 429);
-  EXPECT_EQ(denied.body, kRateLimitedBody);
+  EXPECT_EQ(denied.body, rate_limited_body("GET /a"));
 }
 
 }  // namespace

@@ -131,7 +131,7 @@ TEST(JsonLog, EveryAccessLogLineIsOneObjectWithItsFields) {
   const json::object& denied = by_decision("denied");
   EXPECT_EQ(denied.at("limit").as_string(), "GET /a");  // the route's one inline limit
   EXPECT_EQ(denied.at("status").as_int64(), 429);
-  EXPECT_EQ(denied.at("bytes").as_int64(), static_cast<int64_t>(kRateLimitedBody.size()));
+  EXPECT_EQ(denied.at("bytes").as_int64(), static_cast<int64_t>(rate_limited_body("GET /a").size()));
   const json::object& unlimited = by_decision("none");
   EXPECT_EQ(unlimited.at("path").as_string(), "/elsewhere");
   EXPECT_TRUE(unlimited.at("limit").is_null());

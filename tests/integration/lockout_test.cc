@@ -59,7 +59,7 @@ TEST(Lockout, FiveFailedLoginsThenTheKeyIsBlockedForTheWholeBlock) {
   // password waits it out.
   const HttpResponse sixth = login(*c, "mallory", kWrong);
   EXPECT_EQ(sixth.status, 429) << sixth.body;
-  EXPECT_EQ(sixth.body, kRateLimitedBody);
+  EXPECT_EQ(sixth.body, rate_limited_body("POST /api/login"));
   EXPECT_EQ(sixth.header("Retry-After"), "1800");
   EXPECT_EQ(sixth.header("X-RateLimit-Remaining"), "0");
   const HttpResponse right = login(*c, "mallory", kRight);

@@ -148,7 +148,7 @@ TEST(Queueing, PastMaxHeldARequestIsAnsweredAtOnceWithTheDenial) {
   EXPECT_EQ(refused.header("Content-Type"), "application/json");
   EXPECT_EQ(
       refused.body,
-      R"({"error":{"code":"RATE_LIMITED","message":"Too many requests. Please retry after the Retry-After period."}})");
+      R"({"error":{"code":"RATE_LIMITED","message":"Too many requests. Please retry after the Retry-After period.","limit":"GET /feed"}})");
   EXPECT_EQ(refused.header("X-RateLimit-Limit"), "1");
   EXPECT_EQ(refused.header("X-RateLimit-Remaining"), "0");
   // When the queue ahead (B, C) has drained and a token is back: 3 s after

@@ -35,9 +35,11 @@ routes:
     limits: [login]
 )";
 
-// The seed's 429 body, byte for byte.
-inline const std::string kRateLimitedBody =
-    R"({"error":{"code":"RATE_LIMITED","message":"Too many requests. Please retry after the Retry-After period."}})";
+// The default 429 body of a denial by the limit named `limit`, byte for byte.
+inline std::string rate_limited_body(const std::string& limit) {
+  return R"({"error":{"code":"RATE_LIMITED","message":"Too many requests. Please retry after the Retry-After period.","limit":")" +
+         limit + "\"}}";
+}
 
 // Sends `count` identical requests on one keep-alive connection. Returns how
 // many got 200 (or `ok_status`); fails the test if any other answer than

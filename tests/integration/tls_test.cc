@@ -66,7 +66,7 @@ TEST_F(Tls, AVerifyingClientGetsTheDecisionsAndHeadersOverHttp11) {
   EXPECT_EQ(third.header("Content-Type"), "application/json");
   EXPECT_EQ(
       third.body,
-      R"({"error":{"code":"RATE_LIMITED","message":"Too many requests. Please retry after the Retry-After period."}})");
+      R"({"error":{"code":"RATE_LIMITED","message":"Too many requests. Please retry after the Retry-After period.","limit":"GET /api/x"}})");
   EXPECT_EQ(server->metric(R"(sluice_requests_total{route="GET /api/x",result="denied"})"), 1);
 }
 

@@ -109,7 +109,7 @@ TEST(WebSocket, FramesGoBothWaysThroughTheGatewayAndTheHandshakeIsCharged) {
   const int retry_after = std::stoi(std::string(denied.response["Retry-After"]));
   EXPECT_GT(retry_after, 1800);
   EXPECT_LE(retry_after, 3600);
-  EXPECT_EQ(denied.response.body(), kRateLimitedBody);
+  EXPECT_EQ(denied.response.body(), rate_limited_body("GET /ws"));
   // Each tunnel is logged once it ends, as a 101.
   const std::string log = server->wait_for_access_log({"status=101", "status=429"});
   EXPECT_NE(

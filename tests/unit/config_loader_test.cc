@@ -7,6 +7,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -34,6 +36,15 @@ Config valid(std::string_view yaml) {
 }
 
 using Errors = std::vector<std::string>;
+
+// A consumers file that puts one consumer on plan `free`: its path.
+std::string free_consumers_file() {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "sluice_config_loader_test_consumers.yaml")
+          .string();
+  std::ofstream(path) << "a: free\n";
+  return path;
+}
 
 // ---- valid files ---------------------------------------------------------
 
@@ -122,6 +133,92 @@ routes:
   EXPECT_EQ(c.routes[1].name, "x-route");
   EXPECT_EQ(c.routes[1].limits[0].name, "x-route");
   EXPECT_EQ(c.routes[1].limits[0].limit, *Limit::gcra(3, 3, seconds(2)));
+}
+
+// `name:` names what a denial reports; the store keys stay those of the
+// position, so a renamed limit keeps its counts.
+TEST(ConfigLoader, ALimitsNameKeyNamesItAndKeepsItsCounter) {
+  const Config c = valid(R"(policies:
+  login: {capacity: 5, refill_rate: 1/s}
+plans:
+  free: [{name: free-minute, limit: 10, algorithm: fixed_window, window: 1m},
+         {capacity: 100, refill_rate: 1/s}]
+consumers: {key: header:x-api-key, file: )" +
+                         free_consumers_file() + R"(, unknown: free}
+routes:
+  - match: GET /a
+    limits: [login, {name: per-second, capacity: 2, refill_rate: 2/s},
+             {name: "burst.1:x_y-z", capacity: 9, refill_rate: 9/s}, plan]
+  - match: GET /b
+    limits: [{name: only, capacity: 2, refill_rate: 2/s}]
+)");
+  ASSERT_EQ(c.routes.size(), 2u);
+  const Route& a = c.routes[0];
+  ASSERT_EQ(a.limits.size(), 3u);
+  EXPECT_EQ(a.limits[0].name, "login");
+  EXPECT_EQ(a.limits[1].name, "per-second");
+  EXPECT_EQ(a.limits[1].counter_name(), "GET /a#1");
+  EXPECT_EQ(a.limits[2].name, "burst.1:x_y-z");
+  EXPECT_EQ(a.limits[2].counter_name(), "GET /a#2");
+  EXPECT_EQ(c.routes[1].limits[0].name, "only");
+  EXPECT_EQ(c.routes[1].limits[0].counter_name(), "GET /b");
+  ASSERT_EQ(c.plans.size(), 1u);
+  ASSERT_EQ(c.plans[0].limits.size(), 2u);
+  EXPECT_EQ(c.plans[0].limits[0].name, "free-minute");
+  EXPECT_EQ(c.plans[0].limits[0].counter_name(), "free#0");
+  EXPECT_EQ(c.plans[0].limits[1].name, "free#1");
+  EXPECT_EQ(c.plans[0].limits[1].counter_name(), "free#1");
+}
+
+TEST(ConfigLoader, LimitNameErrors) {
+  const std::string long_name(65, 'n');
+  EXPECT_EQ(
+      errors_of(R"(policies:
+  p: {name: q, capacity: 5, refill_rate: 1/s}
+  ok: {capacity: 5, refill_rate: 1/s}
+routes:
+  - match: GET /a
+    limits: [{name: "", capacity: 2, refill_rate: 2/s},
+             {name: has space, capacity: 2, refill_rate: 2/s},
+             {name: )" +
+                long_name + R"(, capacity: 2, refill_rate: 2/s},
+             {name: [x], capacity: 2, refill_rate: 2/s}]
+  - match: GET /b
+    limits: [{name: twice, capacity: 2, refill_rate: 2/s}, {name: twice, capacity: 3, refill_rate: 3/s}]
+  - match: GET /c
+    limits: [ok, {name: ok, capacity: 2, refill_rate: 2/s}]
+)"),
+      (Errors{"t.yaml:2:13: policies.p.name: a policy's limit is named by the policy: remove "
+              "`name`",
+              "t.yaml:6:21: routes[0].limits[0].name: a limit name is 1 to 64 letters, digits, "
+              "'_', '-', '.' and ':', got \"\"",
+              "t.yaml:7:21: routes[0].limits[1].name: a limit name is 1 to 64 letters, digits, "
+              "'_', '-', '.' and ':', got \"has space\"",
+              "t.yaml:8:21: routes[0].limits[2].name: a limit name is 1 to 64 letters, digits, "
+              "'_', '-', '.' and ':', got \"" +
+                  long_name + "\"",
+              "t.yaml:9:21: routes[0].limits[3].name: must be a limit name like per-minute, got a "
+              "list",
+              "t.yaml:11:67: routes[1].limits[1].name: two limits of this list are named "
+              "\"twice\" (the other at t.yaml:11:21): a denial must name one limit",
+              "t.yaml:13:25: routes[2].limits[1].name: two limits of this list are named \"ok\" "
+              "(the other at t.yaml:13:14): a denial must name one limit"}));
+}
+
+TEST(ConfigLoader, ARouteThatListsPlanNamesItsLimitsApartFromThePlans) {
+  EXPECT_EQ(errors_of(R"(plans:
+  free: [{name: minute, capacity: 10, refill_rate: 1/s}, {name: minute, capacity: 1, refill_rate: 1/s}]
+consumers: {key: header:x-api-key, file: )" +
+                      free_consumers_file() + R"(, unknown: free}
+routes:
+  - match: GET /a
+    limits: [{name: minute, capacity: 2, refill_rate: 2/s}, plan]
+)"),
+            (Errors{"t.yaml:2:65: plans.free[1].name: two limits of this list are named "
+                    "\"minute\" (the other at t.yaml:2:17): a denial must name one limit",
+                    "t.yaml:6:21: routes[0].limits[0].name: this route lists `plan`, and plan "
+                    "\"free\" has a limit named \"minute\" too (at t.yaml:2:10): a denial must "
+                    "name one limit"}));
 }
 
 TEST(ConfigLoader, PoliciesMayBeDefinedAfterTheRoutesThatUseThem) {

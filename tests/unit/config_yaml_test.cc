@@ -287,6 +287,50 @@ routes:
   std::filesystem::remove(secret);
 }
 
+// `name:` is written where it differs from the default (the route's name,
+// ROUTE#i when it has several inline limits, PLAN#i; i counts `plan` and
+// policy names too), and read back as written.
+TEST(ConfigYaml, LimitNamesRoundTrip) {
+  const std::filesystem::path consumers =
+      temp_file("sluice_config_yaml_test_named.yaml", "key-a: free\n");
+  const Config c = valid(R"(
+policies:
+  search: {capacity: 9, refill_rate: 1/s}
+plans:
+  free: [{capacity: 2, refill_rate: 1/h}, {name: free-day, capacity: 20, refill_rate: 1/h}]
+consumers: {key: header:x-api-key, file: ")" +
+                         consumers.string() + R"(", unknown: free}
+default:
+  limits: [{name: everyone, capacity: 1, refill_rate: 1/s}]
+routes:
+  - match: GET /b
+    limits: [search, plan, {capacity: 3, refill_rate: 1/s}, {name: "b:minute", capacity: 4, refill_rate: 1/s}]
+)");
+  ASSERT_EQ(c.routes[0].limits.size(), 3u);
+  EXPECT_EQ(c.routes[0].limits[1].name, "GET /b#2");
+  EXPECT_EQ(c.routes[0].limits[2].counter_name(), "GET /b#3");
+  EXPECT_EQ(c.routes[0].limits[2].name, "b:minute");
+  expect_round_trip(c, "t.yaml");
+  const std::string yaml = to_yaml(c);
+  EXPECT_NE(yaml.find("- {name: \"free-day\", algorithm: token_bucket, capacity: 20"),
+            std::string::npos)
+      << yaml;
+  EXPECT_NE(yaml.find("- {name: \"everyone\", algorithm: token_bucket, capacity: 1,"),
+            std::string::npos)
+      << yaml;
+  EXPECT_NE(yaml.find("- {name: \"b:minute\", algorithm: token_bucket, capacity: 4,"),
+            std::string::npos)
+      << yaml;
+  // Default names are not written.
+  EXPECT_EQ(yaml.find("name: \"free#0\""), std::string::npos) << yaml;
+  EXPECT_EQ(yaml.find("name: \"GET /b#2\""), std::string::npos) << yaml;
+  // A renamed limit is another config.
+  Config renamed = c;
+  renamed.routes[0].limits[2].name = "b:hour";
+  EXPECT_FALSE(renamed == c);
+  std::filesystem::remove(consumers);
+}
+
 TEST(ConfigYaml, AccessListsRoundTrip) {
   const Config c =
       valid("access: {allow: [10.0.0.0/8, \"2001:db8::/32\"], deny: [203.0.113.0/24]}\n");

@@ -138,7 +138,9 @@ TEST(Decide, SeveralLimitsAreAllOrNothing) {
   EXPECT_EQ(a_only.decision.remaining, 2u);
 }
 
-TEST(Decide, DeniedReportsTheLongestRetry) {
+// Both deny: the headers carry the longest retry (b's), and the verdict
+// names the limit that fired first in the route's order (a).
+TEST(Decide, DeniedReportsTheLongestRetryAndNamesTheFirstDenyingLimit) {
   Fixture f;
   CountingStore store;
   const Plan both = f.plan_of({&f.a, &f.b});
@@ -150,8 +152,13 @@ TEST(Decide, DeniedReportsTheLongestRetry) {
   EXPECT_FALSE(v.allowed());
   EXPECT_FALSE(v.outcomes[0].decision.allowed);
   EXPECT_FALSE(v.outcomes[1].decision.allowed);
-  EXPECT_EQ(v.reported, &f.b);
+  EXPECT_EQ(v.reported, &f.a);
   EXPECT_EQ(v.decision.retry_after, 10s);
+  // The other order names b.
+  const Verdict reversed = decide(store, f.plan_of({&f.b, &f.a}), kNow, OnFailure::kAllow);
+  EXPECT_FALSE(reversed.allowed);
+  EXPECT_EQ(reversed.reported, &f.b);
+  EXPECT_EQ(reversed.decision.retry_after, 10s);
 }
 
 TEST(Decide, WeightedCost) {

@@ -488,6 +488,16 @@ TEST(RateLimitedBody, IsTheSeedsBodyByteForByte) {
   EXPECT_EQ(kRateLimitedContentType, "application/json");
 }
 
+TEST(RateLimitedBody, NamesTheLimitThatFiredJsonEscaped) {
+  EXPECT_EQ(rate_limited_body("per-minute"),
+            "{\"error\":{\"code\":\"RATE_LIMITED\",\"message\":\"Too many requests. Please retry "
+            "after the Retry-After period.\",\"limit\":\"per-minute\"}}");
+  EXPECT_EQ(rate_limited_body("GET /q\"a\\b#1"),
+            "{\"error\":{\"code\":\"RATE_LIMITED\",\"message\":\"Too many requests. Please retry "
+            "after the Retry-After period.\",\"limit\":\"GET /q\\\"a\\\\b#1\"}}");
+  EXPECT_EQ(rate_limited_body(""), kRateLimitedBody);
+}
+
 TEST(SecondsRoundedUp, Edges) {
   EXPECT_EQ(seconds_rounded_up(0ns), 0);
   EXPECT_EQ(seconds_rounded_up(-5ns), 0);

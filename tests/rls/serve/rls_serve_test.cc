@@ -20,6 +20,7 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <utility>
@@ -241,7 +242,8 @@ descriptors:
   EXPECT_EQ(server->metric(series + R"("tenant_globex",result="ok"})"), 1);
   const std::string metrics = server->admin_get("/metrics").body;
   EXPECT_NE(metrics.find("# TYPE sluice_rls_descriptor_total counter\n"), std::string::npos);
-  EXPECT_EQ(metrics.find("plain"), std::string::npos) << "not a detailed_metric descriptor";
+  EXPECT_EQ(metrics.find("descriptor=\"plain"), std::string::npos)
+      << "not a detailed_metric descriptor";
 }
 
 TEST(RlsServe, ShadowModeDescriptorsAnswerOkButCountAsOver) {
@@ -272,6 +274,59 @@ descriptors:
   EXPECT_EQ(server->metric(R"(sluice_rls_descriptors_over_limit_mode_total{mode="shadow_mode"})"),
             u1_hour.over());
   EXPECT_EQ(server->metric("sluice_rls_requests_over_limit_total"), 0);
+}
+
+// A descriptor over its limit counts in sluice_limit_denials_total under the
+// rule's name (rate_limit.name, else its stat key from the file: never the
+// request's values, detailed_metric or not); every rule's series is there at
+// zero from the load, and from the reload that brings it.
+TEST(RlsServe, LimitDenialsNameTheRuleThatFired) {
+  DescriptorDir dir;
+  const std::string descriptors = R"(domain: api
+descriptors:
+  - key: tenant
+    detailed_metric: true
+    rate_limit: {name: tenant-daily, algorithm: token_bucket, capacity: 2, refill_rate: 1/d}
+  - key: plain
+    rate_limit: {algorithm: token_bucket, capacity: 1, refill_rate: 1/d}
+)";
+  dir.write("api.yaml", descriptors);
+  auto server = SluiceProcess::start("grpc: 127.0.0.1:0\nrls:\n  config_dir: " + dir.path() +
+                                     "\nserver:\n  shutdown_grace: 2s\n");
+  ASSERT_NE(server, nullptr);
+  const int port = grpc_port(server->log());
+  ASSERT_GT(port, 0) << server->log();
+  const std::string named = R"(sluice_limit_denials_total{route="rls",limit="tenant-daily"})";
+  const std::string unnamed = R"(sluice_limit_denials_total{route="rls",limit="api.plain"})";
+  EXPECT_EQ(server->metric(named), 0);
+  EXPECT_EQ(server->metric(unnamed), 0);
+  RlsClient client(port);
+  int over = 0;
+  for (int i = 0; i < 5; ++i)
+    over += client.call(request("api", {{{"tenant", "acme"}}})).overall_code() == OVER;
+  EXPECT_EQ(over, 3);
+  EXPECT_EQ(client.call(request("api", {{{"tenant", "globex"}}})).overall_code(), OK);
+  EXPECT_EQ(client.call(request("api", {{{"plain", "x"}}})).overall_code(), OK);
+  EXPECT_EQ(client.call(request("api", {{{"plain", "y"}}})).overall_code(), OK);
+  EXPECT_EQ(client.call(request("api", {{{"plain", "x"}}})).overall_code(), OVER);
+  EXPECT_EQ(server->metric(named), 3);
+  EXPECT_EQ(server->metric(unnamed), 1);
+  // The named rule's series is its only one: no request value in a label.
+  std::istringstream metrics(server->admin_get("/metrics").body);
+  int series = 0;
+  for (std::string line; std::getline(metrics, line);) {
+    if (line.starts_with("sluice_limit_denials_total{route=\"rls\"")) ++series;
+  }
+  EXPECT_EQ(series, 2);
+
+  // A rule renamed by a reload: its series shows at zero; the old one stays.
+  std::string renamed = descriptors;
+  renamed.replace(renamed.find("tenant-daily"), 12, "tenant-day");
+  dir.write("api.yaml", renamed);
+  ASSERT_EQ(server->admin_post("/admin/reload").status, 200);
+  ASSERT_TRUE(server->wait_for_log("RLS: reloaded 1 domain(s)"));
+  EXPECT_EQ(server->metric(R"(sluice_limit_denials_total{route="rls",limit="tenant-day"})"), 0);
+  EXPECT_EQ(server->metric(named), 3);
 }
 
 // ---------------------------------------------------------------- reload
