@@ -10,6 +10,12 @@
 
 #include <gtest/gtest.h>
 
+#include "observe/metrics.h"
+#include "observe/route_metrics.h"
+#include "observe/top_keys.h"
+#include "policy/decider.h"
+#include "policy/policy.h"
+
 namespace sluice::observe {
 namespace {
 
@@ -113,6 +119,45 @@ TEST(DecisionHistory, ARouteKeepsItsRingWhileHeldAndLosesItAfter) {
   ASSERT_EQ(read.size(), 1u);
   EXPECT_EQ(read.count("GET /a"), 1u);
   EXPECT_EQ(history.route("GET /b")->read(kT + 1, 1, R::kDenied), (Counts{0}));
+}
+
+// The decision observer counts each decision in its route's history as the
+// result sluice_requests_total counts it under: allowed; denied and
+// shadow_denied as denied; error as error; an invalid request in neither.
+TEST(RouteMetricsHistory, EachDecisionCountsInTheSecondItWasMadeUnderItsResult) {
+  Registry registry;
+  TopKeys top;
+  DecisionHistory history;
+  const DecisionSinks sinks{registry.histogram("latency", "", {}, {1000}),
+                            registry.counter("store_errors", "", {}), &top, &history};
+  DecisionLog log(0.0, false);
+  const RouteMetrics m =
+      make_route_metrics(registry, "r", {}, /*shadow=*/true, nullptr, sinks, log);
+  const policy::Plan plan;
+  auto decide = [&](int64_t second, bool limited, bool allowed, bool shadow = false,
+                    bool store_failed = false, bool invalid = false) {
+    policy::Verdict v;
+    v.limited = limited;
+    v.allowed = allowed;
+    v.store_failed = store_failed;
+    v.invalid = invalid;
+    m.decided(policy::Decided{plan, v, std::chrono::seconds(second), 0, shadow});
+  };
+  decide(kT, false, true);                                    // no limit: allowed
+  decide(kT, true, true);                                     // allowed
+  decide(kT + 1, true, false);                                // denied
+  decide(kT + 1, true, false, /*shadow=*/true);               // shadow_denied
+  decide(kT + 2, true, true, false, /*store_failed=*/true);   // error, on_failure allow
+  decide(kT + 2, true, false, false, /*store_failed=*/true);  // error, on_failure deny
+  decide(kT + 2, true, false, false, false, /*invalid=*/true);
+  const DecisionHistory::Counts c = history.read(kT + 3, 3).at("r");
+  EXPECT_EQ(c.allowed, (Counts{2, 0, 0}));
+  EXPECT_EQ(c.denied, (Counts{0, 2, 0}));
+  EXPECT_EQ(c.error, (Counts{0, 0, 2}));
+  EXPECT_EQ(m.allowed->value(), 2u);
+  EXPECT_EQ(m.denied->value(), 1u);
+  EXPECT_EQ(m.shadow_denied->value(), 1u);
+  EXPECT_EQ(m.error->value(), 2u);
 }
 
 }  // namespace
