@@ -250,7 +250,9 @@ function drawChart(canvas, series) {
   g.fillText('now', width - pad.right, height - 5);
 
   g.lineWidth = 1.5;
-  for (const [field, name] of RESULTS) {
+  // Store errors first: most seconds have none, and that line at zero
+  // should not hide the others.
+  for (const [field, name] of [...RESULTS].reverse()) {
     g.strokeStyle = color(name);
     g.beginPath();
     series[field].forEach((v, i) => (i === 0 ? g.moveTo(x(i), y(v)) : g.lineTo(x(i), y(v))));
