@@ -1,8 +1,15 @@
 // The Sluice dashboard: polls /admin/stats once a second (same origin, no
 // library) and shows the counts, the decision rates computed from successive
-// polls, a chart of the last minutes, the top denied keys and the server's
-// state. A failed poll marks the page disconnected and polling goes on, so
-// the page picks the server up again after a restart.
+// polls, the top denied keys and the server's state. A failed poll marks the
+// page disconnected and polling goes on, so the page picks the server up
+// again after a restart.
+//
+// One chart per route: the decisions of each second of the last 15 minutes.
+// When the page opens it loads all the server keeps (/admin/history), so a
+// page opened after an incident shows it; each poll then asks for the
+// seconds since the last one and moves the charts on. The data drawn is
+// window.sluiceHistory: {end, routes: Map(name -> {allowed, denied, error})},
+// 900 counts each, oldest first, for the seconds end - 900 ... end - 1.
 //
 // Everything a client can influence (keys, route names) is written with
 // textContent, never as HTML.
@@ -14,10 +21,9 @@
 
 const POLL_INTERVAL_MS = 1000;
 const POLL_TIMEOUT_MS = 2000;
-const CHART_WINDOW_MS = 3 * 60 * 1000;
-// Two samples further apart than this are not joined by a line in the chart
-// (the server was unreachable in between).
-const CHART_GAP_MS = 2500;
+// The seconds a chart shows: all that /admin/history keeps.
+const HISTORY_SECONDS = 900;
+const RESULTS = [['allowed', '--allowed'], ['denied', '--denied'], ['error', '--error']];
 
 const $ = (id) => document.getElementById(id);
 const TOKEN_KEY = 'sluice-admin-token';
@@ -42,8 +48,12 @@ function askForToken(show) {
 // The previous successful poll: when it arrived and its counters, to turn
 // counts into rates. Reset when the server restarts.
 let previous = null;
-// Chart samples: {at (performance.now() ms), allowed, denied} per second.
-const samples = [];
+// What the charts draw (see the top); `loaded` once the first answer of
+// /admin/history is drawn.
+const sluiceHistory = { end: null, routes: new Map(), loaded: false };
+window.sluiceHistory = sluiceHistory;
+// When the last answer of /admin/history arrived (performance.now() ms).
+let historyAt = null;
 
 function formatDuration(seconds) {
   const h = Math.floor(seconds / 3600);
@@ -171,8 +181,34 @@ function renderServer(stats, rates) {
     : `${formatRate(rates.allowed)} allowed, ${formatRate(rates.denied)} denied`;
 }
 
-function drawChart(now) {
-  const canvas = $('chart');
+function emptySeries() {
+  return Object.fromEntries(RESULTS.map(([field]) => [field, Array(HISTORY_SECONDS).fill(0)]));
+}
+
+// Takes in an answer of /admin/history: the charts move on to its `end`,
+// and its seconds replace those they held. A route no longer in the answer
+// has left the config; a new one starts with zeros before its seconds. An
+// answer that ends before the last one (a server whose clock is behind)
+// starts the charts afresh.
+function mergeHistory(answer) {
+  const fresh = sluiceHistory.end === null || answer.end < sluiceHistory.end;
+  const shift = fresh ? HISTORY_SECONDS : Math.min(HISTORY_SECONDS, answer.end - sluiceHistory.end);
+  const routes = new Map();
+  for (const [name, counts] of Object.entries(answer.routes)) {
+    const series = (fresh ? undefined : sluiceHistory.routes.get(name)) ?? emptySeries();
+    for (const [field] of RESULTS) {
+      const values = series[field];
+      values.splice(0, shift);
+      values.push(...Array(shift).fill(0));
+      values.splice(HISTORY_SECONDS - counts[field].length, counts[field].length, ...counts[field]);
+    }
+    routes.set(name, series);
+  }
+  sluiceHistory.end = answer.end;
+  sluiceHistory.routes = routes;
+}
+
+function drawChart(canvas, series) {
   const scale = window.devicePixelRatio || 1;
   const width = canvas.clientWidth || canvas.width;
   const height = canvas.clientHeight || canvas.height;
@@ -187,11 +223,11 @@ function drawChart(now) {
   const pad = { left: 44, right: 8, top: 10, bottom: 20 };
   const plotW = width - pad.left - pad.right;
   const plotH = height - pad.top - pad.bottom;
-  const peak = Math.max(1, ...samples.map((s) => Math.max(s.allowed, s.denied)));
+  const peak = Math.max(1, ...RESULTS.map(([field]) => Math.max(...series[field])));
   // A round top for the scale: 1, 2 or 5 times a power of ten.
   const power = 10 ** Math.floor(Math.log10(peak));
   const top = [1, 2, 5, 10].map((m) => m * power).find((v) => v >= peak);
-  const x = (at) => pad.left + plotW * (1 - (now - at) / CHART_WINDOW_MS);
+  const x = (i) => pad.left + plotW * (i / (HISTORY_SECONDS - 1));
   const y = (v) => pad.top + plotH * (1 - v / top);
 
   g.font = '11px system-ui, sans-serif';
@@ -209,37 +245,75 @@ function drawChart(now) {
   }
   g.textAlign = 'left';
   g.textBaseline = 'alphabetic';
-  g.fillText('−3 min', pad.left, height - 5);
+  g.fillText('−15 min', pad.left, height - 5);
   g.textAlign = 'right';
   g.fillText('now', width - pad.right, height - 5);
 
-  g.lineWidth = 2;
-  for (const [field, name] of [['allowed', '--allowed'], ['denied', '--denied']]) {
+  g.lineWidth = 1.5;
+  // Store errors first: most seconds have none, and that line at zero
+  // should not hide the others.
+  for (const [field, name] of [...RESULTS].reverse()) {
     g.strokeStyle = color(name);
     g.beginPath();
-    let last = null;
-    for (const s of samples) {
-      if (last === null || s.at - last.at > CHART_GAP_MS) g.moveTo(x(s.at), y(s[field]));
-      else g.lineTo(x(s.at), y(s[field]));
-      last = s;
-    }
+    series[field].forEach((v, i) => (i === 0 ? g.moveTo(x(i), y(v)) : g.lineTo(x(i), y(v))));
     g.stroke();
   }
+}
 
-  const latest = samples[samples.length - 1];
-  canvas.setAttribute('aria-label', latest === undefined
-    ? 'Chart of allowed and denied decisions per second: no data yet'
-    : `Chart of allowed and denied decisions per second over the last 3 minutes; latest ${formatRate(latest.allowed)} allowed and ${formatRate(latest.denied)} denied per second`);
+const sum = (values) => values.reduce((a, b) => a + b, 0);
+
+// One panel per route, in the order of the answer (by name); rebuilt only
+// when the set of routes changed.
+function renderHistory() {
+  const container = $('history');
+  const names = [...sluiceHistory.routes.keys()];
+  if (container.dataset.names !== names.join('\n')) {
+    container.replaceChildren(...names.map((name) => {
+      const panel = document.createElement('figure');
+      panel.className = 'panel';
+      panel.dataset.route = name;
+      const caption = document.createElement('figcaption');
+      caption.textContent = name;
+      const canvas = document.createElement('canvas');
+      canvas.width = 720;
+      canvas.height = 140;
+      canvas.setAttribute('role', 'img');
+      panel.append(caption, canvas);
+      return panel;
+    }));
+    container.dataset.names = names.join('\n');
+  }
+  $('no-history').hidden = names.length > 0;
+  for (const panel of container.children) {
+    const series = sluiceHistory.routes.get(panel.dataset.route);
+    const canvas = panel.querySelector('canvas');
+    drawChart(canvas, series);
+    const [allowed, denied, error] = RESULTS.map(([field]) => sum(series[field]));
+    canvas.setAttribute('aria-label', `Decisions per second of ${panel.dataset.route} over the `
+      + `last 15 minutes: ${allowed} allowed, ${denied} denied, ${error} store errors`);
+  }
+}
+
+async function pollHistory(signal) {
+  const now = performance.now();
+  // All the server keeps at first (and after a long outage), else the
+  // seconds since the last answer and a margin.
+  const seconds = historyAt === null ? HISTORY_SECONDS
+    : Math.min(HISTORY_SECONDS, Math.ceil((now - historyAt) / 1000) + 2);
+  const response = await fetch(`/admin/history?seconds=${seconds}`,
+    { cache: 'no-store', signal, headers: authHeaders() });
+  if (!response.ok) throw new Error(`HTTP ${response.status}`);
+  mergeHistory(await response.json());
+  historyAt = now;
+  renderHistory();
+  sluiceHistory.loaded = true;
 }
 
 function render(stats, now) {
   const rates = computeRates(stats, now);
-  if (rates !== null) samples.push({ at: now, allowed: rates.allowed, denied: rates.denied });
-  while (samples.length > 0 && now - samples[0].at > CHART_WINDOW_MS) samples.shift();
   renderServer(stats, rates);
   renderRoutes(stats, rates);
   renderTopKeys(stats);
-  drawChart(now);
 }
 
 async function poll() {
@@ -253,12 +327,12 @@ async function poll() {
     if (response.status === 401) throw new Error('the admin token is needed');
     if (!response.ok) throw new Error(`HTTP ${response.status}`);
     stats = await response.json();
+    await pollHistory(abort.signal);
   } catch (error) {
     const detail = error.name === 'AbortError' ? 'no answer'
       : error instanceof TypeError ? 'server unreachable' : error.message;
     setConnection(false, detail);
     previous = null;  // the next answer may come from a restarted server
-    drawChart(performance.now());
     return;
   } finally {
     clearTimeout(timer);

@@ -10,6 +10,7 @@
 
 #include "http/access.h"
 #include "http/admin_consumers.h"
+#include "http/admin_history.h"
 #include "http/dashboard.h"
 #include "policy/policy.h"
 #include "sluice/version.h"
@@ -190,6 +191,14 @@ void AdminHandler::on_header(const std::shared_ptr<Session>& session) {
   }
   if (path == "/admin/stats") {
     return session->respond(get ? stats() : method_not_allowed("GET"));
+  }
+  if (path == "/admin/history") {
+    if (!get) return session->respond(method_not_allowed("GET"));
+    const std::string_view target = sv(req.target());
+    const size_t mark = target.find('?');
+    const std::string_view query =
+        mark == std::string_view::npos ? std::string_view() : target.substr(mark + 1);
+    return session->respond(history_response(context_.history, context_.clock.now(), query));
   }
   if (path == "/admin/rls") {
     if (!get) return session->respond(method_not_allowed("GET"));

@@ -13,6 +13,8 @@
 //   GET  /metrics        Prometheus text format
 //   GET  /admin/stats    JSON: version, uptime, store backend and readiness,
 //                        config reloads, per-route allowed/denied/errors, top denied keys
+//   GET  /admin/history?seconds=N   JSON: decisions per route in each of the last N
+//                        whole seconds, N 1..900 (admin_history.h)
 //   GET  /admin/rls      JSON: the Envoy RLS descriptors in force (domains, rules,
 //                        nested descriptors); 404 when no RLS API is configured
 //   GET  /dashboard      the live dashboard (web/, embedded; see http/dashboard.h)

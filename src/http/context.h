@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "http/state.h"
+#include "observe/decision_history.h"
 #include "observe/denial_log.h"
 #include "observe/metrics.h"
 #include "observe/route_metrics.h"
@@ -110,8 +111,10 @@ struct ServerContext {
   observe::Registry registry;
   ServerMetrics metrics;
   observe::TopKeys top_denied;
+  // Decisions per second of the last 15 minutes, per route (/admin/history).
+  observe::DecisionHistory history;
   // Where every decision also counts, whatever its door (the Envoy RLS's
-  // too): the store's latency and errors, top_denied. Set before the first
+  // too): the store's latency and errors, top_denied, history. Set before the first
   // State is built.
   observe::DecisionSinks decision_sinks;
   // /v1/check's concurrency leases, held until released or ended

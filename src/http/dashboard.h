@@ -1,6 +1,7 @@
 // The dashboard route of the admin port (docs/DESIGN.md §6): the files of web/,
-// embedded at build time, served under /dashboard. The page polls
-// /admin/stats once a second; it needs nothing else from the server.
+// embedded at build time, served under /dashboard. The page loads
+// /admin/history when it opens and polls /admin/stats and /admin/history once
+// a second; it needs nothing else from the server.
 //
 //   GET /dashboard, /dashboard/   web/index.html
 //   GET /dashboard/NAME           web/NAME (NAME has no '/')

@@ -300,7 +300,8 @@ Server::Server(policy::Config config, std::shared_ptr<Store> store, ServerOption
                                 "Time the store took to decide one request.", {}, kLatencyBoundsNs);
   m.store_errors = r.counter("sluice_store_errors_total",
                              "Decisions the store could not make (on_failure applied).", {});
-  context_.decision_sinks = {m.store_latency, m.store_errors, &context_.top_denied};
+  context_.decision_sinks = {m.store_latency, m.store_errors, &context_.top_denied,
+                             &context_.history};
   const char* reloads_help = "Config reloads, by result.";
   m.reload_success =
       r.counter("sluice_config_reloads_total", reloads_help, {{"result", "success"}});

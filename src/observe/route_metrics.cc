@@ -106,6 +106,7 @@ void RouteMetrics::decided(const policy::Decided& d) const {
   const policy::Verdict& verdict = d.verdict;
   if (!verdict.limited()) {
     allowed->add();
+    if (history) history->record_at(d.now, HistoryResult::kAllowed);
     return;
   }
   sinks->store_latency->observe_ns(d.store_ns);
@@ -113,6 +114,9 @@ void RouteMetrics::decided(const policy::Decided& d) const {
   if (verdict.store_failed()) return store_failed(d);
   const bool shadow = d.shadow && shadow_denied != nullptr;
   (verdict.allowed() ? allowed : shadow ? shadow_denied : denied)->add();
+  if (history) {
+    history->record_at(d.now, verdict.allowed() ? HistoryResult::kAllowed : HistoryResult::kDenied);
+  }
   for (size_t i = 0; i < verdict.outcomes.size(); ++i) {
     const policy::LimitOutcome& outcome = verdict.outcomes[i];
     const LimitCounters& c = limit_at(i, *outcome.limit);
@@ -146,6 +150,7 @@ void RouteMetrics::on_give_back_failed() const {
 void RouteMetrics::store_failed(const policy::Decided& d) const {
   sinks->store_errors->add();
   error->add();
+  if (history) history->record_at(d.now, HistoryResult::kError);
   for (size_t i = 0; i < d.plan.limits.size(); ++i) {
     const LimitCounters& c = limit_at(i, *d.plan.limits[i].limit);
     if (c.error != nullptr) c.error->add();
@@ -186,6 +191,7 @@ RouteMetrics make_route_metrics(Registry& registry, const std::string& name,
   m.name = name;
   m.sinks = &sinks;
   m.log = &log;
+  if (sinks.history != nullptr) m.history = sinks.history->route(name);
   m.allowed =
       registry.counter(kRequestsName, kRequestsHelp, {{"route", name}, {"result", "allowed"}});
   m.denied =

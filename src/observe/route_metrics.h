@@ -3,9 +3,9 @@
 // counters through pointers and never looks a series up by its labels, and
 // the policy::DecisionObserver that counts every decision of every front
 // door into them: sluice_requests_total, sluice_decisions_total,
-// sluice_limit_denials_total, the
-// server-wide store latency, store errors and top denied keys
-// (DecisionSinks), and the rate-limited log lines of denials, shadow
+// sluice_limit_denials_total, the server-wide store latency, store errors,
+// top denied keys and decisions per second (DecisionSinks), and the
+// rate-limited log lines of denials, shadow
 // denials and store failures (DecisionLog).
 //
 // Thread-safety: immutable once made; decided() may run on any thread.
@@ -13,11 +13,13 @@
 
 #include <array>
 #include <atomic>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "observe/decision_history.h"
 #include "observe/denial_log.h"
 #include "observe/metrics.h"
 #include "observe/top_keys.h"
@@ -32,6 +34,7 @@ struct DecisionSinks {
   Histogram* store_latency = nullptr;  // sluice_store_latency_seconds
   Counter* store_errors = nullptr;     // sluice_store_errors_total
   TopKeys* top_denied = nullptr;       // /admin/stats top_denied_keys
+  DecisionHistory* history = nullptr;  // /admin/history; null: none kept
 };
 
 // How decisions are logged: at most logging.denial_log_per_second lines
@@ -84,6 +87,8 @@ struct RouteMetrics final : policy::DecisionObserver, policy::ChargeObserver {
   Registry* denials_registry = nullptr;
   const DecisionSinks* sinks = nullptr;
   DecisionLog* log = nullptr;
+  // This route's decisions per second (/admin/history); null without one.
+  std::shared_ptr<RouteHistory> history;
 
   // The series of the limit at `index` of a Plan of this route; null
   // counters when there is none.

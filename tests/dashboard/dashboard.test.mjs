@@ -2,7 +2,8 @@
 // playwright-core): the page served by `sluice serve` on its admin port shows
 // the exact counts of the decisions this test makes, follows new decisions
 // without a reload, survives a server restart, logs no console error and
-// requests nothing outside the admin origin.
+// requests nothing outside the admin origin; a page opened after the
+// decisions draws them from the server's history, one chart per route.
 //
 // Run by ctest (label `dashboard`), which installs playwright-core first and
 // sets SLUICE_BINARY, DASHBOARD_NODE_DIR and CHROMIUM.
@@ -150,6 +151,25 @@ async function topKeys(page) {
 
 const text = (page, selector) => page.textContent(selector);
 
+// The totals of what the chart of `route` draws (window.sluiceHistory), or
+// null when it has none.
+async function historyTotals(page, route) {
+  return page.evaluate((name) => {
+    const series = window.sluiceHistory?.routes.get(name);
+    if (!series) return null;
+    const sum = (values) => values.reduce((a, b) => a + b, 0);
+    return { allowed: sum(series.allowed), denied: sum(series.denied), error: sum(series.error) };
+  }, route);
+}
+
+// The totals per route of GET /admin/history?seconds=900 (whole seconds only).
+async function serverHistoryTotals(server) {
+  const answer = await (await fetch(`${server.admin}/admin/history?seconds=900`)).json();
+  const sum = (values) => values.reduce((a, b) => a + b, 0);
+  return Object.fromEntries(Object.entries(answer.routes).map(([name, c]) =>
+    [name, { allowed: sum(c.allowed), denied: sum(c.denied), error: sum(c.error) }]));
+}
+
 // Waits until the page shows `expected` (deepEqual) for `read(page)`. The page
 // polls once a second; the bound leaves a loaded machine (the sanitizers,
 // ctest -j) its margin.
@@ -169,6 +189,12 @@ async function showsEventually(what, read, expected, timeoutMs = 15000) {
     assert.deepEqual(last, expected, `the page does not show ${what}`);
   }
 }
+
+// Debian's chromium, headless.
+const launchBrowser = () => chromium.launch({
+  executablePath: chromiumPath,
+  args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'],
+});
 
 let browser;
 
@@ -190,10 +216,7 @@ test('the dashboard shows exact live counts, follows new decisions and survives 
     // 5 searches against capacity 3.
     assert.deepEqual(await search(server, 5), [...repeat(200, 3), ...repeat(429, 2)]);
 
-    browser = await chromium.launch({
-      executablePath: chromiumPath,
-      args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'],
-    });
+    browser = await launchBrowser();
     const page = await browser.newPage();
     const requests = [];
     const consoleErrors = [];
@@ -320,11 +343,9 @@ test('with admin_token_all the dashboard asks for the token and then shows the c
       extraYaml: 'admin_token_file: admin.token\nadmin_token_all: true\n', token });
     assert.deepEqual(await check(server, 'user:1', 6), [...repeat(200, 5), 429]);
     assert.equal((await fetch(`${server.admin}/admin/stats`)).status, 401);
+    assert.equal((await fetch(`${server.admin}/admin/history`)).status, 401);
 
-    const tokenBrowser = await chromium.launch({
-      executablePath: chromiumPath,
-      args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'],
-    });
+    const tokenBrowser = await launchBrowser();
     try {
       const page = await tokenBrowser.newPage();
       const pageErrors = [];
@@ -336,6 +357,8 @@ test('with admin_token_all the dashboard asks for the token and then shows the c
       await page.click('#token-form button');
       await showsEventually('the login policy counts', () => routeRow(page, 'policy:login'),
         { allowed: '5', denied: '1', errors: '0', rate: '0.0' });
+      assert.deepEqual(await historyTotals(page, 'policy:login'),
+        { allowed: 5, denied: 1, error: 0 });
       assert.equal(await page.isHidden('#token-form'), true);
       assert.equal(await text(page, '#connection'), 'Connected');
 
@@ -349,6 +372,73 @@ test('with admin_token_all the dashboard asks for the token and then shows the c
       assert.deepEqual(pageErrors, []);
     } finally {
       await tokenBrowser.close();
+    }
+    await stopServer(server);
+  });
+
+// Decisions made before anyone looks: a page opened afterwards draws them
+// from /admin/history when it opens (before any live poll could have seen
+// them), one chart per route, and then follows new decisions.
+test('a dashboard opened after the decisions draws them from the history, one chart per route',
+  { timeout: 60000 }, async () => {
+    const server = await startServer();
+    assert.deepEqual(await check(server, 'user:42', 8), [...repeat(200, 5), ...repeat(429, 3)]);
+    assert.deepEqual(await search(server, 5), [...repeat(200, 3), ...repeat(429, 2)]);
+    const expected = {
+      'GET /api/search': { allowed: 3, denied: 2, error: 0 },
+      none: { allowed: 0, denied: 0, error: 0 },
+      'policy:login': { allowed: 5, denied: 3, error: 0 },
+    };
+    // The history holds whole seconds: wait until the second of the last
+    // decision is over on the server.
+    await showsEventually('the server\'s history', () => serverHistoryTotals(server), expected);
+
+    const historyBrowser = await launchBrowser();
+    try {
+      const page = await historyBrowser.newPage();
+      const pageErrors = [];
+      const historyRequests = [];
+      page.on('pageerror', (e) => pageErrors.push(String(e)));
+      page.on('request', (r) => {
+        if (new URL(r.url()).pathname === '/admin/history') historyRequests.push(r.url());
+      });
+      assert.equal((await page.goto(`${server.admin}/dashboard`)).status(), 200);
+      await until('the history drawn', () => page.evaluate(() => window.sluiceHistory.loaded));
+      assert.equal(historyRequests[0], `${server.admin}/admin/history?seconds=900`);
+      // What the first answer drew: the decisions made before the page opened.
+      for (const [route, totals] of Object.entries(expected)) {
+        assert.deepEqual(await historyTotals(page, route), totals, route);
+      }
+      assert.deepEqual(await page.evaluate(() =>
+        [...window.sluiceHistory.routes.values()].map((s) => s.allowed.length)), [900, 900, 900]);
+      // One chart per route, in the answer's order.
+      assert.deepEqual(await page.$$eval('#history figure.panel', (panels) =>
+        panels.map((p) => [p.dataset.route, p.querySelector('figcaption').textContent,
+          p.querySelectorAll('canvas').length])), [
+        ['GET /api/search', 'GET /api/search', 1],
+        ['none', 'none', 1],
+        ['policy:login', 'policy:login', 1],
+      ]);
+      assert.equal(await page.isHidden('#no-history'), true);
+      assert.equal(await page.getAttribute('#history figure[data-route="policy:login"] canvas',
+        'aria-label'), 'Decisions per second of policy:login over the last 15 minutes: '
+        + '5 allowed, 3 denied, 0 store errors');
+
+      // New decisions join the charts live, in the same document.
+      await page.evaluate(() => { window.sameDocument = true; });
+      assert.deepEqual(await check(server, 'user:9', 2), repeat(200, 2));
+      assert.deepEqual(await search(server, 1), [429]);
+      await showsEventually('the new login decisions in the chart',
+        () => historyTotals(page, 'policy:login'), { allowed: 7, denied: 3, error: 0 });
+      await showsEventually('the new search decision in the chart',
+        () => historyTotals(page, 'GET /api/search'), { allowed: 3, denied: 3, error: 0 });
+      assert.equal(await page.evaluate(() => window.sameDocument), true, 'the page was reloaded');
+      assert.ok(historyRequests.length >= 2);
+      assert.ok(historyRequests.slice(1).every((url) =>
+        /\/admin\/history\?seconds=([1-9]|[1-9][0-9]|[1-8][0-9][0-9]|900)$/.test(url)), historyRequests);
+      assert.deepEqual(pageErrors, []);
+    } finally {
+      await historyBrowser.close();
     }
     await stopServer(server);
   });

@@ -39,7 +39,7 @@ inline void register_session_metrics(ServerContext& context) {
   m.rejected_timeout = r.counter("rejected", "", {{"reason", "timeout"}});
   m.tls_handshake_failed = r.counter("tls_handshake_failures", "", {});
   m.rejected_access_denied = r.counter("rejected", "", {{"reason", "access_denied"}});
-  context.decision_sinks = {m.store_latency, m.store_errors, &context.top_denied};
+  context.decision_sinks = {m.store_latency, m.store_errors, &context.top_denied, &context.history};
 }
 
 struct Exchange {

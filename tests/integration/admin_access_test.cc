@@ -158,7 +158,8 @@ TEST(AdminAccess, AdminTokenAllGuardsTheReadsButNotTheDashboardsFiles) {
       SluiceProcess::start(kYaml + "admin_token_file: admin.token\nadmin_token_all: true\n",
                            "127.0.0.1", {{"admin.token", "4dm1n-s3cret"}});
   ASSERT_NE(server, nullptr);
-  for (const std::string target : {"/admin/stats", "/metrics", "/healthz", "/readyz"}) {
+  for (const std::string target :
+       {"/admin/stats", "/admin/history", "/metrics", "/healthz", "/readyz"}) {
     EXPECT_EQ(server->admin_get(target).status, 401) << target;
     EXPECT_EQ(
         server->admin_request("GET", target, {{"Authorization", "Bearer 4dm1n-s3cret"}}).status,

@@ -26,7 +26,7 @@ struct Fixture {
   Histogram* latency = registry.histogram("lat_seconds", "l", {}, {100'000'000});
   Counter* errors = registry.counter("errors_total", "e", {});
   TopKeys top{8};
-  DecisionSinks sinks{latency, errors, &top};
+  DecisionSinks sinks{latency, errors, &top, nullptr};
   DecisionLog log{0, false};
 
   policy::RouteLimit a{"a", false, Limit::token_bucket(1, 1, 1h).value()};

@@ -210,6 +210,60 @@ TEST(RlsServe, ExactDecisionsOverTheRealBinaryAndTheirMetrics) {
   EXPECT_NE(metrics.find("# TYPE sluice_rls_domains gauge\n"), std::string::npos);
 }
 
+// The sum of the JSON array of integers after `field` in `body` (a crude
+// reading of GET /admin/history, exact for its shape); -1 when absent.
+int64_t sum_after(const std::string& body, const std::string& field) {
+  size_t at = body.find(field);
+  if (at == std::string::npos) return -1;
+  at += field.size();
+  const size_t end = body.find(']', at);
+  int64_t total = 0;
+  while (at < end) {
+    size_t used = 0;
+    total += std::stoll(body.substr(at, end - at), &used);
+    at += used + 1;  // the number and its ',' (or the ']')
+  }
+  return total;
+}
+
+// The Envoy RLS's decisions are in the history of route "rls" (the server's
+// /admin/history), as sluice_requests_total counts them.
+TEST(RlsServe, DecisionsAreInTheServersHistory) {
+  DescriptorDir dir;
+  dir.write("api.yaml", kApiDescriptors);
+  auto server = SluiceProcess::start(rls_yaml(dir));
+  ASSERT_NE(server, nullptr);
+  const int port = grpc_port(server->log());
+  ASSERT_GT(port, 0) << server->log();
+  RlsClient client(port);
+  const pb::RateLimitRequest alice = request("api", {{{"client", "alice"}}});
+  for (int i = 0; i < 4; ++i) client.call(alice);
+  const int64_t allowed = server->metric(R"(sluice_requests_total{route="rls",result="allowed"})");
+  const int64_t denied = server->metric(R"(sluice_requests_total{route="rls",result="denied"})");
+  // 3 per hour: 3 and 1 unless an hour began between two calls.
+  EXPECT_EQ(allowed + denied, 4);
+  EXPECT_GE(allowed, 3);
+  // The history shows whole seconds: wait (bounded) for the last one to end
+  // (the denial may fall in a later second than the allowed calls).
+  auto totals = [](const std::string& body) {
+    const size_t rls = body.find(R"("rls":{)");
+    if (rls == std::string::npos) return std::vector<int64_t>{};
+    const std::string route = body.substr(rls, body.find('}', rls) - rls);
+    return std::vector<int64_t>{sum_after(route, R"("allowed":[)"),
+                                sum_after(route, R"("denied":[)"),
+                                sum_after(route, R"("error":[)")};
+  };
+  const std::vector<int64_t> expected = {allowed, denied, 0};
+  std::string body;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    body = server->admin_get("/admin/history?seconds=900").body;
+    if (totals(body) == expected || std::chrono::steady_clock::now() > until) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(totals(body), expected) << body;
+}
+
 TEST(RlsServe, DetailedMetricSeriesPerDescriptorValueWithNearLimit) {
   DescriptorDir dir;
   // A bucket refilled once a day: the decisions cannot depend on the time.
