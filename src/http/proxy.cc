@@ -412,6 +412,7 @@ void ProxyExchange::on_timer(uint64_t seq) {
 void ProxyExchange::acquire() {
   const auto now = SteadyClock::now();
   deadline_ = now + upstream_.timeout;
+  ex_->upstream.began(now);
   // An upgrade takes its own connection: it becomes the tunnel, never pooled.
   if (upgrade_) return connect_new();
   conn_ = shared_->pool.take(endpoint_, now);
@@ -531,6 +532,7 @@ void ProxyExchange::on_response_header(beast::error_code ec) {
   // An interim response (103 Early Hints; 100 Continue although Sluice never
   // forwards Expect): dropped, the final response follows on the same connection.
   if (status < 200 && status != 101) return do_read_response_header();
+  ex_->upstream.responded(status);
   if (session().access_log_on()) {
     session().access_note().upstream =
         std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - started_);
@@ -539,6 +541,7 @@ void ProxyExchange::on_response_header(beast::error_code ec) {
     if (status != 101) return start_response();
     if (upgrade_) return start_tunnel();
     drop_upstream();
+    ex_->upstream.failed(observe::UpstreamFailure::kBadResponse);
     respond_error(HttpStatus::bad_gateway, "UPSTREAM_UNAVAILABLE",
                   "the upstream switched protocols, which the gateway does not relay");
   });
@@ -732,6 +735,7 @@ void ProxyExchange::upstream_failed(beast::error_code ec, Stage stage) {
       timed_out && stage == Stage::kConnect && SteadyClock::now() < deadline_;
   drop_upstream();
   if (response_started_) {
+    ex_->upstream.failed(observe::upstream_failure(false, timed_out, is_parse_error(ec)));
     // The status and perhaps part of the body are with the client: the only
     // honest signal left is to cut the connection short.
     log_failure("the upstream failed in the middle of a response (" +
@@ -746,6 +750,8 @@ void ProxyExchange::upstream_failed(beast::error_code ec, Stage stage) {
     request_head_sent_ = false;
     return connect_new();
   }
+  ex_->upstream.failed(observe::upstream_failure(
+      stage == Stage::kConnect, timed_out && !connect_timed_out, is_parse_error(ec)));
   if (timed_out && !connect_timed_out) {
     return respond_error(
         HttpStatus::gateway_timeout, "UPSTREAM_TIMEOUT",

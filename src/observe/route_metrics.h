@@ -18,7 +18,9 @@
 
 #include "observe/denial_log.h"
 #include "observe/metrics.h"
+#include "observe/request_duration.h"
 #include "observe/top_keys.h"
+#include "observe/upstream_metrics.h"
 #include "policy/config.h"
 #include "policy/observer.h"
 
@@ -72,6 +74,11 @@ struct RouteMetrics final : policy::DecisionObserver, policy::ChargeObserver {
   std::array<LimitCounters, 6> plan_limits{};
   const DecisionSinks* sinks = nullptr;
   DecisionLog* log = nullptr;
+  // sluice_http_request_duration_seconds{route,result} (request_duration.h).
+  RequestDurations durations;
+  // The gateway's upstream series (upstream_metrics.h); registered for the
+  // routes of a config with `upstream`, null pointers otherwise.
+  UpstreamSeries upstream;
 
   // The series of the limit at `index` of a Plan of this route; null
   // counters when there is none.
