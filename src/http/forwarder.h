@@ -27,6 +27,7 @@
 #include "http/context.h"
 #include "http/session.h"
 #include "http/state.h"
+#include "observe/upstream_metrics.h"
 #include "policy/charge.h"
 #include "policy/decider.h"
 #include "policy/policy.h"
@@ -53,6 +54,9 @@ struct GatewayExchange {
   // destructor releases what nothing released (a worker torn down at
   // shutdown). Declared after what it refers to.
   policy::Charge charge;
+  // The route's upstream series (observe/upstream_metrics.h): the
+  // Forwarder records the exchange's start, response or failure in it.
+  observe::UpstreamRecorder upstream;
 };
 
 class Forwarder {

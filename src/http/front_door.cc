@@ -249,6 +249,7 @@ void FrontDoor::decide(Session& session, const std::shared_ptr<const State>& sta
           note_held_refused(*state, metrics);
         }
         if (session->access_log_on()) note_access(*session, plan, metrics, verdict);
+        session->time_request(metrics.durations.of(verdict));
         if (verdict.allowed() && verdict.wait.count() > 0) {
           return hold(*session, plan, metrics, std::move(verdict), std::move(place),
                       std::move(then));
@@ -536,9 +537,10 @@ void FrontDoor::handle_gateway(const std::shared_ptr<Session>& session) {
            exchange->session = session;
            exchange->state = state;
            // Given back by the forwarder, or when `exchange` goes below.
-           exchange->charge =
-               policy::Charge(context_.store, context_.clock, exchange->plan, exchange->verdict,
-                              state->metrics_for(exchange->plan.route));
+           const RouteMetrics& metrics = state->metrics_for(exchange->plan.route);
+           exchange->charge = policy::Charge(context_.store, context_.clock, exchange->plan,
+                                             exchange->verdict, metrics);
+           exchange->upstream = observe::UpstreamRecorder(metrics.upstream);
            if (state->policy.config().upstream) {
              if (forwarder_) return forwarder_->forward(std::move(exchange));
              // The seam: no proxy in this build yet.

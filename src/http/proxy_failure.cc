@@ -72,6 +72,7 @@ void ProxyExchange::upstream_failed(beast::error_code ec, Stage stage) {
       timed_out && stage == Stage::kConnect && SteadyClock::now() < deadline_;
   drop_upstream();
   if (phase_ >= Phase::kAnswering) {
+    ex_->upstream.failed(observe::upstream_failure(false, timed_out, is_parse_error(ec)));
     // The status and perhaps part of the body are with the client: the only
     // honest signal left is to cut the connection short.
     log_failure("the upstream failed in the middle of a response (" +
@@ -86,6 +87,8 @@ void ProxyExchange::upstream_failed(beast::error_code ec, Stage stage) {
     phase_ = Phase::kRequestHead;
     return connect_new();
   }
+  ex_->upstream.failed(observe::upstream_failure(
+      stage == Stage::kConnect, timed_out && !connect_timed_out, is_parse_error(ec)));
   if (timed_out && !connect_timed_out) {
     return respond_error(
         HttpStatus::gateway_timeout, "UPSTREAM_TIMEOUT",

@@ -82,6 +82,7 @@ void ProxyExchange::build_request_head() {
 void ProxyExchange::acquire() {
   const auto now = SteadyClock::now();
   deadline_ = now + upstream_.timeout;
+  ex_->upstream.began(now);
   // An upgrade takes its own connection: it becomes the tunnel, never pooled.
   if (upgrade_) return connect_new();
   conn_ = shared_->pool.take(endpoint_, now);

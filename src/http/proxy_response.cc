@@ -41,6 +41,7 @@ void ProxyExchange::on_response_header(beast::error_code ec) {
   // An interim response (103 Early Hints; 100 Continue although Sluice never
   // forwards Expect): dropped, the final response follows on the same connection.
   if (status < 200 && status != 101) return do_read_response_header();
+  ex_->upstream.responded(status);
   if (session().access_log_on()) {
     session().access_note().upstream =
         std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - started_);
@@ -49,6 +50,7 @@ void ProxyExchange::on_response_header(beast::error_code ec) {
     if (status != 101) return start_response();
     if (upgrade_) return start_tunnel();
     drop_upstream();
+    ex_->upstream.failed(observe::UpstreamFailure::kBadResponse);
     respond_error(HttpStatus::bad_gateway, "UPSTREAM_UNAVAILABLE",
                   "the upstream switched protocols, which the gateway does not relay");
   });

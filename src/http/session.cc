@@ -357,6 +357,8 @@ void Session::on_header(beast::error_code ec) {
   }
   phase_ = Phase::kInRequest;
   ++requests_;
+  header_read_ = SteadyClock::now();
+  duration_ = nullptr;
   handler_.on_header(shared_from_this());
 }
 
@@ -665,6 +667,12 @@ void Session::resume(bool keep_alive) {
 }
 
 void Session::finish_request(bool keep_alive) {
+  if (duration_ != nullptr) {
+    duration_->observe_ns(static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - header_read_)
+            .count()));
+    duration_ = nullptr;
+  }
   state_.reset();
   if (access_note_.decision != "-" || access_note_.upstream || access_note_.client) {
     access_note_.client.reset();

@@ -72,6 +72,7 @@
 #include "http/client_stream.h"
 #include "http/context.h"
 #include "http/responses.h"
+#include "observe/metrics.h"
 #include "policy/ip.h"
 
 namespace sluice::http {
@@ -172,6 +173,10 @@ class Session : public std::enable_shared_from_this<Session> {
   void resume(bool keep_alive);
   // Records an access log line for a response the handler wrote itself.
   void log_access(unsigned status, size_t body_bytes);
+  // Times this request into `duration` (null: not timed), from its header
+  // read until its response's last byte is written or the handler gives the
+  // connection back (resume()). Call on the session's thread.
+  void time_request(observe::Histogram* duration) { duration_ = duration; }
 
   // What the access log line says beyond the request and the response. The
   // front door fills it, only when the access log is on (access_log_on()).
@@ -285,6 +290,8 @@ class Session : public std::enable_shared_from_this<Session> {
   bool body_read_ = false;
   bool close_after_ = false;
   SteadyClock::time_point started_;
+  SteadyClock::time_point header_read_;     // of the request in progress
+  observe::Histogram* duration_ = nullptr;  // time_request()
   std::unique_ptr<char[]> linger_buffer_;
   size_t lingered_bytes_ = 0;
 };

@@ -46,17 +46,25 @@ std::shared_ptr<const State> build_state(policy::Config config, uint64_t generat
   observe::DecisionLog& log = *state->decision_log;
   auto make = [&](const std::string& name, const std::vector<policy::RouteLimit>& limits,
                   bool shadow, const std::vector<policy::ConsumerPlan>* plans = nullptr) {
-    return observe::make_route_metrics(registry, name, limits, shadow, plans, sinks, log);
+    RouteMetrics m = observe::make_route_metrics(registry, name, limits, shadow, plans, sinks, log);
+    m.durations = observe::make_request_durations(registry, name, shadow);
+    return m;
+  };
+  // A gateway's routes (the default and `none` included) have upstream series.
+  auto with_upstream = [&](RouteMetrics m) {
+    if (c.upstream) m.upstream = observe::make_upstream_series(registry, m.name);
+    return m;
   };
   auto plans_of = [&c](const policy::Route& route) { return route.plan_at ? &c.plans : nullptr; };
   for (const policy::Route& route : c.routes) {
-    state->routes.push_back(make(route.name, route.limits, route.shadow, plans_of(route)));
+    state->routes.push_back(
+        with_upstream(make(route.name, route.limits, route.shadow, plans_of(route))));
   }
   if (c.default_route) {
-    state->default_route = make(c.default_route->name, c.default_route->limits,
-                                c.default_route->shadow, plans_of(*c.default_route));
+    state->default_route = with_upstream(make(c.default_route->name, c.default_route->limits,
+                                              c.default_route->shadow, plans_of(*c.default_route)));
   }
-  state->unmatched = make("none", {}, false);
+  state->unmatched = with_upstream(make("none", {}, false));
   for (const policy::NamedPolicy& p : c.policies) {
     policy::RouteLimit limit{p.name, true, p.limit, p.mark, p.count_status};
     state->policies.push_back(make(cat({"policy:", p.name}), {limit}, false));

@@ -22,7 +22,9 @@
 #include "observe/decision_history.h"
 #include "observe/denial_log.h"
 #include "observe/metrics.h"
+#include "observe/request_duration.h"
 #include "observe/top_keys.h"
+#include "observe/upstream_metrics.h"
 #include "policy/config.h"
 #include "policy/observer.h"
 
@@ -89,6 +91,11 @@ struct RouteMetrics final : policy::DecisionObserver, policy::ChargeObserver {
   DecisionLog* log = nullptr;
   // This route's decisions per second (/admin/history); null without one.
   std::shared_ptr<RouteHistory> history;
+  // sluice_http_request_duration_seconds{route,result} (request_duration.h).
+  RequestDurations durations;
+  // The gateway's upstream series (upstream_metrics.h); registered for the
+  // routes of a config with `upstream`, null pointers otherwise.
+  UpstreamSeries upstream;
 
   // The series of the limit at `index` of a Plan of this route; null
   // counters when there is none.

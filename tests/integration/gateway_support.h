@@ -231,6 +231,7 @@ class TestUpstream {
     kTruncated,             // Content-Length: 1000, send 10 bytes, close
     kChunked,               // answer with a chunked body in three chunks
     kHopByHop,              // answer with hop-by-hop headers that must not reach the client
+    kResetUnanswered,       // read the request, reset the connection (RST) without answering
   };
 
   explicit TestUpstream(Mode mode = Mode::kNormal) : mode_(mode) {
@@ -288,6 +289,8 @@ class TestUpstream {
     }
     gate_.notify_all();
   }
+  // How requests are answered from now on (the mode it was made with until set).
+  void switch_to(Mode mode) { mode_.store(mode); }
   // The status of the answers in Mode::kNormal from now on (200 until set).
   void answer_with(int status) { status_.store(status); }
   // Closes the connections accepted so far once they wait for a request, as
@@ -391,7 +394,14 @@ class TestUpstream {
         gate_.wait(lock, [this] { return !held_ || stop_; });
       }
       const std::string body = "{\"n\":" + std::to_string(n) + "}";
-      switch (mode_) {
+      switch (mode_.load()) {
+        case Mode::kResetUnanswered: {
+          const linger abort{1, 0};  // close() sends a reset
+          ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &abort, sizeof abort);
+          ::close(fd);
+          closed_.fetch_add(1);
+          return;
+        }
         case Mode::kGarbage:
           send_all(fd, "this is not HTTP at all\r\n\r\n");
           return finish(fd);
@@ -430,7 +440,7 @@ class TestUpstream {
     closed_.fetch_add(1);
   }
 
-  const Mode mode_;
+  std::atomic<Mode> mode_;
   int listen_fd_ = -1;
   uint16_t port_ = 0;
   std::atomic<bool> stop_{false};

@@ -10,7 +10,9 @@
 #include "observe/logging.h"
 #include "observe/metrics.h"
 #include "observe/open_family.h"
+#include "observe/request_duration.h"
 #include "observe/top_keys.h"
+#include "observe/upstream_metrics.h"
 
 namespace sluice::observe {
 namespace {
@@ -230,6 +232,61 @@ TEST(LogfmtValue, BareWhenSafeElseQuotedWithEscapes) {
   EXPECT_EQ(logfmt_value("GET /a"), "\"GET /a\"");
   EXPECT_EQ(logfmt_value("a\"b\\c\n"), "\"a\\\"b\\\\c\\x0a\"");
   EXPECT_EQ(logfmt_value(""), "-");
+}
+
+TEST(UpstreamFailure, ATimeoutWinsThenTheStepThenTheParse) {
+  using F = UpstreamFailure;
+  EXPECT_EQ(upstream_failure(true, true, false), F::kTimeout);
+  EXPECT_EQ(upstream_failure(false, true, true), F::kTimeout);
+  EXPECT_EQ(upstream_failure(true, false, false), F::kConnect);
+  EXPECT_EQ(upstream_failure(false, false, true), F::kBadResponse);
+  EXPECT_EQ(upstream_failure(false, false, false), F::kReset);
+}
+
+TEST(UpstreamRecorder, CountsFinalResponsesByClassAndFailuresByReason) {
+  Registry registry;
+  const UpstreamSeries series = make_upstream_series(registry, "GET /a");
+  UpstreamRecorder recorder(series);
+  recorder.began(std::chrono::steady_clock::now());
+  for (unsigned status : {200u, 204u, 301u, 404u, 503u, 599u, 101u, 103u}) {
+    recorder.responded(status);
+  }
+  recorder.failed(UpstreamFailure::kReset);
+  EXPECT_EQ(series.responses[0]->value(), 2u);
+  EXPECT_EQ(series.responses[1]->value(), 1u);
+  EXPECT_EQ(series.responses[2]->value(), 1u);
+  EXPECT_EQ(series.responses[3]->value(), 2u);
+  EXPECT_EQ(series.duration->snapshot().count, 6u);  // 1xx: neither counted nor timed
+  EXPECT_EQ(series.failures[2]->value(), 1u);
+  const std::string text = registry.render();
+  EXPECT_NE(text.find("sluice_upstream_failures_total{route=\"GET /a\",reason=\"bad_response\"} 0"),
+            std::string::npos);
+  EXPECT_NE(text.find("sluice_upstream_duration_seconds_bucket{route=\"GET /a\",le=\"50\"} 6"),
+            std::string::npos);
+  // A recorder of a route without series records nothing, and does not crash.
+  UpstreamRecorder none{UpstreamSeries{}};
+  none.responded(200);
+  none.failed(UpstreamFailure::kConnect);
+}
+
+TEST(RequestDurations, AVerdictIsTimedUnderTheResultItIsCountedAs) {
+  Registry registry;
+  const RequestDurations plain = make_request_durations(registry, "GET /a", false);
+  const RequestDurations shadow = make_request_durations(registry, "GET /s", true);
+  EXPECT_EQ(plain.shadow_denied, nullptr);
+  policy::Verdict v;
+  EXPECT_EQ(plain.of(v), plain.allowed);  // no limit applied
+  v.result = policy::Verdict::Result::kAllowed;
+  EXPECT_EQ(plain.of(v), plain.allowed);
+  v.result = policy::Verdict::Result::kDenied;
+  EXPECT_EQ(plain.of(v), plain.denied);
+  EXPECT_EQ(shadow.of(v), shadow.shadow_denied);
+  v.result = policy::Verdict::Result::kFailedDenied;
+  EXPECT_EQ(plain.of(v), plain.error);
+  v.result = policy::Verdict::Result::kFailedAllowed;
+  EXPECT_EQ(plain.of(v), plain.error);
+  v.result = policy::Verdict::Result::kInvalid;
+  EXPECT_EQ(plain.of(v), nullptr);
 }
 
 }  // namespace

@@ -79,9 +79,10 @@ TEST(MonitoringQueries, EveryMetricTheDashboardAndTheAlertsQueryIsExported) {
   std::ofstream(descriptors.path() + "/edge.yaml")
       << "domain: edge\ndescriptors:\n  - key: tenant\n    rate_limit: {unit: hour, "
          "requests_per_unit: 40}\n";
+  // A gateway, so that the upstream series are there too (nothing is proxied).
   const auto memory = SluiceProcess::start(
       "grpc: 127.0.0.1:0\nrls:\n  config_dir: " + descriptors.path() +
-      "\nroutes:\n  - match: GET /a\n    limits: [{capacity: 3, refill_rate: 1/h}]\n");
+      "\nupstream:\n  url: http://127.0.0.1:9\nroutes:\n  - match: GET /a\n    limits: [{capacity: 3, refill_rate: 1/h}]\n");
   ASSERT_NE(memory, nullptr);
   const std::set<std::string> memory_names = scraped_names(memory->admin_get("/metrics").body);
 
