@@ -156,7 +156,7 @@ TEST(Decide, DeniedReportsTheLongestRetryAndNamesTheFirstDenyingLimit) {
   EXPECT_EQ(v.decision.retry_after, 10s);
   // The other order names b.
   const Verdict reversed = decide(store, f.plan_of({&f.b, &f.a}), kNow, OnFailure::kAllow);
-  EXPECT_FALSE(reversed.allowed);
+  EXPECT_FALSE(reversed.allowed());
   EXPECT_EQ(reversed.reported, &f.b);
   EXPECT_EQ(reversed.decision.retry_after, 10s);
 }
