@@ -15,8 +15,17 @@ namespace sluice {
 // become \u00XX. Every other byte passes through unchanged, so UTF-8 text
 // stays UTF-8 (it is not validated: invalid sequences pass through too).
 inline void append_json_escaped(std::string_view text, std::string& out) {
+  // Names and messages rarely hold a byte to escape: the run before the
+  // first one is appended at once, not byte by byte.
+  std::size_t clean = 0;
+  while (clean < text.size()) {
+    const char c = text[clean];
+    if (static_cast<unsigned char>(c) < 0x20 || c == '"' || c == '\\') break;
+    ++clean;
+  }
+  out.append(text.data(), clean);
   constexpr char kHex[] = "0123456789abcdef";
-  for (char c : text) {
+  for (char c : text.substr(clean)) {
     switch (c) {
       case '"':
         out.append("\\\"", 2);
