@@ -124,7 +124,10 @@ void ProxyExchange::end(bool keep_alive) {
   waiting_ = Waiting::kNothing;
   // Every way an exchange ends comes here (the client gone, a failure
   // mid-response, a tunnel closed): what is still held goes back.
-  ex_->charge.release();
+  // The exchange stays until the store is done: the give-back reads its
+  // plan, verdict and the state's limits and route metrics, and a reload may
+  // drop that state meanwhile.
+  ex_->charge.release([ex = ex_] {});
   if (relay_) shared_->give_relay(std::move(relay_));
   ex_->session->resume(keep_alive);
 }

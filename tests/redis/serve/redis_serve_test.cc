@@ -658,6 +658,50 @@ TEST(RedisServe, AReloadChangesOnFailureWithoutARestart) {
       << server->log();
 }
 
+// A concurrency slot given back after its exchange ended (the upstream cut
+// the response short) while Redis was stopped: a reload before Redis answers
+// drops the config the request was decided with, and the give-back's failure
+// is still counted, in the series that config's route metrics feed (the
+// exchange keeps that config until the store is done with it).
+TEST(RedisServe, ASlotGivenBackAcrossAReloadIsCountedWhenRedisFailsIt) {
+  SLUICE_REQUIRE_REDIS();
+  RedisServer redis;
+  ASSERT_TRUE(redis.start());
+  TestUpstream upstream(TestUpstream::Mode::kTruncated);
+  ASSERT_NE(upstream.port(), 0);
+  upstream.hold();
+  const auto yaml = [&](const std::string& more_routes) {
+    return redis_yaml({redis.address()}, false, "deny", "10s",
+                      "upstream: " + upstream.url() +
+                          "\nroutes:\n  - match: POST /api/reports\n"
+                          "    limits: [{algorithm: concurrency, max: 1, lease: 1h}]\n" +
+                          more_routes);
+  };
+  auto server = SluiceProcess::start(yaml(""));
+  ASSERT_NE(server, nullptr);
+  ASSERT_TRUE(server->wait_for_readyz(200, 10s)) << server->log();
+  auto client = server->connect();
+  client->send_request("POST", "/api/reports");
+  // At the upstream: Redis has given the request its slot.
+  ASSERT_TRUE(wait_for([&] { return upstream.requests() == 1; }, 10s)) << server->log();
+  const long long store_errors = server->metric("sluice_store_errors_total");
+  ASSERT_TRUE(redis.pause());
+  // 10 bytes of a 1,000-byte body, then the upstream closes: the exchange
+  // ends, and its slot goes back to a Redis that does not answer.
+  upstream.release();
+  ASSERT_TRUE(server->wait_for_metric(
+      R"(sluice_concurrency_slots_released_total{route="POST /api/reports"})", 1))
+      << server->log();
+  server->rewrite_config(
+      yaml("  - match: GET /other\n    limits: [{capacity: 1, refill_rate: 1/s}]\n"));
+  ASSERT_EQ(server->admin_post("/admin/reload").status, 200) << server->log();
+  redis.kill();
+  EXPECT_TRUE(server->wait_for_metric("sluice_store_errors_total", store_errors + 1))
+      << server->metric("sluice_store_errors_total") << "\n"
+      << server->log();
+  EXPECT_EQ(server->admin_get("/healthz").status, 200) << server->log();
+}
+
 INSTANTIATE_TEST_SUITE_P(OnFailure, RedisServeFaults, ::testing::Values(true, false),
                          [](const ::testing::TestParamInfo<bool>& info) {
                            return info.param ? std::string("Allow") : std::string("Deny");
