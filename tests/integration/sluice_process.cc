@@ -45,6 +45,18 @@ void write_file(const std::string& path, const std::string& text) {
   std::rename(tmp.c_str(), path.c_str());
 }
 
+// Checks `done` every 10 ms until it holds (true) or `timeout` has passed
+// (false); checks at least once.
+template <class Done>
+bool poll_until(Done done, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (done()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
 // The port at the end of the first "<prefix>http[s]://HOST:PORT" in `log`; 0 if absent.
 uint16_t port_after(const std::string& log, const std::string& prefix) {
   const size_t at = log.find(prefix + "http");  // http:// or https://
@@ -232,19 +244,14 @@ void SluiceProcess::send_signal(int signal) const {
 
 std::optional<int> SluiceProcess::wait_exit(std::chrono::milliseconds timeout,
                                             std::string* description) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    int status = 0;
-    const pid_t r = ::waitpid(pid_, &status, WNOHANG);
-    if (r == pid_) {
-      exited_ = true;
-      if (WIFEXITED(status)) return WEXITSTATUS(status);
-      if (description) *description = "killed by signal " + std::to_string(WTERMSIG(status));
-      return std::nullopt;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  int status = 0;
+  if (!poll_until([&] { return ::waitpid(pid_, &status, WNOHANG) == pid_; }, timeout)) {
+    if (description) *description = "still running after the timeout";
+    return std::nullopt;
   }
-  if (description) *description = "still running after the timeout";
+  exited_ = true;
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (description) *description = "killed by signal " + std::to_string(WTERMSIG(status));
   return std::nullopt;
 }
 
@@ -257,27 +264,20 @@ std::string SluiceProcess::access_log() const {
 }
 
 bool SluiceProcess::wait_for_log(const std::string& text, std::chrono::milliseconds timeout) const {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (log().find(text) != std::string::npos) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
+  return poll_until([&] { return log().find(text) != std::string::npos; }, timeout);
 }
 
 std::string SluiceProcess::wait_for_access_log(const std::vector<std::string>& parts,
                                                std::chrono::milliseconds timeout) const {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  std::string log = access_log();
-  auto all_there = [&] {
-    for (const std::string& p : parts)
-      if (log.find(p) == std::string::npos) return false;
-    return true;
-  };
-  while (!all_there() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    log = access_log();
-  }
+  std::string log;
+  poll_until(
+      [&] {
+        log = access_log();
+        for (const std::string& p : parts)
+          if (log.find(p) == std::string::npos) return false;
+        return true;
+      },
+      timeout);
   return log;
 }
 
@@ -296,21 +296,11 @@ long long SluiceProcess::metric(const std::string& series) const {
 
 bool SluiceProcess::wait_for_metric(const std::string& series, long long value,
                                     std::chrono::milliseconds timeout) const {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (metric(series) == value) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
+  return poll_until([&] { return metric(series) == value; }, timeout);
 }
 
 bool SluiceProcess::wait_for_readyz(int status, std::chrono::milliseconds timeout) const {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (admin_get("/readyz").status == status) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
+  return poll_until([&] { return admin_get("/readyz").status == status; }, timeout);
 }
 
 int SluiceProcess::run_and_capture(const std::string& yaml, std::string* stderr_text) {
@@ -319,16 +309,11 @@ int SluiceProcess::run_and_capture(const std::string& yaml, std::string* stderr_
   write_file(config, yaml);
   const pid_t pid = spawn(config, dir + "/stdout.log", dir + "/stderr.log");
   int status = 0;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   int code = -1;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (::waitpid(pid, &status, WNOHANG) == pid) {
-      code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  if (code == -1 && ::waitpid(pid, &status, WNOHANG) == 0) {
+  if (poll_until([&] { return ::waitpid(pid, &status, WNOHANG) == pid; },
+                 std::chrono::seconds(30))) {
+    code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  } else {
     ::kill(pid, SIGKILL);
     ::waitpid(pid, &status, 0);
   }
