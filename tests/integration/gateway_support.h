@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "http_client.h"
+#include "wait_until.h"
 
 extern char** environ;
 
@@ -125,17 +126,6 @@ inline bool wait_listening(uint16_t port, std::chrono::milliseconds timeout) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return false;
-}
-
-// Polls `done` until it is true; false after `timeout`.
-template <class Done>
-bool wait_until(Done done, std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return true;
 }
 
 // How many TCP connections to 127.0.0.1:port are in `state` on this host

@@ -18,6 +18,8 @@
 
 #include <gtest/gtest.h>
 
+#include "wait_until.h"
+
 #ifndef SLUICE_BINARY
 #error "SLUICE_BINARY must name the sluice executable"
 #endif
@@ -43,18 +45,6 @@ void write_file(const std::string& path, const std::string& text) {
     out << text;
   }
   std::rename(tmp.c_str(), path.c_str());
-}
-
-// Checks `done` every 10 ms until it holds (true) or `timeout` has passed
-// (false); checks at least once.
-template <class Done>
-bool poll_until(Done done, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (;;) {
-    if (done()) return true;
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
 }
 
 // The port at the end of the first "<prefix>http[s]://HOST:PORT" in `log`; 0 if absent.
@@ -245,7 +235,7 @@ void SluiceProcess::send_signal(int signal) const {
 std::optional<int> SluiceProcess::wait_exit(std::chrono::milliseconds timeout,
                                             std::string* description) {
   int status = 0;
-  if (!poll_until([&] { return ::waitpid(pid_, &status, WNOHANG) == pid_; }, timeout)) {
+  if (!wait_until([&] { return ::waitpid(pid_, &status, WNOHANG) == pid_; }, timeout)) {
     if (description) *description = "still running after the timeout";
     return std::nullopt;
   }
@@ -264,13 +254,13 @@ std::string SluiceProcess::access_log() const {
 }
 
 bool SluiceProcess::wait_for_log(const std::string& text, std::chrono::milliseconds timeout) const {
-  return poll_until([&] { return log().find(text) != std::string::npos; }, timeout);
+  return wait_until([&] { return log().find(text) != std::string::npos; }, timeout);
 }
 
 std::string SluiceProcess::wait_for_access_log(const std::vector<std::string>& parts,
                                                std::chrono::milliseconds timeout) const {
   std::string log;
-  poll_until(
+  wait_until(
       [&] {
         log = access_log();
         for (const std::string& p : parts)
@@ -296,11 +286,11 @@ long long SluiceProcess::metric(const std::string& series) const {
 
 bool SluiceProcess::wait_for_metric(const std::string& series, long long value,
                                     std::chrono::milliseconds timeout) const {
-  return poll_until([&] { return metric(series) == value; }, timeout);
+  return wait_until([&] { return metric(series) == value; }, timeout);
 }
 
 bool SluiceProcess::wait_for_readyz(int status, std::chrono::milliseconds timeout) const {
-  return poll_until([&] { return admin_get("/readyz").status == status; }, timeout);
+  return wait_until([&] { return admin_get("/readyz").status == status; }, timeout);
 }
 
 int SluiceProcess::run_and_capture(const std::string& yaml, std::string* stderr_text) {
@@ -310,7 +300,7 @@ int SluiceProcess::run_and_capture(const std::string& yaml, std::string* stderr_
   const pid_t pid = spawn(config, dir + "/stdout.log", dir + "/stderr.log");
   int status = 0;
   int code = -1;
-  if (poll_until([&] { return ::waitpid(pid, &status, WNOHANG) == pid; },
+  if (wait_until([&] { return ::waitpid(pid, &status, WNOHANG) == pid; },
                  std::chrono::seconds(30))) {
     code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   } else {
