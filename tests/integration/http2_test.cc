@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "gateway_support.h"
 #include "test_support.h"
 #include "tls/test_certs.h"
 #include "tls_support.h"
@@ -145,6 +146,23 @@ TEST(Http2, AHeaderListOverTheLimitIsRefused) {
       "\n");
   EXPECT_EQ(server->metric(R"(sluice_http_rejected_total{reason="header_too_large"})"), 1);
   EXPECT_EQ(server->metric(kAllowed), 1);
+}
+
+// A body larger than the stream's window both ways: the request streams to
+// the upstream (through the pool, as HTTP/1.1) and its echo streams back.
+TEST(Http2, ABodyStreamsThroughTheGatewayBothWays) {
+  DemoUpstream demo(SLUICE_BINARY);
+  ASSERT_NE(demo.port(), 0);
+  auto server = SluiceProcess::start("upstream: " + demo.url() + "\n" + yaml(true, 10));
+  ASSERT_NE(server, nullptr);
+  const std::string dir = make_temp_dir();
+  ASSERT_EQ(run_command("head -c 300000 /dev/urandom > " + dir + "/in").status, 0);
+  const std::string curl = "curl -sS --http2-prior-knowledge --data-binary @" + dir + "/in -o " +
+                           dir + "/out -w '%{http_code} %{http_version}' " +
+                           "'http://127.0.0.1:" + std::to_string(server->port()) + "/api/x?echo=1'";
+  EXPECT_EQ(run_command(curl).output, "200 2");
+  EXPECT_EQ(run_command("cmp " + dir + "/in " + dir + "/out && echo same").output, "same\n");
+  remove_dir(dir);
 }
 
 TEST(Http2, OffAnswersHttp11Only) {
