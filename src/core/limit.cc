@@ -223,7 +223,8 @@ std::string Limit::describe() const {
   }
   if (spec_.block.count() != 0) out += " block=" + duration_text(spec_.block);
   if (block_grows()) {
-    out += "x" + std::to_string(spec_.block_factor) + "<=" + duration_text(spec_.block_max) +
+    out += " factor=" + std::to_string(spec_.block_factor) +
+           " max=" + duration_text(spec_.block_max) +
            " forget_after=" + duration_text(spec_.block_forget_after);
   }
   return out;

@@ -88,14 +88,14 @@ Result<ScriptLimit> script_limit(const Limit& limit) {
   }
   const uint64_t block_us = static_cast<uint64_t>(block_ns / kNanosPerMicro);
   Result<ScriptLimit> out = script_limit_of(limit, block_us);
+  if (!out.ok() || !limit.block_grows()) return out;
   // Limit::create() took only whole microseconds up to 10 years for max and
   // forget_after: every sum the script forms stays below 2^53 us.
-  if (out.ok() && limit.block_grows()) {
-    out->block_factor = spec.block_factor;
-    out->block_max_us = static_cast<uint64_t>(spec.block_max.count() / kNanosPerMicro);
-    out->block_forget_us = static_cast<uint64_t>(spec.block_forget_after.count() / kNanosPerMicro);
-  }
-  return out;
+  ScriptLimit grows = *out;
+  grows.block_factor = spec.block_factor;
+  grows.block_max_us = static_cast<uint64_t>(spec.block_max.count() / kNanosPerMicro);
+  grows.block_forget_us = static_cast<uint64_t>(spec.block_forget_after.count() / kNanosPerMicro);
+  return grows;
 }
 
 std::string growing_block_arg(const ScriptLimit& limit) {
