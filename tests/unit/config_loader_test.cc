@@ -912,22 +912,21 @@ unknown: 1
 )");
   EXPECT_EQ(
       errors,
-      (Errors{
-          "t.yaml:1:9: listen: must be host:port like 127.0.0.1:8080 or [::1]:8080, got "
-          "\"nowhere\" (the port is missing)",
-          "t.yaml:4:25: routes[0].limits[0].capacity: must be a positive integer, got "
-          "\"0\"",
-          "t.yaml:5:12: routes[1].match: duplicate route \"GET /a\": routes[0] (line 3) "
-          "already matches it",
-          "t.yaml:6:14: routes[1].limits[0]: unknown policy \"missing\" (defined: p)",
-          "t.yaml:8:33: policies.p.refill_rate: must be a rate like 10/s, 100/m, "
-          "1000/h, 5/d or 10/2s, got \"1/q\" (unknown unit \"q\"; use ms, s, m, h, d or w)",
-          "t.yaml:9:1: unknown: unknown key (known keys: listen, tls, grpc_tls, admin, "
-          "admin_token_file, "
-          "admin_token_all, admin_hosts, admin_read_only, decision_api, grpc, rls, "
-          "upstream, upstreams, store, client_ip, access, headers, case_insensitive_paths, paths, "
-          "auth_deny_status, deny, jwt, policies, plans, consumers, default, routes, server, "
-          "logging, watch_config)"}));
+      (Errors{"t.yaml:1:9: listen: must be host:port like 127.0.0.1:8080 or [::1]:8080, got "
+              "\"nowhere\" (the port is missing)",
+              "t.yaml:4:25: routes[0].limits[0].capacity: must be a positive integer, got "
+              "\"0\"",
+              "t.yaml:5:12: routes[1].match: duplicate route \"GET /a\": routes[0] (line 3) "
+              "already matches it",
+              "t.yaml:6:14: routes[1].limits[0]: unknown policy \"missing\" (defined: p)",
+              "t.yaml:8:33: policies.p.refill_rate: must be a rate like 10/s, 100/m, "
+              "1000/h, 5/d or 10/2s, got \"1/q\" (unknown unit \"q\"; use ms, s, m, h, d or w)",
+              "t.yaml:9:1: unknown: unknown key (known keys: listen, tls, grpc_tls, admin, "
+              "admin_token_file, "
+              "admin_token_all, admin_hosts, admin_read_only, decision_api, grpc, rls, "
+              "upstream, upstreams, store, client_ip, access, headers, case_insensitive_paths, paths, "
+              "auth_deny_status, deny, jwt, policies, plans, consumers, default, routes, server, "
+              "logging, watch_config)"}));
 }
 
 TEST(ConfigLoader, ErrorTextWithoutAPositionHasNoLineAndColumn) {
