@@ -102,9 +102,9 @@ void UpstreamGroup::report(size_t server, Outcome outcome, SteadyClock::time_poi
   s.ejected = true;
   s.ejected_until = now + config_.retry_after;
   if (s.ejections != nullptr) s.ejections->add();
-  spdlog::warn("gateway: upstream {} server {} ejected for {} ms after {} failures in a row",
+  spdlog::warn("gateway: upstream {} server {} ejected for {} ms after {} failure{} in a row",
                config_.label(), config_.servers[server].url, config_.retry_after.count(),
-               s.failures);
+               s.failures, s.failures == 1 ? "" : "s");
 }
 
 uint32_t UpstreamGroup::in_flight(size_t server) const {
