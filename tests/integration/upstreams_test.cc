@@ -257,5 +257,28 @@ TEST_F(UpstreamsTls, AWrongCaOrNameGives502CountedAsTls) {
   EXPECT_EQ(misnamed->metric(kTlsFailures), 1);
 }
 
+// `openssl s_server -Verify 1` refuses a client without a certificate
+// signed by the test CA: the gateway presents its cert_file and key_file.
+TEST_F(UpstreamsTls, TheClientCertificateIsPresentedToAServerThatAsksForOne) {
+  const uint16_t port = pick_free_port();
+  const std::string log = certs_.dir() + "/s_server.log";
+  const pid_t pid =
+      spawn_program({"/usr/bin/openssl", "s_server", "-accept", "127.0.0.1:" + std::to_string(port),
+                     "-cert", certs_.server_cert(), "-key", certs_.server_key(), "-CAfile",
+                     certs_.ca(), "-Verify", "1", "-www", "-quiet"},
+                    log);
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(wait_listening(port, std::chrono::seconds(10)));
+  auto server = SluiceProcess::start(upstreams_yaml(
+      "  api:\n    servers: [https://127.0.0.1:" + std::to_string(port) +
+      "]\n    tls: {ca_file: " + certs_.ca() + ", cert_file: " + certs_.client_cert() +
+      ", key_file: " + certs_.client_key() + "}\n"));
+  ASSERT_NE(server, nullptr);
+  const HttpResponse r = server->connect()->request("GET", "/");
+  stop_child(pid);
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(server->metric(kTlsFailures), 0);
+}
+
 }  // namespace
 }  // namespace sluice::test
