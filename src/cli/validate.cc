@@ -65,7 +65,14 @@ std::string summary(const Deployment& d) {
            : "memory store") +
       ", listen " + c.listen.text();
   if (c.tls) s += c.tls->min_tls13 ? " with TLS 1.3" : " with TLS 1.2+";
-  s += c.upstream ? ", gateway to " + c.upstream->url : ", decision API only (no upstream)";
+  if (!c.upstream) {
+    s += ", decision API only (no upstream)";
+  } else if (c.upstream->name.empty()) {
+    s += ", gateway to " + c.upstream->url;
+  } else {
+    s += ", gateway to upstream " + c.upstream->name + " (" +
+         plural(c.upstreams.size(), "upstream", "upstreams") + ")";
+  }
   if (c.consumers && c.consumers->table) {
     s += ", " + plural(c.plans.size(), "plan", "plans") + " for " +
          plural(c.consumers->table->size(), "consumer", "consumers") + " by " +

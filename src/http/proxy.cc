@@ -54,12 +54,13 @@ void ProxyExchange::start() {
   has_body_ = session().body_pending();
   // A request with a body is never upgraded: its body would have to end
   // before the tunnel starts, and no WebSocket handshake has one.
-  upgrade_ = !has_body_ && wants_upgrade(in);
+  // Nor to an upstream with https:// servers: the tunnel relays TCP bytes,
+  // not TLS records, so the request goes on without its Upgrade.
+  upgrade_ = !has_body_ && group_.tls() == nullptr && wants_upgrade(in);
   if (has_body_ && client_version_ >= 11) {
     const auto expect = in.find(bhttp::field::expect);
     expect_continue_ = expect != in.end() && beast::iequals(expect->value(), "100-continue");
   }
-  endpoint_ = upstream_.address.text();
   build_request_head();
   if (!has_body_) return acquire();
 
@@ -128,6 +129,7 @@ void ProxyExchange::end(bool keep_alive) {
   // plan, verdict and the state's limits and route metrics, and a reload may
   // drop that state meanwhile.
   ex_->charge.release([ex = ex_] {});
+  leave_server();
   if (relay_) shared_->give_relay(std::move(relay_));
   ex_->session->resume(keep_alive);
 }

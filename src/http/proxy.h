@@ -28,8 +28,13 @@
 // Error responses carry the rate headers too, and close the client connection
 // whenever the request body was not read to its end.
 //
-// Retries: at most one, on a fresh connection, and only when the failed
-// connection came from the pool — see the comment at retry_allowed() in proxy_failure.cc.
+// Servers: the route's upstream (State::upstream_for, upstream_group.h) picks
+// one per attempt; each server has its own pool, and https:// servers get a
+// TLS handshake after the connect (upstream_tls.h).
+//
+// Retries: once on a fresh connection to the same server when the failed
+// connection came from the pool (see retry_allowed() in proxy_failure.cc);
+// and up to the upstream's `retries` on other servers, as retry_rule.h allows.
 //
 // Upgrades (WebSocket; any HTTP/1.1 Upgrade but h2c, on a request without a
 // body): the request goes on a new connection with Connection: Upgrade; a 101

@@ -16,6 +16,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include <boost/asio/buffer.hpp>
@@ -30,6 +31,8 @@
 #include "http/forwarder.h"
 #include "http/proxy_pool.h"
 #include "http/responses.h"
+#include "http/retry_rule.h"
+#include "http/upstream_group.h"
 #include "observe/denial_log.h"
 
 namespace sluice::http {
@@ -99,8 +102,11 @@ struct ProxyShared {
     if (spare_relays.size() < kSpareRelays) spare_relays.push_back(std::move(r));
   }
 
+  // The keep-alive pool of one server (UpstreamGroup::key).
+  UpstreamPool& pool_for(const std::string& key) { return pools[key]; }
+
   asio::io_context& io_context;
-  UpstreamPool pool;
+  std::unordered_map<std::string, UpstreamPool> pools;  // by server
   // Upstream failures are logged at most once a second per worker (with a
   // count of the rest): an upstream that is down under load must not flood the log.
   observe::DenialLogGate error_log{1.0};
@@ -114,11 +120,14 @@ class ProxyExchange : public std::enable_shared_from_this<ProxyExchange> {
   ProxyExchange(std::shared_ptr<GatewayExchange> exchange, std::shared_ptr<ProxyShared> shared)
       : ex_(std::move(exchange)),
         shared_(std::move(shared)),
-        upstream_(*ex_->state->policy.config().upstream),
+        group_(*ex_->state->upstream_for(ex_->plan.route)),
+        upstream_(group_.config()),
+        retries_left_(upstream_.retries),
         client_timeout_(ex_->state->policy.config().server.header_timeout),
         timer_(shared_->io_context) {}
 
   ~ProxyExchange() {
+    leave_server();
     if (relay_) shared_->give_relay(std::move(relay_));
   }
 
@@ -148,7 +157,12 @@ class ProxyExchange : public std::enable_shared_from_this<ProxyExchange> {
 
   void build_request_head();
   void acquire();
+  bool pick_server();
+  void leave_server();
+  void report_server(UpstreamGroup::Outcome outcome);
+  void take_or_connect();
   void connect_new();
+  void do_handshake();
   void do_connect(std::vector<tcp::endpoint> endpoints);
   void on_connect(beast::error_code ec);
   void do_read_request_body();
@@ -173,6 +187,7 @@ class ProxyExchange : public std::enable_shared_from_this<ProxyExchange> {
   void on_timer(uint64_t seq);
   void upstream_failed(beast::error_code ec, Stage stage);
   bool retry_allowed() const;
+  bool retry_elsewhere(Stage stage, bool timed_out);
   void client_failed(beast::error_code ec);
   void respond_error(HttpStatus status, std::string_view code, const std::string& message);
   void log_failure(const std::string& what);
@@ -182,7 +197,12 @@ class ProxyExchange : public std::enable_shared_from_this<ProxyExchange> {
 
   std::shared_ptr<GatewayExchange> ex_;
   std::shared_ptr<ProxyShared> shared_;
-  const policy::Upstream& upstream_;  // lives in ex_->state
+  UpstreamGroup& group_;                  // lives in ex_->state
+  const policy::Upstream& upstream_;      // group_'s config
+  size_t server_ = UpstreamGroup::kNone;  // the server picked (in flight there until left)
+  uint64_t tried_ = 0;                    // bit i: server i was tried and failed
+  uint32_t retries_left_;                 // Upstream::retries not yet spent
+  bool tls_failed_ = false;               // the failure was the TLS handshake
   const std::chrono::milliseconds client_timeout_;
   std::string endpoint_;
   SteadyClock::time_point deadline_;  // of the upstream exchange (Upstream::timeout)

@@ -7,26 +7,12 @@
 #include <boost/beast/http/write.hpp>
 
 #include "http/proxy_exchange.h"
+#include "http/retry_rule.h"
 #include "policy/path.h"
 
 namespace sluice::http {
 
 namespace {
-
-// RFC 9110 §9.2.2: requests whose repetition has the same effect as one.
-bool is_idempotent(bhttp::verb method) {
-  switch (method) {
-    case bhttp::verb::get:
-    case bhttp::verb::head:
-    case bhttp::verb::options:
-    case bhttp::verb::trace:
-    case bhttp::verb::put:
-    case bhttp::verb::delete_:
-      return true;
-    default:
-      return false;
-  }
-}
 
 bool is_parse_error(const beast::error_code& ec) {
   return ec.category() == bhttp::make_error_code(bhttp::error::bad_target).category() &&
@@ -87,8 +73,18 @@ void ProxyExchange::upstream_failed(beast::error_code ec, Stage stage) {
     phase_ = Phase::kRequestHead;
     return connect_new();
   }
-  ex_->upstream.failed(observe::upstream_failure(
-      stage == Stage::kConnect, timed_out && !connect_timed_out, is_parse_error(ec)));
+  const bool exchange_timed_out = timed_out && !connect_timed_out;
+  // A connect (TCP or TLS) that failed or took longer than connect_timeout
+  // counts against the server's health; the upstream's own timeout does not
+  // (the server may be slow on this request only).
+  if (stage == Stage::kConnect && !exchange_timed_out) {
+    report_server(UpstreamGroup::Outcome::kFailure);
+  }
+  if (retry_elsewhere(stage, exchange_timed_out)) return;
+  ex_->upstream.failed(tls_failed_ && !exchange_timed_out
+                           ? observe::UpstreamFailure::kTls
+                           : observe::upstream_failure(stage == Stage::kConnect, exchange_timed_out,
+                                                       is_parse_error(ec)));
   if (timed_out && !connect_timed_out) {
     return respond_error(
         HttpStatus::gateway_timeout, "UPSTREAM_TIMEOUT",
@@ -97,6 +93,10 @@ void ProxyExchange::upstream_failed(beast::error_code ec, Stage stage) {
   std::string message;
   switch (stage) {
     case Stage::kConnect:
+      if (tls_failed_ && !connect_timed_out) {
+        message = "the TLS handshake with the upstream failed: " + ec.message();
+        break;
+      }
       message = connect_timed_out ? "the upstream could not be reached within " +
                                         std::to_string(upstream_.connect_timeout.count()) + " ms"
                                   : "the upstream cannot be reached: " + ec.message();
@@ -117,6 +117,30 @@ void ProxyExchange::upstream_failed(beast::error_code ec, Stage stage) {
   settle(std::nullopt, [this, message = std::move(message)] {
     respond_error(HttpStatus::bad_gateway, "UPSTREAM_UNAVAILABLE", message);
   });
+}
+
+// Another server of the upstream, when retry_rule.h allows it and
+// `retries` are left: the failed server is not picked again.
+bool ProxyExchange::retry_elsewhere(Stage stage, bool timed_out) {
+  if (retries_left_ == 0 || server_ == UpstreamGroup::kNone) return false;
+  const RetryFacts facts{
+      stage == Stage::kConnect,   phase_ >= Phase::kResponseHead, timed_out, has_body_,
+      request_bytes_written_ > 0, is_idempotent(method_)};
+  if (!may_retry_elsewhere(facts)) return false;
+  const std::string failed = endpoint_;
+  tried_ |= uint64_t{1} << server_;
+  leave_server();
+  if (!pick_server()) return false;
+  --retries_left_;
+  spdlog::debug("gateway: upstream {} server {} failed; retrying on {}", upstream_.label(), failed,
+                endpoint_);
+  attempt_ = Attempt::kNew;
+  request_bytes_written_ = 0;
+  phase_ = Phase::kRequestHead;
+  upstream_timed_out_ = false;
+  tls_failed_ = false;
+  take_or_connect();
+  return true;
 }
 
 void ProxyExchange::client_failed(beast::error_code ec) {
@@ -166,8 +190,8 @@ void ProxyExchange::log_failure(const std::string& what) {
       shared_->error_log.admit(session().context().clock.now());
   if (!a.log) return;
   const RequestHeader& in = session().header();
-  spdlog::warn("gateway: {} {} via upstream {}: {}{}", sv(in.method_string()),
-               policy::target_path(sv(in.target())), upstream_.url, what,
+  spdlog::warn("gateway: {} {} via upstream {} ({}): {}{}", sv(in.method_string()),
+               policy::target_path(sv(in.target())), upstream_.label(), endpoint_, what,
                a.suppressed_before == 0 ? std::string()
                                         : " (" + std::to_string(a.suppressed_before) +
                                               " upstream errors not logged before this one)");

@@ -13,8 +13,8 @@
 // an error, or hold unexpected bytes. A close that races with the request
 // being sent is left to the proxy's retry rule (proxy.cc).
 //
-// Connections to another upstream than the one asked for (the config was
-// reloaded with a new `upstream`) are closed when met.
+// Each server of each upstream has a pool of its own (ProxyShared::pool_for);
+// a connection to another endpoint than the one asked for is closed when met.
 //
 // Thread-safety: none; one pool per worker io_context, used on its thread.
 #pragma once
@@ -24,15 +24,51 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 
 #include "http/drained_reads.h"
 
 namespace sluice::http {
+
+// A connection to an upstream server as an Asio AsyncStream: TLS once
+// start_tls() made its session (an https:// server), else the TCP socket,
+// whose reads report the drain (drained_reads.h; the option is set at
+// connect). Beast's parsers read the response from it and the request is
+// written to it. It refers to the socket, so it never moves.
+class UpstreamStream {
+ public:
+  using executor_type = boost::asio::ip::tcp::socket::executor_type;
+  using Tls = boost::asio::ssl::stream<boost::asio::ip::tcp::socket&>;
+
+  explicit UpstreamStream(boost::asio::ip::tcp::socket& socket) : socket_(socket) {}
+  executor_type get_executor() { return socket_.get_executor(); }
+
+  void start_tls(boost::asio::ssl::context& context) {
+    tls_ = std::make_unique<Tls>(socket_, context);
+  }
+  Tls* tls() { return tls_.get(); }
+
+  template <class MutableBuffers, class Handler>
+  void async_read_some(const MutableBuffers& buffers, Handler&& handler) {
+    if (tls_) return tls_->async_read_some(buffers, std::forward<Handler>(handler));
+    async_read_some_reporting_drain(socket_, buffers, std::forward<Handler>(handler));
+  }
+  template <class ConstBuffers, class Handler>
+  void async_write_some(const ConstBuffers& buffers, Handler&& handler) {
+    if (tls_) return tls_->async_write_some(buffers, std::forward<Handler>(handler));
+    socket_.async_write_some(buffers, std::forward<Handler>(handler));
+  }
+
+ private:
+  boost::asio::ip::tcp::socket& socket_;
+  std::unique_ptr<Tls> tls_;
+};
 
 // One connection to the upstream, with what the proxy keeps per connection.
 struct UpstreamConnection {
@@ -41,11 +77,9 @@ struct UpstreamConnection {
   UpstreamConnection& operator=(const UpstreamConnection&) = delete;
 
   boost::asio::ip::tcp::socket socket;
-  // The socket as the response parser reads it: reads that report the drain
-  // (drained_reads.h; the option is set at connect).
-  DrainReportingStream reads{socket};
+  UpstreamStream stream{socket};     // what requests and responses go through
   boost::beast::flat_buffer buffer;  // bytes read from the upstream, not yet parsed
-  std::string endpoint;              // "host:port" of the upstream (the pool key)
+  std::string endpoint;              // "http[s]://host:port" of the server (the pool key)
   uint64_t exchanges = 0;            // requests answered on it (> 0: reused from the pool)
   std::chrono::steady_clock::time_point idle_since;
 };

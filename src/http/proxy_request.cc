@@ -14,6 +14,7 @@
 #include "http/proxy_exchange.h"
 #include "http/proxy_headers.h"
 #include "http/request_checks.h"
+#include "http/upstream_tls.h"
 #include "policy/ip.h"
 
 namespace sluice::http {
@@ -42,7 +43,8 @@ void ProxyExchange::build_request_head() {
                                             : std::span<const std::string_view>(kDropPlain),
                            out);
   if (in.find(bhttp::field::host) == in.end()) {
-    proxy::append_field("Host", endpoint_, out);  // an HTTP/1.0 client sent none
+    // An HTTP/1.0 client sent none: the upstream's (first) server's.
+    proxy::append_field("Host", upstream_.address.text(), out);
   }
   if (upgrade_) {
     // Hop-by-hop, so not copied above: the upgrade is asked of this hop anew.
@@ -83,9 +85,31 @@ void ProxyExchange::acquire() {
   const auto now = SteadyClock::now();
   deadline_ = now + upstream_.timeout;
   ex_->upstream.began(now);
+  pick_server();  // never kNone: nothing was tried yet, and servers is never empty
+  take_or_connect();
+}
+
+bool ProxyExchange::pick_server() {
+  server_ = group_.pick(tried_, SteadyClock::now());
+  if (server_ == UpstreamGroup::kNone) return false;
+  endpoint_ = group_.key(server_);
+  return true;
+}
+
+void ProxyExchange::leave_server() {
+  if (server_ == UpstreamGroup::kNone) return;
+  group_.done(server_);
+  server_ = UpstreamGroup::kNone;
+}
+
+void ProxyExchange::report_server(UpstreamGroup::Outcome outcome) {
+  if (server_ != UpstreamGroup::kNone) group_.report(server_, outcome, SteadyClock::now());
+}
+
+void ProxyExchange::take_or_connect() {
   // An upgrade takes its own connection: it becomes the tunnel, never pooled.
   if (upgrade_) return connect_new();
-  conn_ = shared_->pool.take(endpoint_, now);
+  conn_ = shared_->pool_for(endpoint_).take(endpoint_, SteadyClock::now());
   if (conn_) {
     attempt_ = Attempt::kPooled;
     return write_first_piece();
@@ -97,12 +121,13 @@ void ProxyExchange::connect_new() {
   conn_ = std::make_unique<UpstreamConnection>(shared_->io_context);
   conn_->endpoint = endpoint_;
   arm(Waiting::kConnect, std::min(SteadyClock::now() + upstream_.connect_timeout, deadline_));
+  const config::HostPort& to = upstream_.servers[server_].address;
   beast::error_code ec;
-  const asio::ip::address address = asio::ip::make_address(upstream_.address.host, ec);
-  if (!ec) return do_connect({tcp::endpoint(address, upstream_.address.port)});
+  const asio::ip::address address = asio::ip::make_address(to.host, ec);
+  if (!ec) return do_connect({tcp::endpoint(address, to.port)});
   resolver_.emplace(shared_->io_context);
   resolver_->async_resolve(
-      upstream_.address.host, std::to_string(upstream_.address.port),
+      to.host, std::to_string(to.port),
       [self = shared_from_this()](beast::error_code e, tcp::resolver::results_type results) {
         if (e) return self->upstream_failed(e, Stage::kConnect);
         std::vector<tcp::endpoint> endpoints;
@@ -123,7 +148,25 @@ void ProxyExchange::on_connect(beast::error_code ec) {
   beast::error_code ignored;
   conn_->socket.set_option(tcp::no_delay(true), ignored);
   conn_->socket.set_option(ReportReceiveQueue(true), ignored);
+  if (upstream_.servers[server_].tls) return do_handshake();
   write_first_piece();
+}
+
+// https://: the TLS handshake, within connect_timeout as the TCP connect.
+void ProxyExchange::do_handshake() {
+  conn_->stream.start_tls(*group_.tls());
+  set_upstream_peer_name(conn_->stream.tls()->native_handle(), upstream_.tls,
+                         upstream_.servers[server_].address.host);
+  conn_->stream.tls()->async_handshake(asio::ssl::stream_base::client,
+                                       [self = shared_from_this()](beast::error_code ec) {
+                                         if (ec) {
+                                           // A handshake the timer cut short is a connect timeout,
+                                           // not a TLS failure.
+                                           self->tls_failed_ = !self->upstream_timed_out_;
+                                           return self->upstream_failed(ec, Stage::kConnect);
+                                         }
+                                         self->write_first_piece();
+                                       });
 }
 
 // ---------------------------------------------------------------- request
@@ -166,7 +209,7 @@ void ProxyExchange::write_request(const char* data, size_t size, bool last) {
       phase_ != Phase::kRequestHead ? std::string_view() : std::string_view(request_head_),
       request_framing_ == Framing::kChunked, data, size, last);
   if (buffers.empty()) return on_write_request({}, 0, last);  // nothing left to say
-  asio::async_write(conn_->socket, buffers,
+  asio::async_write(conn_->stream, buffers,
                     [self = shared_from_this(), last](beast::error_code ec, size_t n) {
                       self->on_write_request(ec, n, last);
                     });

@@ -30,7 +30,7 @@ void ProxyExchange::do_read_response_header() {
   if (method_ == bhttp::verb::head) response_parser_->skip(true);
   arm(Waiting::kUpstream, deadline_);
   bhttp::async_read_header(
-      conn_->reads, conn_->buffer, *response_parser_,
+      conn_->stream, conn_->buffer, *response_parser_,
       [self = shared_from_this()](beast::error_code ec, size_t) { self->on_response_header(ec); });
 }
 
@@ -42,6 +42,7 @@ void ProxyExchange::on_response_header(beast::error_code ec) {
   // forwards Expect): dropped, the final response follows on the same connection.
   if (status < 200 && status != 101) return do_read_response_header();
   ex_->upstream.responded(status);
+  report_server(UpstreamGroup::outcome_of(status));
   if (session().access_log_on()) {
     session().access_note().upstream =
         std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - started_);
@@ -109,7 +110,7 @@ void ProxyExchange::do_read_response_body() {
   body.data = relay();
   body.size = kRelayBytes;
   arm(Waiting::kUpstream, deadline_);
-  bhttp::async_read_some(conn_->reads, conn_->buffer, *response_parser_,
+  bhttp::async_read_some(conn_->stream, conn_->buffer, *response_parser_,
                          [self = shared_from_this()](beast::error_code ec, size_t) {
                            self->on_read_response_body(ec);
                          });
@@ -159,7 +160,8 @@ void ProxyExchange::finish() {
   const bool reusable = response_parser_->is_done() && response_parser_->keep_alive() && !upgrade_;
   if (reusable) {
     ++conn_->exchanges;
-    shared_->pool.put(std::move(conn_), upstream_.max_idle_connections, SteadyClock::now());
+    shared_->pool_for(endpoint_).put(std::move(conn_), upstream_.max_idle_connections,
+                                     SteadyClock::now());
   } else {
     drop_upstream();
   }

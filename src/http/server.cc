@@ -506,7 +506,8 @@ void Server::log_startup() const {
   const std::string listen = std::string(c.tls ? "https://" : "http://") +
                              endpoint_text(front_listeners_.front()->local_endpoint());
   if (c.upstream) {
-    spdlog::info("listening on {} (gateway to {})", listen, c.upstream->url);
+    spdlog::info("listening on {} (gateway to {})", listen,
+                 c.upstream->name.empty() ? c.upstream->url : "upstream " + c.upstream->name);
   } else if (c.decision_api.listen) {
     spdlog::info(
         "listening on {} (decision-only: every path answers {{\"allowed\":true}} "

@@ -25,11 +25,53 @@ const RouteMetrics& State::metrics_for(const policy::Route* route) const {
   return default_route;
 }
 
+UpstreamGroup* State::upstream_for(const policy::Route* route) const {
+  const std::vector<policy::Route>& all = policy.config().routes;
+  if (route != nullptr && !all.empty() && route >= all.data() && route < all.data() + all.size()) {
+    return route_upstreams[static_cast<size_t>(route - all.data())];
+  }
+  return default_upstream;
+}
+
 long State::policy_index(const policy::NamedPolicy* p) const {
   const std::vector<policy::NamedPolicy>& all = policy.config().policies;
   if (p == nullptr || all.empty() || p < all.data() || p >= all.data() + all.size()) return -1;
   return static_cast<long>(p - all.data());
 }
+
+namespace {
+
+// One group per upstream in use: the default, and each named upstream a
+// route names (the default's group when it is the same name).
+void build_upstreams(State& state, observe::Registry& registry) {
+  const policy::Config& c = state.policy.config();
+  if (!c.upstream) return;
+  auto make = [&](const policy::Upstream& u) {
+    state.upstream_groups.push_back(std::make_shared<UpstreamGroup>(u, &registry));
+    return state.upstream_groups.back().get();
+  };
+  state.default_upstream = make(*c.upstream);
+  std::vector<std::pair<std::string, UpstreamGroup*>> by_name;
+  if (!c.upstream->name.empty()) by_name.emplace_back(c.upstream->name, state.default_upstream);
+  for (const policy::Route& route : c.routes) {
+    UpstreamGroup* group = state.default_upstream;
+    if (!route.upstream.empty()) {
+      const auto it = std::find_if(by_name.begin(), by_name.end(),
+                                   [&](const auto& n) { return n.first == route.upstream; });
+      if (it != by_name.end()) {
+        group = it->second;
+      } else {
+        for (const policy::Upstream& u : c.upstreams) {
+          if (u.name == route.upstream) group = make(u);
+        }
+        by_name.emplace_back(route.upstream, group);
+      }
+    }
+    state.route_upstreams.push_back(group);
+  }
+}
+
+}  // namespace
 
 std::shared_ptr<const State> build_state(policy::Config config, uint64_t generation,
                                          observe::Registry& registry,
@@ -43,6 +85,7 @@ std::shared_ptr<const State> build_state(policy::Config config, uint64_t generat
       state->policy.config().logging.denial_log_per_second);
   const policy::Config& c = state->policy.config();
   if (c.tls) state->tls = make_tls_context(*c.tls, c.http2);
+  build_upstreams(*state, registry);
   observe::DecisionLog& log = *state->decision_log;
   auto make = [&](const std::string& name, const std::vector<policy::RouteLimit>& limits,
                   bool shadow, const std::vector<policy::ConsumerPlan>* plans = nullptr) {

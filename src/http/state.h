@@ -19,6 +19,7 @@
 
 #include <boost/asio/ssl/context.hpp>
 
+#include "http/upstream_group.h"
 #include "observe/denial_log.h"
 #include "observe/metrics.h"
 #include "observe/route_metrics.h"
@@ -57,6 +58,14 @@ struct State {
   // Failed TLS handshakes on `listen`, at the same rate with a gate of their own.
   std::unique_ptr<observe::DenialLogGate> handshake_log;
 
+  // The gateway's upstreams (none without `upstream`): the default, and
+  // one per named upstream a route names, shared by the routes naming it.
+  std::vector<std::shared_ptr<UpstreamGroup>> upstream_groups;
+  UpstreamGroup* default_upstream = nullptr;
+  std::vector<UpstreamGroup*> route_upstreams;  // indexed like config().routes
+
+  // The upstream of the route a Plan matched (the default for nullptr).
+  UpstreamGroup* upstream_for(const policy::Route* route) const;
   // The metrics of the route a Plan matched (nullptr = unmatched).
   const RouteMetrics& metrics_for(const policy::Route* route) const;
   // Index of a named policy in config().policies, or -1.

@@ -15,15 +15,16 @@ constexpr std::string_view kFailuresName = "sluice_upstream_failures_total";
 constexpr std::string_view kFailuresHelp =
     "Upstream exchanges of the gateway that failed, by route and reason: connect (refused, "
     "unreachable, connect_timeout; 502), timeout (upstream.timeout; 504), reset (closed or reset "
-    "by the upstream; 502, or a body cut short), bad_response (unparsable; 502).";
+    "by the upstream; 502, or a body cut short), bad_response (unparsable; 502), tls (the TLS "
+    "handshake with an https:// server failed; 502).";
 constexpr std::string_view kDurationName = "sluice_upstream_duration_seconds";
 constexpr std::string_view kDurationHelp =
     "Time from the start of an upstream exchange (a connection taken or opened) to the "
     "upstream's final response header, by route.";
 
 constexpr std::array<std::string_view, 4> kCodes = {"2xx", "3xx", "4xx", "5xx"};
-constexpr std::array<std::string_view, 4> kReasons = {"connect", "timeout", "reset",
-                                                      "bad_response"};
+constexpr std::array<std::string_view, 5> kReasons = {"connect", "timeout", "reset", "bad_response",
+                                                      "tls"};
 
 }  // namespace
 

@@ -12,7 +12,8 @@
 // - a failure: the exchange ended without a response (connect: refused,
 //   unreachable, connect_timeout; timeout: upstream.timeout passed, the
 //   client got 504; reset: the upstream closed or reset the connection;
-//   bad_response: the response could not be parsed), or a response's body
+//   bad_response: the response could not be parsed; tls: the TLS handshake
+//   with an https:// server failed), or a response's body
 //   broke off after its header was counted. A pooled connection that fails
 //   and is retried on a fresh one counts as the retry ends.
 //
@@ -31,7 +32,7 @@
 
 namespace sluice::observe {
 
-enum class UpstreamFailure : uint8_t { kConnect, kTimeout, kReset, kBadResponse };
+enum class UpstreamFailure : uint8_t { kConnect, kTimeout, kReset, kBadResponse, kTls };
 
 // The reason of a failed exchange: `timed_out` when upstream.timeout passed
 // (whatever the step), else `connecting` for a failed connect (connect_timeout
@@ -43,7 +44,7 @@ UpstreamFailure upstream_failure(bool connecting, bool timed_out, bool malformed
 // config without `upstream`, a named policy).
 struct UpstreamSeries {
   std::array<Counter*, 4> responses{};  // by status class: 2xx, 3xx, 4xx, 5xx
-  std::array<Counter*, 4> failures{};   // by UpstreamFailure
+  std::array<Counter*, 5> failures{};   // by UpstreamFailure
   Histogram* duration = nullptr;
 };
 

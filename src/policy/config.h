@@ -17,6 +17,7 @@
 #include "policy/consumer_table.h"
 #include "policy/jwt.h"
 #include "policy/path.h"
+#include "policy/upstreams.h"
 #include "sluice/limit.h"
 
 namespace sluice::policy {
@@ -24,16 +25,6 @@ namespace sluice::policy {
 using Millis = std::chrono::milliseconds;
 
 using HostPort = config::HostPort;
-
-struct Upstream {
-  std::string url;        // as written: http://127.0.0.1:3000
-  HostPort address;       // resolved from the URL
-  std::string base_path;  // path prefix of the URL ("" when none)
-  Millis connect_timeout{1000};
-  Millis timeout{30000};             // whole upstream response; 504 after it
-  size_t max_idle_connections = 64;  // per worker thread
-  friend bool operator==(const Upstream&, const Upstream&) = default;
-};
 
 // store.redis.tls: TLS to Redis, on with a rediss:// url (or a `tls:` block
 // beside `addresses`). Paths are resolved against the config file's folder.
@@ -178,12 +169,13 @@ struct Route {
   // Every limit of the route is a bucket (token_bucket, gcra) on the memory
   // store (the loader checks).
   Nanos delay{0};
-  int line = 0;  // in the config file, for messages
+  std::string upstream;  // `upstream: NAME` (one of Config::upstreams); "" = the default
+  int line = 0;          // in the config file, for messages
   // Equal when they mean the same: the line is not compared.
   friend bool operator==(const Route& a, const Route& b) {
     return a.name == b.name && a.method == b.method && a.pattern == b.pattern && a.key == b.key &&
            a.limits == b.limits && a.plan_at == b.plan_at && a.shadow == b.shadow &&
-           a.delay == b.delay;
+           a.delay == b.delay && a.upstream == b.upstream;
   }
 };
 
@@ -358,7 +350,9 @@ struct Config {
   DecisionApi decision_api;
   std::optional<HostPort> grpc;
   std::optional<RlsSettings> rls;  // set iff grpc is set (the loader checks)
+  // The default upstream (`upstream:`): a URL, or one of `upstreams`.
   std::optional<Upstream> upstream;
+  std::vector<Upstream> upstreams;  // `upstreams:`, in file order
   StoreConfig store;
   ClientIpConfig client_ip;
   AccessLists access;

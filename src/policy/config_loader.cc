@@ -19,6 +19,7 @@
 #include "policy/consumers_file.h"
 #include "policy/ip.h"
 #include "policy/route_syntax.h"
+#include "policy/upstreams_loader.h"
 
 namespace sluice::policy {
 
@@ -52,6 +53,7 @@ const Keys kTopKeys = {"listen",
                        "grpc",
                        "rls",
                        "upstream",
+                       "upstreams",
                        "store",
                        "client_ip",
                        "access",
@@ -105,7 +107,7 @@ constexpr std::string_view kRejectWord = "reject";
 // A route's `delay`: longer holds are a client timeout, not a queue.
 constexpr Nanos kMaxDelay = std::chrono::hours(1);
 const Keys kDefaultKeys = {"key", "limits", "shadow", "delay"};
-const Keys kRouteKeys = {"match", "name", "key", "limits", "shadow", "delay"};
+const Keys kRouteKeys = {"match", "name", "key", "limits", "shadow", "delay", "upstream"};
 const Keys kServerKeys = {"max_connections",  "max_held",       "max_tls_handshakes",
                           "max_header_bytes", "max_body_bytes", "header_timeout",
                           "idle_timeout",     "threads",        "shutdown_grace"};
@@ -118,6 +120,7 @@ Result<Upstream> parse_upstream(std::string_view text) {
   upstream.url = std::move(url->url);
   upstream.address = std::move(url->address);
   upstream.base_path = std::move(url->base_path);
+  upstream.servers = {UpstreamServer{upstream.url, upstream.address, false}};
   return upstream;
 }
 
@@ -177,6 +180,8 @@ class Loader {
     config_.upstream->url = u->url;
     config_.upstream->address = u->address;
     config_.upstream->base_path = u->base_path;
+    config_.upstream->name.clear();  // the URL replaces a named default's servers
+    config_.upstream->servers = u->servers;
   }
 
   void option_error(std::string_view option, const std::string& message) {
@@ -240,7 +245,15 @@ class Loader {
     if (rls_item != nullptr && grpc_item == nullptr) {
       walker_.error(*rls_item, "needs `grpc:`, the address the Envoy RLS API listens on");
     }
-    if (const Item* u = m->get("upstream")) upstream(*u);
+    const Item* upstreams_item = m->get("upstreams");
+    if (upstreams_item != nullptr) load_upstreams(walker_, *upstreams_item, &config_.upstreams);
+    if (const Item* u = m->get("upstream")) {
+      upstream(*u);
+    } else if (upstreams_item != nullptr) {
+      walker_.error(*upstreams_item,
+                    "needs `upstream: NAME`, the upstream of the routes that "
+                    "name none");
+    }
     override_upstream();
     if (const Item* s = m->get("store")) store(*s);
     if (const Item* c = m->get("client_ip")) client_ip(*c);
@@ -410,6 +423,12 @@ class Loader {
 
   void upstream(const Item& item) {
     const std::string_view what = "an http:// URL like http://127.0.0.1:3000";
+    if (item.node.IsScalar() && item.node.Scalar().find("://") == std::string::npos) {
+      if (const Upstream* u = find_upstream(walker_, item, item.node.Scalar(), config_.upstreams)) {
+        config_.upstream = *u;
+      }
+      return;
+    }
     if (item.node.IsScalar()) {
       if (auto u = walker_.parsed<Upstream>(item, what, parse_upstream)) config_.upstream = *u;
       return;
@@ -1302,6 +1321,15 @@ class Loader {
         walker_.error(ri, "`limits` is required");
       }
       route_delay(m->get("delay"), &route);
+      if (const Item* u = m->get("upstream")) {
+        if (auto name = walker_.scalar(*u, "the name of an upstream under `upstreams:`")) {
+          if (find_upstream(walker_, *u, *name, config_.upstreams) != nullptr) {
+            route.upstream = *name;
+          } else {
+            ok = false;
+          }
+        }
+      }
       if (ok) config_.routes.push_back(std::move(route));
     }
   }

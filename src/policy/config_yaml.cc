@@ -185,15 +185,61 @@ void rls(YAML::Emitter& out, const Config& c) {
   out << YAML::EndMap;
 }
 
-void upstream(YAML::Emitter& out, const Config& c) {
-  if (!c.upstream) return;
-  const Upstream& u = *c.upstream;
-  out << YAML::Key << "upstream" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "url" << YAML::Value;
-  quoted(out, u.url);
+void upstream_settings(YAML::Emitter& out, const Upstream& u) {
   out << YAML::Key << "connect_timeout" << YAML::Value << millis_text(u.connect_timeout);
   out << YAML::Key << "timeout" << YAML::Value << millis_text(u.timeout);
   out << YAML::Key << "max_idle_connections" << YAML::Value << u.max_idle_connections;
+}
+
+void named_upstream(YAML::Emitter& out, const Upstream& u) {
+  out << YAML::Key << u.name << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "servers" << YAML::Value << YAML::BeginSeq;
+  for (const UpstreamServer& s : u.servers) quoted(out, s.url);
+  out << YAML::EndSeq;
+  out << YAML::Key << "balance" << YAML::Value
+      << (u.balance == Balance::kLeastRequest ? "least_request" : "round_robin");
+  if (u.fail_after != 0) {
+    out << YAML::Key << "health" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "fail_after" << YAML::Value << u.fail_after;
+    out << YAML::Key << "retry_after" << YAML::Value << millis_text(u.retry_after);
+    out << YAML::EndMap;
+  }
+  out << YAML::Key << "retries" << YAML::Value << u.retries;
+  if (u.tls != UpstreamTls{}) {
+    out << YAML::Key << "tls" << YAML::Value << YAML::BeginMap;
+    const std::pair<const char*, const std::string*> files[] = {
+        {"ca_file", &u.tls.ca_file},
+        {"cert_file", &u.tls.cert_file},
+        {"key_file", &u.tls.key_file},
+        {"server_name", &u.tls.server_name}};
+    for (const auto& [key, value] : files) {
+      if (value->empty()) continue;
+      out << YAML::Key << key << YAML::Value;
+      quoted(out, *value);
+    }
+    out << YAML::EndMap;
+  }
+  upstream_settings(out, u);
+  out << YAML::EndMap;
+}
+
+void upstream(YAML::Emitter& out, const Config& c) {
+  if (!c.upstreams.empty()) {
+    out << YAML::Key << "upstreams" << YAML::Value << YAML::BeginMap;
+    for (const Upstream& u : c.upstreams) named_upstream(out, u);
+    out << YAML::EndMap;
+  }
+  if (!c.upstream) return;
+  const Upstream& u = *c.upstream;
+  if (!u.name.empty()) {
+    out << YAML::Key << "upstream" << YAML::Value;
+    quoted(out, u.name);
+    return;
+  }
+  out << YAML::Key << "upstream" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "url" << YAML::Value;
+  quoted(out, u.url);
+  upstream_settings(out, u);
   out << YAML::EndMap;
 }
 
@@ -423,6 +469,10 @@ void route(YAML::Emitter& out, const Route& r) {
   limits(out, r.limits, r.plan_at);
   if (r.shadow) out << YAML::Key << "shadow" << YAML::Value << true;
   if (r.delay.count() != 0) out << YAML::Key << "delay" << YAML::Value << duration_text(r.delay);
+  if (!r.upstream.empty()) {
+    out << YAML::Key << "upstream" << YAML::Value;
+    quoted(out, r.upstream);
+  }
   out << YAML::EndMap;
 }
 

@@ -63,7 +63,7 @@ TEST(RedMetrics, EveryUpstreamOutcomeIsCountedOnceWithItsReason) {
   const std::string before = server->admin_get("/metrics").body;
   for (const char* code : {"2xx", "3xx", "4xx", "5xx"})
     EXPECT_EQ(sample(before, responses(code)), 0);
-  for (const char* reason : {"connect", "timeout", "reset", "bad_response"}) {
+  for (const char* reason : {"connect", "timeout", "reset", "bad_response", "tls"}) {
     EXPECT_EQ(sample(before, failures(reason)), 0) << reason;
   }
   EXPECT_EQ(sample(before, kUpstreamCount), 0);

@@ -924,7 +924,8 @@ unknown: 1
               "t.yaml:9:1: unknown: unknown key (known keys: listen, tls, grpc_tls, admin, "
               "admin_token_file, "
               "admin_token_all, admin_hosts, admin_read_only, decision_api, grpc, rls, "
-              "upstream, store, client_ip, access, headers, case_insensitive_paths, paths, "
+              "upstream, upstreams, store, client_ip, access, headers, case_insensitive_paths, "
+              "paths, "
               "auth_deny_status, deny, jwt, policies, plans, consumers, default, routes, server, "
               "logging, watch_config, http2)"}));
 }

@@ -345,6 +345,38 @@ Result<HttpUrl> parse_http_url(std::string_view text) {
   return url;
 }
 
+Result<ServerUrl> parse_server_url(std::string_view text) {
+  const std::string like =
+      "must be a server URL like http://10.0.0.5:3000 or https://auth.internal:8443, got " +
+      quoted(text);
+  const size_t scheme_end = text.find("://");
+  if (scheme_end == std::string_view::npos)
+    return bad(like + " (the scheme is missing: write http://" + std::string(text) + ")");
+  const std::string scheme = to_lower(text.substr(0, scheme_end));
+  ServerUrl url;
+  if (scheme == "https") {
+    url.tls = true;
+  } else if (scheme != "http") {
+    return bad(like + " (only http:// and https:// are supported)");
+  }
+  const std::string_view rest = text.substr(scheme_end + 3);
+  const size_t authority_end = rest.find_first_of("/?#");
+  const std::string_view authority = rest.substr(0, authority_end);
+  const std::string_view after =
+      authority_end == std::string_view::npos ? std::string_view{} : rest.substr(authority_end);
+  if (authority.find('@') != std::string_view::npos)
+    return bad(like + " (user info is not supported)");
+  // One base path per upstream would have to hold for every server: a
+  // server is an address, the path is the request's.
+  if (!after.empty() && after != "/")
+    return bad(like + " (a server URL has no path, query or fragment)");
+  if (std::string p = host_port_problem(authority, url.tls ? 443 : 80, false, &url.address);
+      !p.empty())
+    return bad(like + " (" + p + ")");
+  url.url = std::string(text);
+  return url;
+}
+
 namespace {
 
 // %XX escapes decoded; false on a malformed one.

@@ -78,6 +78,16 @@ struct HttpUrl {
 };
 Result<HttpUrl> parse_http_url(std::string_view text);
 
+// A server of a named upstream: "http://host[:port]" (port 80) or
+// "https://host[:port]" (port 443). Nothing after the authority but an
+// optional "/": no path, user info, query or fragment.
+struct ServerUrl {
+  std::string url;  // as written
+  HostPort address;
+  bool tls = false;  // https://
+};
+Result<ServerUrl> parse_server_url(std::string_view text);
+
 // A Redis server: "redis://[[user]:password@]host[:port][/db]" (port 6379 by
 // default; user and password may hold %XX escapes, so '@' and ':' can be
 // written; "rediss://" for TLS), or, when `url_only` is false, a plain
