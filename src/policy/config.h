@@ -17,6 +17,7 @@
 #include "policy/consumer_table.h"
 #include "policy/jwt.h"
 #include "policy/path.h"
+#include "policy/route_cost.h"
 #include "sluice/limit.h"
 
 namespace sluice::policy {
@@ -173,12 +174,14 @@ struct Route {
   // Every limit of the route is a bucket (token_bucket, gcra) on the memory
   // store (the loader checks).
   Nanos delay{0};
+  // `cost:` (policy/route_cost.h): charged by estimate, settled after the response.
+  std::optional<RouteCost> cost;
   int line = 0;  // in the config file, for messages
   // Equal when they mean the same: the line is not compared.
   friend bool operator==(const Route& a, const Route& b) {
     return a.name == b.name && a.method == b.method && a.pattern == b.pattern && a.key == b.key &&
            a.limits == b.limits && a.plan_at == b.plan_at && a.shadow == b.shadow &&
-           a.delay == b.delay;
+           a.delay == b.delay && a.cost == b.cost;
   }
 };
 
