@@ -36,6 +36,11 @@ std::optional<RouteCost> load_route_cost(config::Walker& walker, const Item& ite
     return refuse(item,
                   "needs `upstream:`: only the gateway sees the response the cost is read from");
   }
+  if (config.store.backend == StoreConfig::Backend::kRedis && config.store.redis.mode_cached) {
+    return refuse(item,
+                  "needs store.redis.mode: exact: a cached store decides locally and syncs "
+                  "hits later, so it cannot settle a cost once and exactly");
+  }
   if (header != nullptr && json != nullptr) {
     return refuse(*json, "give one of `header` and `json`, not both");
   }
