@@ -86,16 +86,16 @@ TEST(RedisCost, OneInstancesSettleIsWhatTheOtherSeesNext) {
   // 490 - 10 admitted, none used: 10 back, 490.
   upstream.answer_body("x-usage: 0\r\n", "ok");
   EXPECT_EQ(servers[1]->post("/v1/chat/completions", "{}").header("X-RateLimit-Remaining"), "480");
-  // 490 - 10; then 1000 used: 990 more, 520 in debt.
+  // 490 - 10 admitted; then 1000 used: 990 more, 510 in debt.
   upstream.answer_body("x-usage: 1000\r\n", "ok");
   EXPECT_EQ(servers[0]->post("/v1/chat/completions", "{}").header("X-RateLimit-Remaining"), "480");
-  // It waits for 520 + 10 at a token a day: 530 days.
+  // It waits for 510 + 10 at a token a day: 520 days.
   const HttpResponse denied = servers[1]->post("/v1/chat/completions", "{}");
   EXPECT_EQ(denied.status, 429);
   // Less the refill of the seconds the test took.
   const long retry_after = std::stol(denied.header("Retry-After").value_or("0"));
-  EXPECT_LE(retry_after, 530L * 86400);
-  EXPECT_GT(retry_after, 530L * 86400 - 60);
+  EXPECT_LE(retry_after, 520L * 86400);
+  EXPECT_GT(retry_after, 520L * 86400 - 60);
   EXPECT_EQ(servers[0]->metric(kSettled) + servers[1]->metric(kSettled), 3);
   for (const auto& s : servers) EXPECT_EQ(s->metric("sluice_store_errors_total"), 0) << s->log();
 }
