@@ -98,6 +98,14 @@ TEST(CostConfig, ALimitThatCannotGoIntoDebtIsRefusedWithItsName) {
              "t.yaml:4:14 is sliding_window"});
 }
 
+TEST(CostConfig, TheCachedRedisModeIsRefused) {
+  EXPECT_EQ(
+      errors_of("store: {backend: redis, redis: {mode: cached}}\n" + route("{header: x-cost}")),
+      Errors{"t.yaml:6:11: routes[0].cost: needs store.redis.mode: exact: a cached store "
+             "decides locally and syncs hits later, so it cannot settle a cost once and "
+             "exactly"});
+}
+
 TEST(CostConfig, AnUnknownKeyIsRefused) {
   const Errors e = errors_of(route("{header: x-cost, estimat: 5}"));
   ASSERT_EQ(e.size(), 1u);
