@@ -49,6 +49,16 @@ struct LimitSpec {
   // from that moment, whatever refills meanwhile (0 = no lockout). Any
   // algorithm; a whole number of microseconds, at most 10 years.
   Nanos block{0};
+  // Lockouts that grow (penalties for repeat offenders): a block that starts
+  // before `block_forget_after` has passed since the key's last block ended
+  // lasts `block_factor` times that last one, at most `block_max`; otherwise
+  // it lasts `block`. Factor 1 to 1000; with factor 1 (the default) every
+  // block lasts `block` and the other two must be 0. With a factor above 1,
+  // block_max >= block and block_forget_after > 0, whole microseconds, at
+  // most 10 years each.
+  uint32_t block_factor = 1;
+  Nanos block_max{0};
+  Nanos block_forget_after{0};
 };
 
 class Limit {
@@ -83,8 +93,14 @@ class Limit {
   // The period over which `size()` is granted: the time to refill an empty
   // bucket completely (rounded up), the window, or the lease (concurrency).
   Nanos period() const { return period_; }
-  // The lockout after a denial (LimitSpec::block); 0 when none.
+  // The lockout after a denial (LimitSpec::block); 0 when none. With a
+  // growing lockout, its first block.
   Nanos block() const { return spec_.block; }
+  // Whether its lockouts grow (LimitSpec::block_factor above 1).
+  bool block_grows() const { return spec_.block_factor > 1; }
+  // The block that starts at `now` for a key whose last block lasted `last`
+  // and ended at `last_end` (last == 0: none on record): LimitSpec says how.
+  Nanos next_block(Nanos last, Nanos last_end, Nanos now) const;
 
   // Bucket arithmetic in exact integers: one token is `token_units()` units and
   // one nanosecond adds `units_per_ns()` units (refill_tokens / refill_period

@@ -4,6 +4,8 @@
 #include <string>
 #include <utility>
 
+#include "config/block_spec.h"
+
 namespace sluice::config {
 
 const Keys kAlgorithmNames = {"token_bucket", "gcra",           "fixed_window",
@@ -124,11 +126,7 @@ std::optional<Limit> read_limit(Walker& walker, const Item& where, const LimitBl
     ok = d.has_value() && ok;
     if (d && concurrency) spec.window = *d;
   }
-  if (block.block != nullptr) {
-    const std::optional<Nanos> d = walker.duration(*block.block, false);
-    ok = d.has_value() && ok;
-    if (d) spec.block = *d;
-  }
+  if (block.block != nullptr) ok = read_block(walker, *block.block, &spec) && ok;
   if (!ok) return std::nullopt;
   return create_limit(walker, where, spec);
 }

@@ -4,7 +4,9 @@
 //   {algorithm: fixed_window | sliding_log | sliding_window, limit: N, window: DURATION}
 //   {algorithm: concurrency, max: N, lease: DURATION}
 //
-// either with `block: DURATION` (a lockout once the limit denies)
+// either with `block: DURATION` (a lockout once the limit denies) or a
+// lockout that grows, `block: {first, factor, max, forget_after}`
+// (config/block_spec.h),
 // wherever a config writes one: the server config's policies and routes,
 // and the `rate_limit` extension of the Envoy RLS descriptor files. It
 // produces a validated Limit (Limit::create) or reports, through the walker,

@@ -10,6 +10,7 @@ namespace sluice {
 namespace {
 
 constexpr int64_t kMicrosecond = 1'000;
+constexpr uint32_t kMaxBlockFactor = 1'000;
 // Windows and refill periods up to ten years; with limits up to 2^32 every
 // product the algorithms form stays far inside 128 bits, and times in
 // microseconds stay below 2^53 for the Redis scripts.
@@ -41,6 +42,25 @@ Status check_period(const char* what, Nanos period) {
                    duration_text(period));
   if (period.count() > kMaxPeriodNs)
     return invalid(std::string(what) + " must be at most 10 years, got " + duration_text(period));
+  return {};
+}
+
+// The growth of a lockout (LimitSpec::block_factor and what goes with it).
+Status check_growth(const LimitSpec& spec) {
+  if (spec.block_factor == 1) {
+    if (spec.block_max.count() != 0 || spec.block_forget_after.count() != 0)
+      return invalid("a block's max and forget_after need a factor above 1");
+    return {};
+  }
+  if (spec.block_factor == 0 || spec.block_factor > kMaxBlockFactor)
+    return invalid("a block's factor must be a whole number from 1 to " +
+                   std::to_string(kMaxBlockFactor) + ", got " + std::to_string(spec.block_factor));
+  if (spec.block.count() == 0) return invalid("a growing block needs its first block");
+  if (Status s = check_period("a block's max", spec.block_max); !s.ok()) return s;
+  if (Status s = check_period("a block's forget_after", spec.block_forget_after); !s.ok()) return s;
+  if (spec.block_max < spec.block)
+    return invalid("a block's max (" + duration_text(spec.block_max) +
+                   ") must be at least its first block (" + duration_text(spec.block) + ")");
   return {};
 }
 
@@ -136,6 +156,8 @@ Result<Limit> Limit::create(const LimitSpec& spec) {
     if (Status s = check_period("block", spec.block); !s.ok())
       return Error{s.error().code, name + ": " + s.error().message};
   }
+  if (Status s = check_growth(spec); !s.ok())
+    return Error{s.error().code, name + ": " + s.error().message};
   uint64_t fp = util::mix64(static_cast<uint64_t>(spec.algorithm) + 1);
   for (uint64_t field :
        {spec.capacity, spec.refill_tokens, static_cast<uint64_t>(spec.refill_period.count()),
@@ -146,6 +168,14 @@ Result<Limit> Limit::create(const LimitSpec& spec) {
   // fingerprint (and the Redis keys) it had before lockouts existed.
   if (spec.block.count() != 0)
     fp = util::mix64(fp ^ util::mix64(static_cast<uint64_t>(spec.block.count())));
+  // Likewise the growth of a lockout: a `block: 5m` keeps its keys.
+  if (spec.block_factor > 1) {
+    for (uint64_t field :
+         {uint64_t{spec.block_factor}, static_cast<uint64_t>(spec.block_max.count()),
+          static_cast<uint64_t>(spec.block_forget_after.count())}) {
+      fp = util::mix64(fp ^ util::mix64(field + 0x7f4a7c159e3779b9ULL));
+    }
+  }
   limit.fingerprint_ = fp;
   return limit;
 }
@@ -192,7 +222,22 @@ std::string Limit::describe() const {
     out += " limit=" + std::to_string(spec_.limit) + " window=" + duration_text(spec_.window);
   }
   if (spec_.block.count() != 0) out += " block=" + duration_text(spec_.block);
+  if (block_grows()) {
+    out += " factor=" + std::to_string(spec_.block_factor) +
+           " max=" + duration_text(spec_.block_max) +
+           " forget_after=" + duration_text(spec_.block_forget_after);
+  }
   return out;
+}
+
+Nanos Limit::next_block(Nanos last, Nanos last_end, Nanos now) const {
+  const LimitSpec& s = spec_;
+  if (!block_grows() || last.count() <= 0) return s.block;
+  // Forgotten once forget_after has passed since the last block ended.
+  if (now.count() - last_end.count() >= s.block_forget_after.count()) return s.block;
+  // last <= max <= 10 years: the product is formed only below max.
+  if (last.count() > s.block_max.count() / s.block_factor) return s.block_max;
+  return Nanos{last.count() * s.block_factor};
 }
 
 }  // namespace sluice

@@ -143,11 +143,16 @@ struct RouteLimit {
   // when the route has several ("<plan>#<index>" in a plan). Empty: `name`
   // (a limit without `name:`). Never `name:`, so renaming keeps the counts.
   std::string counter{};
+  // `key:` of an inline limit of a route (quotas in layers: an org's limit
+  // beside a user's): the client key this limit is counted under. Empty: the
+  // route's key. Its store key is "<scope>|<this key's client key>".
+  std::optional<KeySpec> key{};
   const std::string& counter_name() const { return counter.empty() ? name : counter; }
   // Equal when they mean the same: where they are written (mark) is not compared.
   friend bool operator==(const RouteLimit& a, const RouteLimit& b) {
     return a.name == b.name && a.named_policy == b.named_policy && a.limit == b.limit &&
-           a.count_status == b.count_status && a.counter_name() == b.counter_name();
+           a.count_status == b.count_status && a.counter_name() == b.counter_name() &&
+           a.key == b.key;
   }
 };
 

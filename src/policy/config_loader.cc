@@ -73,8 +73,8 @@ const Keys kTopKeys = {"listen",
 // A limit block of the server config: config::kLimitKeys (written out: a
 // namespace-scope copy of another file's vector would depend on the order
 // of static initialisation) and count_status.
-const Keys kServerLimitKeys = {"algorithm", "capacity", "refill_rate", "limit",        "window",
-                               "max",       "lease",    "block",       "count_status", "name"};
+const Keys kServerLimitKeys = {"algorithm", "capacity", "refill_rate",  "limit", "window", "max",
+                               "lease",     "block",    "count_status", "name",  "key"};
 const Keys kDecisionApiKeys = {"listen", "token_file"};
 const Keys kDenyKeys = {"status", "body_file", "content_type"};
 const Keys kJwtKeys = {"jwks_file", "secret_file", "issuer", "audience"};
@@ -753,12 +753,16 @@ class Loader {
   struct ServerLimit {
     Limit limit;
     std::vector<int> count_status;
-    std::optional<Item> name;  // `name:`, valid, where written; absent: the default name
+    std::optional<Item> name;    // `name:`, valid, where written; absent: the default name
+    std::optional<KeySpec> key;  // `key:` (a route's inline limit only)
+    std::optional<Item> key_item;
   };
 
   // An inline limit mapping. `nameable`: it may carry `name:` (a policy's
-  // limit is named by the policy).
-  std::optional<ServerLimit> limit(const Item& item, bool nameable) {
+  // limit is named by the policy). `keyable`: it may carry `key:` (only a
+  // route's own limits: a policy is keyed by whoever applies it, a plan by
+  // its consumer).
+  std::optional<ServerLimit> limit(const Item& item, bool nameable, bool keyable = false) {
     const std::optional<Mapping> m =
         walker_.mapping(item, &kServerLimitKeys, "a limit like {capacity: 10, refill_rate: 2/s}");
     if (!m) return std::nullopt;
@@ -774,15 +778,39 @@ class Loader {
         name = *n;
       }
     }
+    std::optional<KeySpec> key;
+    bool key_ok = true;
+    if (const Item* k = m->get("key")) {
+      key_ok = limit_key(*k, keyable, &key);
+    }
     std::optional<Limit> l = config::read_limit(walker_, item, config::LimitBlock::of(*m));
-    if (!l || !statuses || !name_ok) return std::nullopt;
+    if (!l || !statuses || !name_ok || !key_ok) return std::nullopt;
     if (l->algorithm() == Algorithm::kConcurrency && !statuses->empty()) {
       walker_.error(*m->get("count_status"),
                     "a concurrency slot is given back when the response has been sent, whatever "
                     "its status: count_status does not apply");
       return std::nullopt;
     }
-    return ServerLimit{std::move(*l), std::move(*statuses), std::move(name)};
+    std::optional<Item> key_item;
+    if (key) key_item = *m->get("key");
+    return ServerLimit{std::move(*l), std::move(*statuses), std::move(name), std::move(key),
+                       std::move(key_item)};
+  }
+
+  // A limit's own `key:` (quotas in layers), where `keyable` says it may be.
+  bool limit_key(const Item& item, bool keyable, std::optional<KeySpec>* out) {
+    if (!keyable) {
+      walker_.error(item,
+                    "only a route's own limits take `key:` (a policy is keyed by the route or "
+                    "/v1/check call that applies it, a plan's limits by the consumer)");
+      return false;
+    }
+    KeySpec spec;
+    const size_t errors = walker_.error_count();
+    key_spec(&item, &spec);
+    if (walker_.error_count() != errors) return false;
+    *out = std::move(spec);
+    return true;
   }
 
   // A limit's `name:`: checked as RouteLimit's name says (config.h).
@@ -893,8 +921,9 @@ class Loader {
 
   // A route's `limits:` list: policy names and inline limits.
   // `plan_at` gets the position of `plan` (the consumer's plan) in the list.
+  // `route_key`: the route's `key:`, which a limit's own may differ from.
   std::vector<RouteLimit> route_limits(const Item& item, const std::string& route_name,
-                                       std::optional<size_t>* plan_at) {
+                                       const KeySpec& route_key, std::optional<size_t>* plan_at) {
     std::vector<RouteLimit> out;
     if (item.node.IsMap() || item.node.IsScalar()) {
       walker_.error(item, "must be a list of limits (write [ ... ] around a single one), got " +
@@ -942,7 +971,7 @@ class Loader {
           walker_.error(li, "unknown policy " + quoted(name) + hint);
         }
       } else if (li.node.IsMap()) {
-        if (std::optional<ServerLimit> l = limit(li, /*nameable=*/true)) {
+        if (std::optional<ServerLimit> l = limit(li, /*nameable=*/true, /*keyable=*/true)) {
           // By default named as its counter: the route's name, with its
           // index when the route has several inline limits.
           std::string name = route_name;
@@ -953,8 +982,10 @@ class Loader {
             unique_limit_name(names, name, *l->name);
           }
           if (l->limit.algorithm() == Algorithm::kConcurrency) concurrency_items_.push_back(li);
+          if (l->key && l->key->parts != route_key.parts) layered_key_fits_store(*l->key_item);
           out.push_back(RouteLimit{std::move(name), false, l->limit, walker_.where(li),
-                                   std::move(l->count_status), std::move(counter)});
+                                   std::move(l->count_status), std::move(counter),
+                                   std::move(l->key)});
         }
       } else {
         walker_.error(
@@ -964,6 +995,18 @@ class Loader {
     }
     if (*plan_at) plan_names_differ(names);
     return out;
+  }
+
+  // A limit keyed apart from its route: its store key names another client,
+  // so on a Redis Cluster another hash slot, and one script call cannot
+  // decide both all-or-nothing.
+  void layered_key_fits_store(const Item& key) {
+    const StoreConfig& store = config_.store;
+    if (store.backend != StoreConfig::Backend::kRedis || !store.redis.cluster) return;
+    walker_.error(key,
+                  "on a Redis Cluster (store.redis.cluster: true) a limit's `key:` must be its "
+                  "route's: a request's limits are decided in one script call, on one hash slot, "
+                  "and another key falls in another slot (leave `key:` out, or use one Redis)");
   }
 
   // A route that lists `plan`: its limits' names differ from every plan's.
@@ -1179,7 +1222,7 @@ class Loader {
     key_spec(m->get("key"), &route.key);
     shadow(m->get("shadow"), &route.shadow);
     if (const Item* l = m->get("limits")) {
-      route.limits = route_limits(*l, route.name, &route.plan_at);
+      route.limits = route_limits(*l, route.name, route.key, &route.plan_at);
     } else {
       walker_.error(item, "`limits` is required");
     }
@@ -1255,7 +1298,8 @@ class Loader {
       key_spec(m->get("key"), &route.key);
       shadow(m->get("shadow"), &route.shadow);
       if (const Item* l = m->get("limits")) {
-        route.limits = route_limits(*l, route.name.empty() ? ri.path : route.name, &route.plan_at);
+        route.limits =
+            route_limits(*l, route.name.empty() ? ri.path : route.name, route.key, &route.plan_at);
       } else {
         walker_.error(ri, "`limits` is required");
       }

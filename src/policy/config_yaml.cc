@@ -65,14 +65,19 @@ void quoted(YAML::Emitter& out, const std::string& s) {
   out << YAML::DoubleQuoted << s;
 }
 
-// `name`: the limit's `name:`, "" when it has its default name.
+// `name`: the limit's `name:`, "" when it has its default name; `key`: its
+// own `key:`, if any.
 void limit_block(YAML::Emitter& out, const Limit& limit, const std::vector<int>& count_status = {},
-                 const std::string& name = {}) {
+                 const std::string& name = {}, const KeySpec* key = nullptr) {
   const LimitSpec& spec = limit.spec();
   out << YAML::Flow << YAML::BeginMap;
   if (!name.empty()) {
     out << YAML::Key << "name" << YAML::Value;
     quoted(out, name);
+  }
+  if (key != nullptr) {
+    out << YAML::Key << "key" << YAML::Value;
+    quoted(out, key->text);
   }
   out << YAML::Key << "algorithm" << YAML::Value << std::string(algorithm_name(spec.algorithm));
   if (spec.algorithm == Algorithm::kTokenBucket || spec.algorithm == Algorithm::kGcra) {
@@ -86,8 +91,16 @@ void limit_block(YAML::Emitter& out, const Limit& limit, const std::vector<int>&
     out << YAML::Key << "limit" << YAML::Value << spec.limit;
     out << YAML::Key << "window" << YAML::Value << duration_text(spec.window);
   }
-  if (spec.block.count() != 0)
+  if (limit.block_grows()) {
+    out << YAML::Key << "block" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    out << YAML::Key << "first" << YAML::Value << duration_text(spec.block);
+    out << YAML::Key << "factor" << YAML::Value << spec.block_factor;
+    out << YAML::Key << "max" << YAML::Value << duration_text(spec.block_max);
+    out << YAML::Key << "forget_after" << YAML::Value << duration_text(spec.block_forget_after);
+    out << YAML::EndMap;
+  } else if (spec.block.count() != 0) {
     out << YAML::Key << "block" << YAML::Value << duration_text(spec.block);
+  }
   if (!count_status.empty()) {
     out << YAML::Key << "count_status" << YAML::Value << YAML::Flow << YAML::BeginSeq;
     for (int status : count_status) out << status;
@@ -118,7 +131,7 @@ void limits(YAML::Emitter& out, const std::vector<RouteLimit>& list,
     if (l.named_policy) {
       quoted(out, l.name);
     } else {
-      limit_block(out, l.limit, l.count_status, own_name(l));
+      limit_block(out, l.limit, l.count_status, own_name(l), l.key ? &*l.key : nullptr);
     }
   }
   // A position past the end (a config built by hand) still writes `plan`.

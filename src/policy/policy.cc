@@ -390,6 +390,41 @@ Plan Policy::plan_consumer(std::string_view id, std::string_view unknown_key) co
   return plan;
 }
 
+std::string Policy::client_key(const KeySpec& spec, const RequestInfo& request,
+                               std::string_view ip_part) const {
+  std::string key;
+  if (spec.parts.empty()) key = ip_part;
+  for (size_t i = 0; i < spec.parts.size(); ++i) {
+    const KeyPart& part = spec.parts[i];
+    if (i > 0) key += '+';
+    switch (part.kind) {
+      case KeyPart::Kind::kIp:
+        key += ip_part;
+        break;
+      case KeyPart::Kind::kGlobal:
+        key += "global";
+        break;
+      case KeyPart::Kind::kHeader: {
+        std::optional<std::string_view> value;
+        if (request.headers != nullptr) value = request.headers->get(part.name);
+        append_value_part(key, part, value.value_or(std::string_view()), ip_part);
+        break;
+      }
+      case KeyPart::Kind::kCookie:
+        append_value_part(key, part, cookie_value(request.headers, part.name).value_or(""),
+                          ip_part);
+        break;
+      case KeyPart::Kind::kQuery:
+        append_value_part(key, part, query_value(request.target, part.name).value_or(""), ip_part);
+        break;
+      case KeyPart::Kind::kJwt:
+        append_value_part(key, part, jwt_claim(request, part.name).value_or(""), ip_part);
+        break;
+    }
+  }
+  return key;
+}
+
 Plan Policy::plan(const RequestInfo& request) const {
   Plan plan;
   const PathReading& reading = compiled_->reading;
@@ -433,38 +468,9 @@ Plan Policy::plan(const RequestInfo& request) const {
   if (plan.route == nullptr) return plan;
   if (listed(config_.access.allow)) return plan;  // no limits: allowed, counted
 
-  const KeySpec& spec = plan.route->key;
   const std::string ip_part = "ip:" + client_key_text(plan.client, ip_config.ipv6_prefix);
-  std::string& key = plan.client_key;
-  if (spec.parts.empty()) key = ip_part;
-  for (size_t i = 0; i < spec.parts.size(); ++i) {
-    const KeyPart& part = spec.parts[i];
-    if (i > 0) key += '+';
-    switch (part.kind) {
-      case KeyPart::Kind::kIp:
-        key += ip_part;
-        break;
-      case KeyPart::Kind::kGlobal:
-        key += "global";
-        break;
-      case KeyPart::Kind::kHeader: {
-        std::optional<std::string_view> value;
-        if (request.headers != nullptr) value = request.headers->get(part.name);
-        append_value_part(key, part, value.value_or(std::string_view()), ip_part);
-        break;
-      }
-      case KeyPart::Kind::kCookie:
-        append_value_part(key, part, cookie_value(request.headers, part.name).value_or(""),
-                          ip_part);
-        break;
-      case KeyPart::Kind::kQuery:
-        append_value_part(key, part, query_value(request.target, part.name).value_or(""), ip_part);
-        break;
-      case KeyPart::Kind::kJwt:
-        append_value_part(key, part, jwt_claim(request, part.name).value_or(""), ip_part);
-        break;
-    }
-  }
+  plan.client_key = client_key(plan.route->key, request, ip_part);
+  const std::string& key = plan.client_key;
 
   const std::vector<std::string>& scopes =
       index == kDefaultRoute ? compiled_->default_scopes : compiled_->routes[index].scopes;
@@ -472,9 +478,16 @@ Plan Policy::plan(const RequestInfo& request) const {
   for (size_t i = 0; i < plan.route->limits.size(); ++i) {
     PlannedLimit& planned = plan.limits.emplace_back();
     planned.limit = &plan.route->limits[i];
-    planned.store_key.reserve(scopes[i].size() + key.size());
+    const std::optional<KeySpec>& own = planned.limit->key;
+    // A limit with its own key (quotas in layers) is counted under the
+    // client that key names; the others, the route's.
+    const std::string own_key = own && own->parts != plan.route->key.parts
+                                    ? client_key(*own, request, ip_part)
+                                    : std::string();
+    const std::string& limit_key = own_key.empty() ? key : own_key;
+    planned.store_key.reserve(scopes[i].size() + limit_key.size());
     planned.store_key = scopes[i];
-    planned.store_key += key;
+    planned.store_key += limit_key;
   }
   if (plan.route->plan_at && consumers_) add_consumer_plan(plan, request, ip_part);
   return plan;

@@ -24,6 +24,7 @@ struct PlannedLimit {
   // "<scope>|<client key>": the scope is "policy:<name>" for a named policy
   // (shared by every route that names it) or "route:<route name>#<i>" for an
   // inline limit, so equal limit definitions on different routes never share state.
+  // The client key is the route's, or the limit's own `key:` (RouteLimit::key).
   std::string store_key;
 };
 
@@ -127,7 +128,8 @@ class Policy {
   std::optional<std::string> client_key_of(const Route& route, std::string_view client) const;
 
   // The store keys of every limit of `route` for `client_key` (as plan()
-  // forms them).
+  // forms them). A limit with its own `key:` gets `client_key` too: an
+  // operator resets it by giving the client key that limit forms.
   std::vector<std::string> store_keys(const Route& route, std::string_view client_key) const;
 
   // The store key for a named policy and a caller-given key (/v1/check,
@@ -143,6 +145,10 @@ class Policy {
   Config config_;
   std::vector<RouteLimit> policy_limits_;  // one per named policy, for /v1/check
   std::optional<std::string> jwt_claim(const RequestInfo& request, std::string_view claim) const;
+  // The client key `spec` forms for `request` (plan() says how), `ip_part`
+  // standing for a part without a usable value.
+  std::string client_key(const KeySpec& spec, const RequestInfo& request,
+                         std::string_view ip_part) const;
   // The value of a header:, cookie:, query: or jwt: part in the request.
   std::optional<std::string> part_value(const RequestInfo& request, const KeyPart& part) const;
   // Appends the limits of plan `index` keyed by `consumer_key` to `plan`.

@@ -43,7 +43,10 @@ constexpr uint64_t kEmpty = 0;
 // A lockout (Limit::block) lives in a slot of its own beside the limit's
 // state, so the state keeps refilling underneath: its fingerprint is the
 // state's with these low bits flipped, which leaves the shard (bits 40 and
-// up) the same, so one lock guards both. Its state is {until_ns, 0}.
+// up) the same, so one lock guards both. Its state is {until_ns, block_ns}:
+// when the last block ends and how long it lasted, the history a growing
+// lockout (LimitSpec::block_factor) starts the next one from; such a slot
+// is kept until forget_after past its end.
 constexpr uint64_t kBlockSalt = 0x5bd1e99573ULL;  // below 2^40
 // Tables grow by half until they reach the size their share of max_keys
 // needs at this load; linear probing stays short below it.
@@ -299,15 +302,20 @@ class alignas(64) MemoryStore::Shard {
   Decision start_block(uint64_t fp, const Limit& limit, Nanos now, uint32_t protected_since) {
     const uint64_t bfp = block_fingerprint(fp);
     size_t b = find(bfp);
-    if (b == npos) b = insert(bfp, now, protected_since);
+    Nanos block = limit.block();
+    if (b == npos) {
+      b = insert(bfp, now, protected_since);
+    } else {
+      block = limit.next_block(Nanos{slots_[b].state.b}, Nanos{slots_[b].state.a}, now);
+    }
     Slot& s = slots_[b];
-    const int64_t until = now.count() + limit.block().count();
+    const int64_t until = now.count() + block.count();
     // Marked as denying: eviction keeps it as long as anything else can go.
     s.fp = bfp | kDenyBit;
-    s.state = {until, 0};
-    s.expires_s = seconds_up(until);
+    s.state = {until, block.count()};
+    s.expires_s = seconds_up(until + limit.spec().block_forget_after.count());
     s.lru = touch();
-    return block_decision(limit, limit.block());
+    return block_decision(limit, block);
   }
 
   static uint64_t block_fingerprint(uint64_t fp) { return (fp ^ kBlockSalt) & ~kLogBit; }

@@ -38,6 +38,9 @@ struct StoreRow {
   // Its fixed windows keep a count per window (the Redis store), not one
   // state per key: time that runs back into an earlier window counts there.
   bool counts_per_window = false;
+  // It decides a request's limits on one client's hash slot only (a Redis
+  // Cluster): scenarios whose requests charge several clients are skipped.
+  bool one_client_per_request = false;
 };
 
 inline void PrintTo(const StoreRow& row, std::ostream* os) {

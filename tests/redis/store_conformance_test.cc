@@ -77,7 +77,7 @@ std::shared_ptr<Store> cluster() {
 
 const StoreRow kRedisRows[] = {
     {"Redis", single_server, std::chrono::microseconds(1), true},
-    {"RedisCluster", cluster, std::chrono::microseconds(1), true},
+    {"RedisCluster", cluster, std::chrono::microseconds(1), true, true},
 };
 
 }  // namespace

@@ -773,7 +773,11 @@ void Client::write_script_frame(Batch* b, Connection& to) {
     append_bulk(frame_, static_cast<int64_t>(d->p1));
     append_bulk(frame_, static_cast<int64_t>(d->p2));
     append_bulk(frame_, static_cast<int64_t>(d->p3));
-    append_bulk(frame_, static_cast<int64_t>(d->block_us));
+    if (d->block_factor > 1) {
+      append_bulk(frame_, growing_block_arg(*d));  // lockout.lua
+    } else {
+      append_bulk(frame_, static_cast<int64_t>(d->block_us));
+    }
   }
   append_bulk(frame_, static_cast<int64_t>(group_keys_.size()));
   for (size_t k = first_calls, group = 0; k < b->calls.size(); ++k) {

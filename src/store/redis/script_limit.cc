@@ -34,19 +34,9 @@ constexpr std::array<uint16_t, 256> make_crc16_table() {
 
 constexpr std::array<uint16_t, 256> kCrc16Table = make_crc16_table();
 
-}  // namespace
-
-Result<ScriptLimit> script_limit(const Limit& limit) {
+// The script arguments of `limit` whose lockout is `block_us`.
+Result<ScriptLimit> script_limit_of(const Limit& limit, uint64_t block_us) {
   const LimitSpec& spec = limit.spec();
-  // Limit::create() checks this; kept here, where exactness is promised.
-  const int64_t block_ns = limit.block().count();
-  if (block_ns < 0 || block_ns % kNanosPerMicro != 0 ||
-      static_cast<uint64_t>(block_ns / kNanosPerMicro) >= kMaxBlockUs) {
-    return Error{ErrorCode::kInvalidArgument,
-                 "the Redis store cannot count the block of " + limit.describe() +
-                     " exactly: it must be whole microseconds, at most 10 years"};
-  }
-  const uint64_t block_us = static_cast<uint64_t>(block_ns / kNanosPerMicro);
   switch (limit.algorithm()) {
     case Algorithm::kTokenBucket:
     case Algorithm::kGcra: {
@@ -82,6 +72,35 @@ Result<ScriptLimit> script_limit(const Limit& limit) {
                          true};
   }
   return Error{ErrorCode::kInvalidArgument, "unknown algorithm"};
+}
+
+}  // namespace
+
+Result<ScriptLimit> script_limit(const Limit& limit) {
+  const LimitSpec& spec = limit.spec();
+  // Limit::create() checks this; kept here, where exactness is promised.
+  const int64_t block_ns = limit.block().count();
+  if (block_ns < 0 || block_ns % kNanosPerMicro != 0 ||
+      static_cast<uint64_t>(block_ns / kNanosPerMicro) >= kMaxBlockUs) {
+    return Error{ErrorCode::kInvalidArgument,
+                 "the Redis store cannot count the block of " + limit.describe() +
+                     " exactly: it must be whole microseconds, at most 10 years"};
+  }
+  const uint64_t block_us = static_cast<uint64_t>(block_ns / kNanosPerMicro);
+  Result<ScriptLimit> out = script_limit_of(limit, block_us);
+  if (!out.ok() || !limit.block_grows()) return out;
+  // Limit::create() took only whole microseconds up to 10 years for max and
+  // forget_after: every sum the script forms stays below 2^53 us.
+  ScriptLimit grows = *out;
+  grows.block_factor = spec.block_factor;
+  grows.block_max_us = static_cast<uint64_t>(spec.block_max.count() / kNanosPerMicro);
+  grows.block_forget_us = static_cast<uint64_t>(spec.block_forget_after.count() / kNanosPerMicro);
+  return grows;
+}
+
+std::string growing_block_arg(const ScriptLimit& limit) {
+  return std::to_string(limit.block_us) + " " + std::to_string(limit.block_factor) + " " +
+         std::to_string(limit.block_max_us) + " " + std::to_string(limit.block_forget_us);
 }
 
 std::string state_key(std::string_view prefix, const Limit& limit, std::string_view key) {

@@ -27,6 +27,11 @@ struct ScriptLimit {
   // A concurrency limit, sent as sliding_log: its denial's retry is capped
   // (core::concurrency_retry_after) when the answer comes back.
   bool concurrency = false;
+  // A lockout that grows (LimitSpec::block_factor above 1): its factor, max
+  // and forget_after in microseconds; factor 1 and the others 0 otherwise.
+  uint64_t block_factor = 1;
+  uint64_t block_max_us = 0;
+  uint64_t block_forget_us = 0;
   friend bool operator==(const ScriptLimit&, const ScriptLimit&) = default;
 };
 
@@ -36,6 +41,11 @@ struct ScriptLimit {
 // 10 years (below 2^49 us), and the scripts form now + block, below 2^53 us
 // until the year 2245.
 Result<ScriptLimit> script_limit(const Limit& limit);
+
+// The block argument of a limit definition (entry.lua) whose lockout
+// grows: "<first_us> <factor> <max_us> <forget_after_us>" (lockout.lua).
+// A lockout that does not grow is sent as its block_us alone.
+std::string growing_block_arg(const ScriptLimit& limit);
 
 // A refund's cost as sent to the scripts: at most 2^53, which Lua holds
 // exactly. A refund's cost is not bounded by the limit's size (acquire's

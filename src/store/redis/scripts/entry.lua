@@ -79,8 +79,10 @@
 -- keeps refilling underneath. When a request is denied, each limit with a
 -- block whose own algorithm denied starts one: its lockout key is set to
 -- now + block (PX: the block, rounded up to a whole millisecond, plus the
--- slack), and it answers with the whole block. A refund leaves a lockout
--- alone; a reset (DEL) lifts it.
+-- slack), and it answers with the whole block. A lockout that grows
+-- (lockout.lua) starts from the history its key holds and keeps the key
+-- forget_after longer. A refund leaves a lockout alone; a reset (DEL) lifts
+-- it and forgets its history.
 local extra_ms = tonumber(ARGV[1])
 local own_time = ARGV[2] == '1'
 local t = redis.call('TIME')
@@ -100,7 +102,7 @@ for d = 1, defs do
   p1[d] = tonumber(ARGV[a + 1])
   p2[d] = tonumber(ARGV[a + 2])
   p3[d] = tonumber(ARGV[a + 3])
-  blocks[d] = tonumber(ARGV[a + 4])
+  blocks[d] = BLOCK_SPEC(d, ARGV[a + 4])  -- lockout.lua
 end
 
 -- Writes an algorithm's state, keeping the key until `reset_us` from now.
@@ -151,7 +153,7 @@ local writes = {}
 local states = {}  -- per limit of the request: its state key
 local nows = {}    -- per limit: the time it is decided at
 local locks = {}   -- per limit: its lockout key, if it has a block
-local starts = {}  -- per limit: the block its denial starts, or false
+local starts = {}  -- per limit: the definition whose block its denial starts, or false
 local resets = {}  -- per limit: its reset_after_us
 local key = 0
 -- The requests' numbers, packed doubles (struct.unpack reads them without
@@ -251,7 +253,7 @@ while pos <= size do
         locks[i] = CALL_KEYS[key]
         local until_us = STATES[CALL_KEYS[key]]
         if until_us then
-          until_us = tonumber(until_us)
+          until_us = BLOCK_UNTIL(until_us)
           if until_us > at then left = until_us - at end
         end
       end
@@ -274,7 +276,7 @@ while pos <= size do
           out[o + 2] = retry
           o = o + 3
           all_allowed = false
-          if block > 0 then starts[i] = block end
+          if block > 0 then starts[i] = d end
         end
       end
     end
@@ -295,13 +297,13 @@ while pos <= size do
       -- said; they replace what those limits answered.
       o = first
       for i = 1, n do
-        local block = starts[i]
+        local d = starts[i]
         local step = 3
         if out[o] % 2 == 1 then step = 2 end
-        if block then
-          local until_us = nows[i] + block
-          rcall('SET', locks[i], string.format('%d', until_us), 'PX', ttl_of(block))
-          STATES[locks[i]] = string.format('%d', until_us)
+        if d then
+          local block, value, keep = BLOCK_NEXT(d, blocks[d], STATES[locks[i]], nows[i])
+          rcall('SET', locks[i], value, 'PX', ttl_of(keep))
+          STATES[locks[i]] = value
           out[o] = 0
           out[o + 1] = block
           out[o + 2] = block
