@@ -31,6 +31,8 @@ packages=(
   libssl-dev
   # Redis store
   libhiredis-dev
+  # HTTP/2 to clients (http2: true)
+  libnghttp2-dev
   # Envoy RLS gRPC API
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   # the demo's lines to try (make run)
@@ -48,6 +50,8 @@ if [ "$profile" = all ]; then
     nginx wrk
     # the soak (bench/soak, make soak): its logging upstream and clients
     python3
+    # HTTP/2 tests: a scripted client (python3-h2) and h2load for many streams
+    python3-h2 nghttp2-client
     # dashboard browser test (tests/dashboard): node runs playwright-core on Debian's chromium
     chromium nodejs
     # the .deb (make package, ctest -L package): CPack's shared library

@@ -52,6 +52,9 @@ struct ServerMetrics {
   // make room for a new one (server.max_tls_handshakes); the gauge
   // sluice_tls_handshakes reads ServerContext::tls_handshakes.
   observe::Counter* tls_handshakes_dropped = nullptr;
+  // sluice_http2_rapid_resets_total: HTTP/2 connections ended with GOAWAY
+  // because the client reset too many streams before their answer.
+  observe::Counter* http2_rapid_resets = nullptr;
 };
 
 // One open client connection, counted (in ServerContext::public_connections

@@ -56,7 +56,7 @@ void ProxyExchange::build_request_head() {
       proxy::Forwarding{
           peer, client,
           policy::is_trusted_proxy(ex_->state->policy.config().client_ip, session().peer()),
-          session().stream().is_tls()},
+          session().secure()},
       out);
   // Framing is re-derived from what the parser knows, never copied.
   const HeaderParser& parser = session().header_parser();

@@ -346,6 +346,11 @@ Server::Server(policy::Config config, std::shared_ptr<Store> store, ServerOption
                 "Unfinished TLS handshakes closed to make room for a new one "
                 "(server.max_tls_handshakes).",
                 {});
+  m.http2_rapid_resets =
+      r.counter("sluice_http2_rapid_resets_total",
+                "HTTP/2 connections ended with GOAWAY because the client reset streams "
+                "before their answer faster than allowed (CVE-2023-44487).",
+                {});
   Store* s = store_.get();
   r.gauge("sluice_keys_held", "Limit states held by the store.", {},
           [s] { return static_cast<double>(s->observed_size()); });

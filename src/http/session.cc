@@ -19,6 +19,7 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/rfc7230.hpp>
 
+#include "http/h2_connection.h"
 #include "http/head_writer.h"
 #include "http/request_checks.h"
 #include "observe/denial_log.h"
@@ -137,6 +138,13 @@ Session::Session(tcp::socket socket, ConnectionTicket ticket, ServerContext& con
   if (!ec) local_text_ = to_ip(local.address()).text();
 }
 
+void Session::bridge(const policy::IpAddress& peer, const std::string& local, bool tls) {
+  peer_ = peer;
+  peer_text_ = peer_.text();
+  local_text_ = local;
+  bridged_tls_ = tls;
+}
+
 Session::~Session() {
   leave_handshakes();
   registry_.sessions.erase(this);
@@ -234,6 +242,7 @@ void Session::set_limits() {
 
 void Session::drain() {
   draining_ = true;
+  if (drain_hook_) return drain_hook_();
   // A connection between requests (or in the middle of sending a header) has
   // nothing in flight: close it. One whose header is read finishes its request.
   if (phase_ == Phase::kIdle || phase_ == Phase::kReadingHeader) {
@@ -296,6 +305,27 @@ void Session::do_read_header() {
 // completes (fields parsed by earlier reads are not counted), so a header
 // sent in small pieces could grow without bound: the total is counted here.
 void Session::continue_header() {
+  // HTTP/2 (prior knowledge, or chosen by ALPN) opens with its connection
+  // preface, which no HTTP/1.x parser takes: the connection becomes HTTP/2's.
+  if (requests_ == 0 && header_bytes_ == 0 && !admin_ && state_->policy.config().http2) {
+    const auto data = buffer_.data();
+    switch (
+        match_h2_preface(std::string_view(static_cast<const char*>(data.data()), data.size()))) {
+      case H2Preface::kWhole:
+        phase_ = Phase::kInRequest;
+        ++requests_;
+        return H2Connection::start(shared_from_this(), handler_, registry_);
+      case H2Preface::kPart:
+        set_deadline(Wait::kRead, header_deadline_);
+        stream_.async_read_some(buffer_.prepare(kHeaderReadBytes),
+                                [self = shared_from_this()](beast::error_code e, size_t n) {
+                                  self->on_header_bytes(e, n);
+                                });
+        return;
+      case H2Preface::kNo:
+        break;
+    }
+  }
   beast::error_code ec;
   const size_t buffered = buffer_.size();
   const bool finished = parse_buffered(*header_parser_, buffer_, true, ec);

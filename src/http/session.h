@@ -122,6 +122,15 @@ class Session : public std::enable_shared_from_this<Session> {
   Session& operator=(const Session&) = delete;
 
   void start();
+  // A connection that carries one HTTP/2 stream's request (http/h2_connection.h):
+  // its peer and local address are the HTTP/2 connection's, and so is
+  // whether the client spoke TLS. Call before start().
+  void bridge(const policy::IpAddress& peer, const std::string& local, bool tls);
+  // Whether the client's connection is TLS (a bridged stream: its HTTP/2
+  // connection's), for X-Forwarded-Proto.
+  bool secure() const { return stream_.is_tls() || bridged_tls_; }
+  // Called instead of draining this connection while HTTP/2 holds it.
+  void on_drain(std::function<void()> hook) { drain_hook_ = std::move(hook); }
   // Graceful shutdown: close when idle, else finish the current request and close.
   void drain();
 
@@ -294,6 +303,8 @@ class Session : public std::enable_shared_from_this<Session> {
   observe::Histogram* duration_ = nullptr;  // time_request()
   std::unique_ptr<char[]> linger_buffer_;
   size_t lingered_bytes_ = 0;
+  bool bridged_tls_ = false;
+  std::function<void()> drain_hook_;
 };
 
 }  // namespace sluice::http

@@ -42,7 +42,7 @@ std::shared_ptr<const State> build_state(policy::Config config, uint64_t generat
   state->handshake_log = std::make_unique<observe::DenialLogGate>(
       state->policy.config().logging.denial_log_per_second);
   const policy::Config& c = state->policy.config();
-  if (c.tls) state->tls = make_tls_context(*c.tls);
+  if (c.tls) state->tls = make_tls_context(*c.tls, c.http2);
   observe::DecisionLog& log = *state->decision_log;
   auto make = [&](const std::string& name, const std::vector<policy::RouteLimit>& limits,
                   bool shadow, const std::vector<policy::ConsumerPlan>* plans = nullptr) {

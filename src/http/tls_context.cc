@@ -17,12 +17,17 @@ namespace asio = boost::asio;
 
 namespace {
 
-// ALPN: "http/1.1" when the client offers it; otherwise no ALPN in the answer.
-int select_http11(SSL*, const unsigned char** out, unsigned char* out_length,
-                  const unsigned char* offered, unsigned int offered_length, void*) {
+// ALPN: the server's choice among what the client offers, h2 first when
+// `http2` is on (`arg` non-null); no ALPN in the answer when none fits.
+int select_protocol(SSL*, const unsigned char** out, unsigned char* out_length,
+                    const unsigned char* offered, unsigned int offered_length, void* arg) {
   static constexpr unsigned char kHttp11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+  static constexpr unsigned char kH2Http11[] = {2,   'h', '2', 8,   'h', 't',
+                                                't', 'p', '/', '1', '.', '1'};
+  const bool h2 = arg != nullptr;
   unsigned char* selected = nullptr;
-  if (SSL_select_next_proto(&selected, out_length, kHttp11, sizeof kHttp11, offered,
+  if (SSL_select_next_proto(&selected, out_length, h2 ? kH2Http11 : kHttp11,
+                            h2 ? sizeof kH2Http11 : sizeof kHttp11, offered,
                             offered_length) != OPENSSL_NPN_NEGOTIATED) {
     return SSL_TLSEXT_ERR_NOACK;
   }
@@ -32,7 +37,7 @@ int select_http11(SSL*, const unsigned char** out, unsigned char* out_length,
 
 }  // namespace
 
-std::shared_ptr<asio::ssl::context> make_tls_context(const policy::TlsSettings& tls) {
+std::shared_ptr<asio::ssl::context> make_tls_context(const policy::TlsSettings& tls, bool http2) {
   auto context = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_server);
   SSL_CTX* native = context->native_handle();
   SSL_CTX_set_min_proto_version(native, tls.min_tls13 ? TLS1_3_VERSION : TLS1_2_VERSION);
@@ -44,7 +49,9 @@ std::shared_ptr<asio::ssl::context> make_tls_context(const policy::TlsSettings& 
   // connections waiting for their next request hold no read buffer. (A
   // handshake holds them until it ends: server.max_tls_handshakes bounds those.)
   SSL_CTX_set_mode(native, SSL_MODE_RELEASE_BUFFERS);
-  SSL_CTX_set_alpn_select_cb(native, select_http11, nullptr);
+  // Any non-null pointer says "h2 too"; the callback reads nothing through it.
+  static int offer_h2;
+  SSL_CTX_set_alpn_select_cb(native, select_protocol, http2 ? &offer_h2 : nullptr);
   // Resumption is by session tickets (stateless; TLS 1.2 and 1.3): no
   // server-side session cache to fill, lock and sweep on every handshake.
   SSL_CTX_set_session_cache_mode(native, SSL_SESS_CACHE_OFF);

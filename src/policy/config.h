@@ -380,6 +380,9 @@ struct Config {
   LoggingConfig logging;
   // Reload when the config file or a file it names changes on disk.
   bool watch_config = false;
+  // HTTP/2 to clients: h2 by ALPN on `tls:`, h2c with prior knowledge on
+  // plain ports (http/h2_connection.h); HTTP/1.1 stays served beside it.
+  bool http2 = false;
   friend bool operator==(const Config&, const Config&) = default;
 };
 

@@ -69,7 +69,8 @@ const Keys kTopKeys = {"listen",
                        "routes",
                        "server",
                        "logging",
-                       "watch_config"};
+                       "watch_config",
+                       "http2"};
 // A limit block of the server config: config::kLimitKeys (written out: a
 // namespace-scope copy of another file's vector would depend on the order
 // of static initialisation) and count_status.
@@ -268,6 +269,9 @@ class Loader {
     if (const Item* l = m->get("logging")) logging(*l);
     if (const Item* w = m->get("watch_config")) {
       if (auto b = walker_.boolean(*w)) config_.watch_config = *b;
+    }
+    if (const Item* h = m->get("http2")) {
+      if (auto b = walker_.boolean(*h)) config_.http2 = *b;
     }
     // Only the gateway sees the upstream's status.
     if (!config_.upstream) {

@@ -505,6 +505,7 @@ std::string to_yaml(const Config& c) {
   server(out, c.server);
   logging(out, c.logging);
   out << YAML::Key << "watch_config" << YAML::Value << c.watch_config;
+  out << YAML::Key << "http2" << YAML::Value << c.http2;
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }

@@ -926,7 +926,13 @@ unknown: 1
               "admin_token_all, admin_hosts, admin_read_only, decision_api, grpc, rls, "
               "upstream, store, client_ip, access, headers, case_insensitive_paths, paths, "
               "auth_deny_status, deny, jwt, policies, plans, consumers, default, routes, server, "
-              "logging, watch_config)"}));
+              "logging, watch_config, http2)"}));
+}
+
+TEST(ConfigLoader, Http2IsABooleanOffByDefault) {
+  EXPECT_FALSE(valid("listen: 127.0.0.1:0\n").http2);
+  EXPECT_TRUE(valid("http2: true\n").http2);
+  EXPECT_EQ(errors_of("http2: 2\n"), Errors{"t.yaml:1:8: http2: must be true or false, got \"2\""});
 }
 
 TEST(ConfigLoader, ErrorTextWithoutAPositionHasNoLineAndColumn) {

@@ -124,6 +124,7 @@ logging:
   redact_keys: true
   denial_log_per_second: 1
 watch_config: false
+http2: false
 )");
   expect_round_trip(c, "t.yaml");
 }
