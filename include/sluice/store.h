@@ -44,6 +44,12 @@ struct RefundRequest {
   std::string_view key;
   uint64_t cost = 1;
   Nanos charged_at{0};
+  // Charges `cost` more instead of giving it back, never refused: the
+  // request spent more than it was admitted with (a route's `cost`, settled
+  // after the response), so the state may go into debt. token_bucket and
+  // gcra only, and fixed_window while the charge's window counts; other
+  // algorithms are left as they are.
+  bool debit = false;
 };
 
 class Store {
@@ -77,7 +83,8 @@ class Store {
   // had that charge never been made (token_bucket, gcra: the tokens return,
   // up to full; window algorithms: the charge leaves the window it was
   // counted in, if that window still counts). A lockout a denial started
-  // stays. Not atomic across requests; each is exact on its own.
+  // stays. A request with `debit` charges instead (RefundRequest). Not
+  // atomic across requests on every store; each is exact on its own.
   // Errors: kInvalidArgument (cost 0, null limit), kStoreUnavailable. The
   // default refuses: a store that cannot refund says so rather than keep
   // a charge silently.

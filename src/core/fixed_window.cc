@@ -32,7 +32,8 @@ FixedWindowState fixed_window(const Limit& limit, const FixedWindowState& state,
     next = {index, after};
   } else {
     decision.allowed = false;
-    decision.remaining = static_cast<uint64_t>(max - count);
+    // A settled cost (core/debit.h) may have taken the count past the limit.
+    decision.remaining = count < max ? static_cast<uint64_t>(max - count) : 0;
     decision.reset_after = Nanos{count > 0 ? window_end_in : 0};
     decision.retry_after = Nanos{window_end_in};
     next = state;

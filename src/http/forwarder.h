@@ -25,6 +25,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include "http/context.h"
+#include "http/cost_meter.h"
 #include "http/session.h"
 #include "http/state.h"
 #include "observe/upstream_metrics.h"
@@ -57,6 +58,9 @@ struct GatewayExchange {
   // The route's upstream series (observe/upstream_metrics.h): the
   // Forwarder records the exchange's start, response or failure in it.
   observe::UpstreamRecorder upstream;
+  // A route with `cost:` (http/cost_meter.h): the Forwarder shows it the
+  // response and settles it when the response is complete; null otherwise.
+  std::unique_ptr<CostMeter> cost;
 };
 
 class Forwarder {

@@ -15,6 +15,7 @@
 #include "http/beast_headers.h"
 #include "http/check_request.h"
 #include "policy/connection_limits.h"
+#include "policy/cost_settle.h"
 #include "policy/path.h"
 #include "policy/redact.h"
 #include "policy/request.h"
@@ -518,7 +519,7 @@ void FrontDoor::handle_gateway(const std::shared_ptr<Session>& session) {
     return respond_refusal(*session, exchange->plan.refusal);
   }
   const policy::Plan& plan = exchange->plan;
-  decide(*session, state, plan, state->metrics_for(plan.route), now, 1,
+  decide(*session, state, plan, state->metrics_for(plan.route), now, policy::route_estimate(plan),
          [this, session, now, exchange = std::move(exchange)](policy::Verdict v) mutable {
            const std::shared_ptr<const State>& state = session->state();  // held until answered
            exchange->verdict = std::move(v);
@@ -541,6 +542,8 @@ void FrontDoor::handle_gateway(const std::shared_ptr<Session>& session) {
            exchange->charge = policy::Charge(context_.store, context_.clock, exchange->plan,
                                              exchange->verdict, metrics);
            exchange->upstream = observe::UpstreamRecorder(metrics.upstream);
+           exchange->cost = CostMeter::make(context_.store, context_.clock, exchange->plan,
+                                            exchange->verdict, metrics);
            if (state->policy.config().upstream) {
              if (forwarder_) return forwarder_->forward(std::move(exchange));
              // The seam: no proxy in this build yet.

@@ -98,6 +98,7 @@ void ProxyExchange::start_response() {
   append_connection_field(client_version_, keep_alive, out);
   out.append("\r\n", 2);
   client_keep_alive_ = keep_alive;
+  if (ex_->cost) ex_->cost->on_response_header(in);
 
   // With a body, its first bytes are read before writing, so that the header
   // and a small body leave in one write.
@@ -123,10 +124,18 @@ void ProxyExchange::on_read_response_body(beast::error_code ec) {
   const bool done = response_parser_->is_done();
   if (got == 0 && !done) return do_read_response_body();
   response_body_bytes_ += got;
+  if (ex_->cost) ex_->cost->on_body(relay(), got);
   write_response(relay(), got, done);
 }
 
 void ProxyExchange::write_response(const char* data, size_t size, bool last) {
+  if (last && ex_->cost && ex_->cost->pending()) {
+    // The response is complete: its cost is settled before it ends, so
+    // that the client's next request sees it (http/cost_meter.h).
+    return ex_->cost->settle(response_parser_->get(), [self = shared_from_this(), data, size] {
+      self->write_response(data, size, true);
+    });
+  }
   if (last && ex_->charge.holds_slots()) {
     // The upstream is done with it: its concurrency slots go back before
     // the response ends, so the client's next request finds them free.

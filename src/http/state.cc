@@ -102,6 +102,7 @@ std::shared_ptr<const State> build_state(policy::Config config, uint64_t generat
   for (const policy::Route& route : c.routes) {
     state->routes.push_back(
         with_upstream(make(route.name, route.limits, route.shadow, plans_of(route))));
+    if (route.cost) state->routes.back().cost = observe::make_cost_series(registry, route.name);
   }
   if (c.default_route) {
     state->default_route = with_upstream(make(c.default_route->name, c.default_route->limits,

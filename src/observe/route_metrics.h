@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "observe/cost_metrics.h"
 #include "observe/decision_history.h"
 #include "observe/denial_log.h"
 #include "observe/metrics.h"
@@ -96,6 +97,8 @@ struct RouteMetrics final : policy::DecisionObserver, policy::ChargeObserver {
   // The gateway's upstream series (upstream_metrics.h); registered for the
   // routes of a config with `upstream`, null pointers otherwise.
   UpstreamSeries upstream;
+  // A route with `cost:` (cost_metrics.h); null pointers otherwise.
+  CostSeries cost;
 
   // The series of the limit at `index` of a Plan of this route; null
   // counters when there is none.

@@ -18,6 +18,7 @@
 #include "policy/jwt.h"
 #include "policy/path.h"
 #include "policy/upstreams.h"
+#include "policy/route_cost.h"
 #include "sluice/limit.h"
 
 namespace sluice::policy {
@@ -170,12 +171,14 @@ struct Route {
   // store (the loader checks).
   Nanos delay{0};
   std::string upstream;  // `upstream: NAME` (one of Config::upstreams); "" = the default
-  int line = 0;          // in the config file, for messages
+  // `cost:` (policy/route_cost.h): charged by estimate, settled after the response.
+  std::optional<RouteCost> cost;
+  int line = 0;  // in the config file, for messages
   // Equal when they mean the same: the line is not compared.
   friend bool operator==(const Route& a, const Route& b) {
     return a.name == b.name && a.method == b.method && a.pattern == b.pattern && a.key == b.key &&
            a.limits == b.limits && a.plan_at == b.plan_at && a.shadow == b.shadow &&
-           a.delay == b.delay && a.upstream == b.upstream;
+           a.delay == b.delay && a.upstream == b.upstream && a.cost == b.cost;
   }
 };
 

@@ -17,6 +17,7 @@
 #include "config/walker.h"
 #include "core/step.h"
 #include "policy/consumers_file.h"
+#include "policy/cost_loader.h"
 #include "policy/ip.h"
 #include "policy/route_syntax.h"
 #include "policy/upstreams_loader.h"
@@ -107,7 +108,7 @@ constexpr std::string_view kRejectWord = "reject";
 // A route's `delay`: longer holds are a client timeout, not a queue.
 constexpr Nanos kMaxDelay = std::chrono::hours(1);
 const Keys kDefaultKeys = {"key", "limits", "shadow", "delay"};
-const Keys kRouteKeys = {"match", "name", "key", "limits", "shadow", "delay", "upstream"};
+const Keys kRouteKeys = {"match", "name", "key", "limits", "shadow", "delay", "upstream", "cost"};
 const Keys kServerKeys = {"max_connections",  "max_held",       "max_tls_handshakes",
                           "max_header_bytes", "max_body_bytes", "header_timeout",
                           "idle_timeout",     "threads",        "shutdown_grace"};
@@ -1227,6 +1228,11 @@ class Loader {
     route->delay = *d;
   }
 
+  // `cost:` on a route (policy/cost_loader.h), read after its limits.
+  void route_cost(const Item* item, Route* route) {
+    if (item != nullptr) route->cost = load_route_cost(walker_, *item, config_, *route);
+  }
+
   void default_route(const Item& item) {
     const std::optional<Mapping> m =
         walker_.mapping(item, &kDefaultKeys, "a mapping with key: and limits:");
@@ -1330,6 +1336,7 @@ class Loader {
           }
         }
       }
+      route_cost(m->get("cost"), &route);
       if (ok) config_.routes.push_back(std::move(route));
     }
   }

@@ -5,10 +5,12 @@
 #include <bit>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "core/debit.h"
 #include "core/inline_log.h"
 #include "core/refund.h"
 #include "core/sliding_log.h"
@@ -328,6 +330,7 @@ class alignas(64) MemoryStore::Shard {
 
   // Gives back a charge (Store::refund). Call with `lock` held.
   void refund_one(const RefundRequest& r, uint64_t fp, Nanos now) {
+    if (r.debit) return debit_one(r, fp, now);
     const size_t slot = find(fp);
     if (slot == npos) return;  // forgotten: full already
     Slot& s = slots_[slot];
@@ -335,6 +338,24 @@ class alignas(64) MemoryStore::Shard {
     if (expired(s, now)) return;
     // The expiry stays: a refund only brings the state back to full sooner.
     if (auto next = core::refund(*r.limit, s.state, r.charged_at, now, r.cost)) s.state = *next;
+  }
+
+  // Charges a settled cost's excess (RefundRequest::debit). Call with
+  // `lock` held. The expiry moves out: a debt makes the state full later.
+  void debit_one(const RefundRequest& r, uint64_t fp, Nanos now) {
+    if (r.limit->keeps_log()) return;  // no debt in a log
+    size_t slot = find(fp);
+    std::optional<core::PackedState> state;
+    if (slot != npos && !expired(slots_[slot], now)) state = slots_[slot].state;
+    const std::optional<core::Debited> next =
+        core::debit(*r.limit, state, r.charged_at, now, r.cost);
+    if (!next) return;
+    if (slot == npos) slot = insert(fp, now, tick_ + 1);
+    Slot& s = slots_[slot];
+    s.fp = fp;
+    s.state = next->state;
+    s.expires_s = full_again_s(*r.limit, s.state, now, next->reset_after);
+    s.lru = touch();
   }
 
   // One limit on one key without a lockout: one probe, and the state written

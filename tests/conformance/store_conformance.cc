@@ -63,7 +63,7 @@ struct Charge {
   uint64_t cost = 1;
 };
 
-enum class Kind { kAcquire, kAcquireAsync, kReset, kSize, kRefund, kRefundAsync };
+enum class Kind { kAcquire, kAcquireAsync, kReset, kSize, kRefund, kRefundAsync, kDebit };
 
 struct Step {
   Kind kind = Kind::kAcquire;
@@ -78,7 +78,8 @@ struct Step {
   bool existed = false;
   // kSize: store.size() == size.
   size_t size = 0;
-  // kRefund, kRefundAsync: store.refund() of each charge, made at `charged_at`.
+  // kRefund, kRefundAsync: store.refund() of each charge, made at `charged_at`;
+  // kDebit: the same with RefundRequest::debit (charged, never refused).
   Us charged_at{0};
 };
 
@@ -143,6 +144,14 @@ Step refund(Us at, Us charged_at, std::string key, uint64_t cost = 1, size_t lim
   s.at = at;
   s.charged_at = charged_at;
   s.charges = {{limit, std::move(key), cost}};
+  return s;
+}
+
+// Charges `cost` more to a request charged at `charged_at` (a settled cost
+// above its estimate: RefundRequest::debit), at `at`.
+Step debit(Us at, Us charged_at, std::string key, uint64_t cost) {
+  Step s = refund(at, charged_at, std::move(key), cost);
+  s.kind = Kind::kDebit;
   return s;
 }
 
@@ -535,6 +544,37 @@ std::vector<Scenario> make_table() {
                 // Out of the window already: nothing to give back.
                 refund(1'150ms, 100ms, "k"), step(1'150ms, "k", 1, allowed(2, 0, 1s))}});
 
+  // ------------------------------------------------------------ debits
+  // A cost settled above its estimate is charged whatever is left: the state
+  // goes into debt, and later requests wait for the debt and their own cost.
+
+  t.push_back({"TokenBucketDebitGoesIntoDebtThatLaterRequestsWaitFor",
+               {token_bucket(10, 10, 1s)},
+               {step(0s, "k", 5, allowed(10, 5, 500ms)),
+                // 5 - 12: 7 tokens of debt.
+                debit(0s, 0s, "k", 12), step(0s, "k", 1, denied(10, 0, 1'700ms, 800ms)),
+                step(799'999us, "k", 1, denied(10, 0, 900'001us, 1us)),
+                step(800ms, "k", 1, allowed(10, 0, 1s)),
+                // A key never seen starts full: 10 - 15.
+                debit(0s, 0s, "new", 15), step(0s, "new", 1, denied(10, 0, 1'500ms, 600ms))}});
+
+  t.push_back({"GcraDebitGoesIntoDebtThatLaterRequestsWaitFor",
+               {gcra(10, 10, 1s)},
+               {step(0s, "k", 5, allowed(10, 5, 500ms)), debit(0s, 0s, "k", 12),
+                step(0s, "k", 1, denied(10, 0, 1'700ms, 800ms)),
+                step(799'999us, "k", 1, denied(10, 0, 900'001us, 1us)),
+                step(800ms, "k", 1, allowed(10, 0, 1s)), debit(0s, 0s, "new", 15),
+                step(0s, "new", 1, denied(10, 0, 1'500ms, 600ms))}});
+
+  t.push_back({"FixedWindowDebitCountsInTheWindowChargedWhileItCounts",
+               {fixed_window(10, 1min)},
+               {step(0s, "k", 5, allowed(10, 5, 1min)),
+                // 5 + 7: past the limit until the window ends.
+                debit(1s, 0s, "k", 7), step(2s, "k", 1, denied(10, 0, 58s, 58s)),
+                step(1min, "k", 1, allowed(10, 9, 1min)),
+                // Charged in the window before: it counts no more.
+                debit(61s, 0s, "k", 100), step(61s, "k", 1, allowed(10, 8, 59s))}});
+
   // ------------------------------------------------------------ block
   // Once a limit with a lockout denies, its key is denied for the whole
   // block from then, whatever refills meanwhile; other keys are untouched.
@@ -732,12 +772,13 @@ TEST_P(StoreTable, DecidesAsTheTableSays) {
       EXPECT_EQ(store_->size(), s.size);
       continue;
     }
-    if (s.kind == Kind::kRefund || s.kind == Kind::kRefundAsync) {
+    if (s.kind == Kind::kRefund || s.kind == Kind::kRefundAsync || s.kind == Kind::kDebit) {
       std::vector<RefundRequest> refunds;
       for (const Charge& c : s.charges)
-        refunds.push_back({&scenario.limits[c.limit], c.key, c.cost, kStart + s.charged_at});
+        refunds.push_back({&scenario.limits[c.limit], c.key, c.cost, kStart + s.charged_at,
+                           s.kind == Kind::kDebit});
       Status status;
-      if (s.kind == Kind::kRefund) {
+      if (s.kind != Kind::kRefundAsync) {
         status = store_->refund(refunds, kStart + s.at);
       } else {
         auto done = std::make_shared<std::promise<Status>>();

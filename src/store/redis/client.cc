@@ -522,6 +522,7 @@ void Client::refund(std::span<const RefundRequest> requests, Nanos now, Store::D
       const auto charged_at_us = static_cast<int64_t>(requests[i].charged_at.count() / 1'000);
       append_limit(c, limits[i], keys[i], false, refund_cost(requests[i].cost), charged_at_us,
                    charged_at_us);
+      c->limits.back().debit = requests[i].debit;
     }
     start(
         c,
@@ -798,7 +799,9 @@ void Client::write_script_frame(Batch* b, Connection& to) {
     append_packed(packed_, c->is_refund ? -n : n);
     for (const LimitRef& r : c->limits) {
       append_packed(packed_, static_cast<int64_t>(def_of_[next_def++]));
-      append_packed(packed_, static_cast<int64_t>(r.cost));
+      // A debit (RefundRequest::debit) is a refund of minus its cost.
+      const auto cost = static_cast<int64_t>(r.cost);
+      append_packed(packed_, r.debit ? -cost : cost);
       if (c->is_refund) {
         append_packed(packed_, r.charged_at_us);
       } else if (r.window) {

@@ -121,6 +121,7 @@ class Client final : public Connection::Listener {
     uint64_t cost = 0;
     int64_t charged_at_us = 0;  // a refund's charge time
     bool window = false;        // a fixed_window: an acquire sends its window's time
+    bool debit = false;         // a refund's RefundRequest::debit: sent as a negative cost
   };
   struct Call;
   struct Batch;

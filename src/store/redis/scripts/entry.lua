@@ -38,7 +38,9 @@
 --   n       the number of limits of an acquire, or minus the number of
 --           limits of a refund (Store::refund)
 --   per limit: its definition (1 to D) and cost, then for a refund the
---           charge's time (its decided_at) in microseconds, and for an
+--           charge's time (its decided_at) in microseconds (a refund's
+--           negative cost is a debit: that much more is charged, never
+--           refused, the state going into debt: DEBITS of the algorithm), and for an
 --           acquire of a fixed_window the time its window is taken at
 --           (microseconds: the request's own time, or the client's reading
 --           of this node's clock; the window's counter key is named from it:
@@ -187,14 +189,31 @@ while pos <= size do
     for _ = 1, n do
       local d, cost, charged_at
       d, cost, charged_at, pos = sunpack('<ddd', reqs, pos)
-      local give_back = REFUNDS[kind[d]]
-      if not give_back then
-        return redis.error_reply('ERR sluice: unknown refund ' .. tostring(kind[d]))
-      end
       key = key + 1
       local k = CALL_KEYS[key]
-      local write = give_back(k, now, p1[d], p2[d], p3[d], cost, charged_at)
-      if type(write) == 'number' then
+      local write, reset
+      if cost < 0 then
+        -- A debit: the state to write and the time until it is full again,
+        -- which moves out, so the TTL is set as for an acquire.
+        local take = DEBITS[kind[d]]
+        if not take then
+          return redis.error_reply('ERR sluice: unknown debit ' .. tostring(kind[d]))
+        end
+        write, reset = take(k, now, p1[d], p2[d], p3[d], -cost, charged_at)
+      else
+        local give_back = REFUNDS[kind[d]]
+        if not give_back then
+          return redis.error_reply('ERR sluice: unknown refund ' .. tostring(kind[d]))
+        end
+        write = give_back(k, now, p1[d], p2[d], p3[d], cost, charged_at)
+      end
+      if reset then
+        if type(write) == 'number' then
+          count_put(k, write, reset, now)
+        else
+          put(k, write, reset)
+        end
+      elseif type(write) == 'number' then
         write = format('%d', write)
         rcall('SET', k, write, 'KEEPTTL')
         STATES[k] = write

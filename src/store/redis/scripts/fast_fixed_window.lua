@@ -90,7 +90,10 @@ for i = 1, #KEYS do
     out[i + 1] = (limit - count) * 2 + 1
   else
     rcall('DECRBY', key, cost_text)
-    out[i + 1] = (limit - count + cost) * 2
+    -- A settled cost may have taken the count past the limit.
+    local left = limit - count + cost
+    if left < 0 then left = 0 end
+    out[i + 1] = left * 2
   end
 end
 return out

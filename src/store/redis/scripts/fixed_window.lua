@@ -30,7 +30,10 @@ if NEEDED('fixed_window') then
     end
     local reset = 0
     if count > 0 then reset = window_end_in end
-    return 0, limit, limit - count, reset, window_end_in, nil
+    -- A settled cost may have taken the count past the limit.
+    local left = limit - count
+    if left < 0 then left = 0 end
+    return 0, limit, left, reset, window_end_in, nil
   end
 
   REFUNDS['fixed_window'] = function(key, _, _, _, _, cost)
@@ -38,5 +41,20 @@ if NEEDED('fixed_window') then
     if not count or count == 0 then return nil end
     if cost > count then cost = count end
     return count - cost
+  end
+
+  -- The debit's key is the counter of the charge's window, as the refund's:
+  -- it goes up by the cost while that window counts (a counter gone with
+  -- its window is not made again). Returns the count and reset_after_us.
+  DEBITS['fixed_window'] = function(key, now, _, window, _, cost, charged_at)
+    local index = idiv(charged_at, window)
+    local count = tonumber(STATES[key])
+    if not count then
+      if idiv(now, window) ~= index then return nil end
+      count = 0
+    end
+    local reset = (index + 1) * window - now
+    if reset < 0 then reset = 0 end
+    return count + cost, reset
   end
 end

@@ -4,7 +4,8 @@
 -- State: two packed doubles, the theoretical arrival time in whole
 -- microseconds and frac / rate of a microsecond more (0 <= frac < rate).
 -- A missing key is a full bucket (TAT = now). Returns as token_bucket.lua;
--- so does the refund, which takes the tokens off the debt (down to none).
+-- so does the refund, which takes the tokens off the debt (down to none),
+-- and the debit, which adds them to it whatever it is.
 if NEEDED('gcra') then
   -- max(0, TAT - now) in units: the tokens missing from a full bucket.
   -- When TAT < now, (TAT - now) * rate + frac < 0 since frac < rate.
@@ -49,5 +50,15 @@ if NEEDED('gcra') then
       debt = 0
     end
     return spack('<dd', now + idiv(debt, rate), fmod(debt, rate))
+  end
+
+  DEBITS['gcra'] = function(key, now, capacity, unit, rate, cost)
+    local tat, frac = now, 0
+    local raw = STATES[key]
+    if raw then tat, frac = sunpack('<dd', raw) end
+    local debt = debt_at(tat, frac, now, rate) + cost * unit
+    local most = capacity * unit + MAX_DEBT
+    if debt > most then debt = most end
+    return spack('<dd', now + idiv(debt, rate), fmod(debt, rate)), cdiv(debt, rate)
   end
 end

@@ -15,10 +15,15 @@
 -- limit once (entry.lua), reads every state with one MGET (per cluster
 -- slot), and answers in as few integers as the client needs.
 
--- ALGORITHMS[name] decides one limit; REFUNDS[name] gives back one charge
--- (token_bucket.lua says what they return).
+-- ALGORITHMS[name] decides one limit; REFUNDS[name] gives back one charge;
+-- DEBITS[name] charges a settled cost's excess, never refused (token_bucket.lua
+-- says what they return).
 local ALGORITHMS = {}
 local REFUNDS = {}
+local DEBITS = {}
+-- The deepest a debit takes a bucket below empty, in units: its level stays
+-- an integer a double holds exactly.
+local MAX_DEBT = 2 ^ 52
 -- ARGV (see entry.lua): extra_ms, whether requests carry their time, the
 -- number of limit definitions, 5 per definition (the first its algorithm).
 local USED = {}

@@ -10,6 +10,9 @@
 -- The refund (src/core/refund.cc) takes the same arguments and the charge's
 -- time, unused: the bucket refills to now, then gets the tokens back, up to
 -- full. It returns the state to write, or nil when the bucket is full or gone.
+-- The debit (src/core/debit.cc) takes the same arguments: the bucket
+-- refills to now, then pays the cost whatever it holds, going below empty.
+-- It returns the state to write and reset_after_us.
 if NEEDED('token_bucket') then
   -- The level at `now` and the bucket's clock, from the state `raw` (or nil).
   local function refill(raw, now, full, rate)
@@ -37,7 +40,10 @@ if NEEDED('token_bucket') then
       local left = level - need
       return 1, capacity, idiv(left, unit), cdiv(full - left, rate), 0, spack('<dd', left, last)
     end
-    return 0, capacity, idiv(level, unit), cdiv(full - level, rate), cdiv(need - level, rate), nil
+    -- A level in debt (a settled cost) leaves nothing.
+    local left = 0
+    if level > 0 then left = idiv(level, unit) end
+    return 0, capacity, left, cdiv(full - level, rate), cdiv(need - level, rate), nil
   end
 
   REFUNDS['token_bucket'] = function(key, now, capacity, unit, rate, cost)
@@ -53,5 +59,13 @@ if NEEDED('token_bucket') then
       level = level + back
     end
     return spack('<dd', level, last)
+  end
+
+  DEBITS['token_bucket'] = function(key, now, capacity, unit, rate, cost)
+    local full = capacity * unit
+    local level, last = refill(STATES[key], now, full, rate)
+    level = level - cost * unit
+    if level < -MAX_DEBT then level = -MAX_DEBT end
+    return spack('<dd', level, last), cdiv(full - level, rate)
   end
 end
